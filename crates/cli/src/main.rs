@@ -1,0 +1,205 @@
+//! The `threadwire` command: parses arguments and calls the libraries.
+
+mod render;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+use threadwire::launch::{FailurePolicy, JobSpec};
+
+#[derive(Parser)]
+#[command(
+    name = "threadwire",
+    version,
+    about = "Thread-addressed message passing: run jobs, applications and benchmarks"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start N nodes of a program on this host and wait for them.
+    Run(RunArgs),
+    /// Run a bundled application as a job.
+    #[command(subcommand)]
+    Apps(App),
+    /// Measure threadwire.
+    #[command(subcommand)]
+    Bench(Bench),
+    /// Print version and the environment contract.
+    Info,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    job: JobArgs,
+    /// The program and its arguments.
+    #[arg(required = true, last = true)]
+    program: Vec<OsString>,
+}
+
+#[derive(Args, Clone)]
+struct JobArgs {
+    /// Number of nodes.
+    #[arg(short = 'n', long = "nodes", default_value_t = 2)]
+    nodes: u32,
+    /// Kill the job after this many seconds.
+    #[arg(long)]
+    timeout: Option<f64>,
+    /// Print per-node message and byte counts at the end.
+    #[arg(long)]
+    stats: bool,
+    /// When a node fails, tell the others but let them run on.
+    #[arg(long)]
+    keep_going: bool,
+    /// Start a communication thread in every node (THREADWIRE_PROGRESS=thread).
+    #[arg(long)]
+    progress_thread: bool,
+}
+
+#[derive(Subcommand)]
+enum App {
+    /// Host–node matrix multiply: node 0 distributes, worker threads compute, node 0 verifies.
+    Matmul {
+        #[command(flatten)]
+        job: MatmulJob,
+    },
+}
+
+#[derive(Args, Clone)]
+struct MatmulJob {
+    /// Number of nodes.
+    #[arg(short = 'n', long = "nodes", default_value_t = 4)]
+    nodes: u32,
+    /// Matrix size.
+    #[arg(long, default_value_t = 512)]
+    size: usize,
+    /// Worker threads per worker node.
+    #[arg(long, default_value_t = 2)]
+    threads: u32,
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// One-way latency and bandwidth, thread to thread in a node and node to node over TCP.
+    Pingpong {
+        /// Largest size as a power of two (default 24 = 16 MiB).
+        #[arg(long, default_value_t = 24)]
+        max_power: u32,
+        /// Repetitions per size.
+        #[arg(long, default_value_t = 5)]
+        repetitions: u32,
+        /// Milliseconds per repetition.
+        #[arg(long, default_value_t = 100)]
+        ms: u64,
+    },
+}
+
+fn main() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("THREADWIRE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let code = match dispatch(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("threadwire: {e:#}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+fn dispatch(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Run(args) => {
+            let mut program = args.program.into_iter();
+            let exe = PathBuf::from(program.next().context("no program given")?);
+            launch(&args.job, exe, program.collect())
+        }
+        Command::Apps(App::Matmul { job }) => {
+            if under_launcher() {
+                return render::matmul_node(job.size, job.threads);
+            }
+            let spec = JobArgs {
+                nodes: job.nodes,
+                timeout: None,
+                stats: true,
+                keep_going: false,
+                progress_thread: false,
+            };
+            let args = vec![
+                "apps".into(),
+                "matmul".into(),
+                "--size".into(),
+                job.size.to_string().into(),
+                "--threads".into(),
+                job.threads.to_string().into(),
+            ];
+            launch(&spec, std::env::current_exe()?, args)
+        }
+        Command::Bench(Bench::Pingpong {
+            max_power,
+            repetitions,
+            ms,
+        }) => {
+            let budget = threadwire_bench::pingpong::Budget {
+                repetitions,
+                per_repetition: Duration::from_millis(ms),
+            };
+            let sizes: Vec<usize> = (3..=max_power).map(|p| 1usize << p).collect();
+            if under_launcher() {
+                return render::pingpong_node(&sizes, budget);
+            }
+            let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+            let spec = JobSpec::new(2, std::env::current_exe()?).args(args);
+            let mut results = Vec::new();
+            let report =
+                threadwire::launch::run(&spec, |ev| render::collect_results(ev, &mut results))?;
+            if report.status != 0 {
+                bail!("the benchmark job failed with status {}", report.status);
+            }
+            render::pingpong_table(&results);
+            Ok(0)
+        }
+        Command::Info => {
+            println!("threadwire {}", env!("CARGO_PKG_VERSION"));
+            println!("environment contract: see the threadwire::env module docs");
+            match threadwire::env::JobEnv::from_env() {
+                Ok(env) => println!("launched: {env:?}"),
+                Err(e) => println!("not launched: {e}"),
+            }
+            Ok(0)
+        }
+    }
+}
+
+fn under_launcher() -> bool {
+    std::env::var_os(threadwire::env::JOB).is_some()
+}
+
+fn launch(job: &JobArgs, program: PathBuf, args: Vec<OsString>) -> Result<i32> {
+    let mut spec = JobSpec::new(job.nodes, program).args(args);
+    if let Some(t) = job.timeout {
+        spec = spec.timeout(Duration::from_secs_f64(t));
+    }
+    if job.keep_going {
+        spec = spec.on_failure(FailurePolicy::Continue);
+    }
+    if job.progress_thread {
+        spec = spec.env(threadwire::env::PROGRESS, "thread");
+    }
+    let report = threadwire::launch::run(&spec, render::event)
+        .with_context(|| format!("starting {}", spec.program.display()))?;
+    if job.stats {
+        render::stats(&report);
+    }
+    Ok(report.status)
+}

@@ -1,0 +1,160 @@
+//! How the command shows events, tables and node-side output.
+
+use anyhow::Result;
+use std::io::Write;
+use threadwire::launch::{Event, JobReport, OutputStream};
+use threadwire_bench::pingpong::{self, Budget, Sample};
+
+pub fn event(ev: &Event) {
+    match ev {
+        Event::Output {
+            node,
+            stream: OutputStream::Stdout,
+            line,
+        } => {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "[n{node}] {line}");
+        }
+        Event::Output {
+            node,
+            stream: OutputStream::Stderr,
+            line,
+        } => eprintln!("[n{node}] {line}"),
+        Event::Exited { .. } => {}
+        Event::NodeFailed {
+            cause,
+            aborting: true,
+            ..
+        } => eprintln!("threadwire: {cause}; ending the job"),
+        Event::NodeFailed {
+            cause,
+            aborting: false,
+            ..
+        } => eprintln!("threadwire: {cause}; the other nodes run on"),
+        Event::TimedOut => eprintln!("threadwire: the job ran past its timeout; killing it"),
+        _ => {}
+    }
+}
+
+pub fn stats(report: &JobReport) {
+    println!(
+        "{:>5} {:>12} {:>14} {:>12} {:>14} {:>11}",
+        "node", "msgs sent", "bytes sent", "msgs recv", "bytes recv", "mean size"
+    );
+    for (node, s) in report.stats.iter().enumerate() {
+        match s {
+            Some(s) => println!(
+                "{:>5} {:>12} {:>14} {:>12} {:>14} {:>11.1}",
+                format!("n{node}"),
+                s.messages_sent,
+                s.bytes_sent,
+                s.messages_received,
+                s.bytes_received,
+                s.mean_sent_size()
+            ),
+            None => println!("{:>5} {:>12}", format!("n{node}"), "(no report)"),
+        }
+    }
+}
+
+pub fn matmul_node(size: usize, threads: u32) -> Result<i32> {
+    let ep = threadwire::init()?;
+    let cfg = threadwire_apps::matmul::Config {
+        size,
+        threads,
+        ..Default::default()
+    };
+    if let Some(r) = threadwire_apps::matmul::run(&ep, cfg)? {
+        println!(
+            "matmul {n}x{n}: {w} worker threads on {k} nodes; verified (A x I = A, max error {e:.1e}); {ms:.1} ms, {g:.2} GFLOP/s",
+            n = r.size,
+            w = r.workers,
+            k = ep.node().nodes(),
+            e = r.max_error,
+            ms = r.elapsed.as_secs_f64() * 1e3,
+            g = r.gflops()
+        );
+    }
+    Ok(0)
+}
+
+const RESULT: &str = "pingpong-result";
+
+/// Node side of `bench pingpong`: thread to thread inside node 0, then
+/// node 0 to node 1 over the network; node 0 prints machine-readable lines.
+pub fn pingpong_node(sizes: &[usize], budget: Budget) -> Result<i32> {
+    let ep = threadwire::init()?;
+    let node = ep.node().clone();
+    let me = ep.address();
+    if me.node == 0 {
+        let sizes_owned = sizes.to_vec();
+        let partner = node.spawn(move |ep| {
+            pingpong::run(
+                &ep,
+                threadwire::Address::new(0, 0),
+                false,
+                &sizes_owned,
+                budget,
+            )
+        });
+        let local = pingpong::run(&ep, partner.address(), true, sizes, budget)?;
+        partner.join().expect("partner thread panicked")?;
+        print_samples("thread", &local);
+        let remote = pingpong::run(&ep, threadwire::Address::new(1, 0), true, sizes, budget)?;
+        print_samples("tcp", &remote);
+    } else if me.node == 1 {
+        pingpong::run(&ep, threadwire::Address::new(0, 0), false, sizes, budget)?;
+    }
+    Ok(0)
+}
+
+fn print_samples(path: &str, samples: &[Sample]) {
+    for s in samples {
+        println!(
+            "{RESULT} {path} {} {} {} {}",
+            s.size,
+            s.one_way.as_nanos(),
+            s.min.as_nanos(),
+            s.max.as_nanos()
+        );
+    }
+}
+
+pub struct Row {
+    path: String,
+    size: usize,
+    ns: [f64; 3],
+}
+
+pub fn collect_results(ev: &Event, rows: &mut Vec<Row>) {
+    if let Event::Output { line, .. } = ev {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() == 6 && f[0] == RESULT {
+            let p = |s: &str| s.parse::<f64>().unwrap_or(f64::NAN);
+            rows.push(Row {
+                path: f[1].to_string(),
+                size: f[2].parse().unwrap_or(0),
+                ns: [p(f[3]), p(f[4]), p(f[5])],
+            });
+            return;
+        }
+    }
+    event(ev);
+}
+
+pub fn pingpong_table(rows: &[Row]) {
+    println!(
+        "{:<8} {:>10} {:>12} {:>22} {:>12}",
+        "path", "size (B)", "one-way µs", "min–max µs", "MB/s"
+    );
+    for r in rows {
+        println!(
+            "{:<8} {:>10} {:>12.3} {:>22} {:>12.1}",
+            r.path,
+            r.size,
+            r.ns[0] / 1e3,
+            format!("{:.3}–{:.3}", r.ns[1] / 1e3, r.ns[2] / 1e3),
+            r.size as f64 / (r.ns[0] / 1e9) / 1e6
+        );
+    }
+}

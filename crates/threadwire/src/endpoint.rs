@@ -1,0 +1,284 @@
+//! Endpoints: the calling thread's face to the job.
+
+use crate::error::{InitError, InitErrorKind, RecvError, SendError};
+use crate::mailbox::{Mailbox, Posting, MAX_THREADS};
+use crate::request::{RecvRequest, Request, SendRequest, State};
+use crate::{Address, Message, Node, Source, Status, Tag, TagMatch};
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering;
+use threadwire_transport::SendOutcome;
+use threadwire_wire::{FrameHeader, Payload};
+
+/// A thread endpoint `(node, thread)`: sends, receives and probes on behalf
+/// of the thread that owns it. An `Endpoint` stays on its thread (it is not
+/// `Send`); other threads get their own with [`Node::spawn`] or
+/// [`Node::endpoint`]. Dropping thread 0's endpoint finalizes the node.
+pub struct Endpoint {
+    node: Node,
+    address: Address,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Endpoint({})", self.address)
+    }
+}
+
+impl Endpoint {
+    pub(crate) fn bind(node: Node, thread: u32) -> Result<Endpoint, InitError> {
+        let mailbox = node.shared.mailboxes.get(thread).ok_or_else(|| {
+            InitError::new(InitErrorKind::AlreadyEndpoint(Address::new(
+                node.id(),
+                thread,
+            )))
+        })?;
+        if !mailbox.set_owner(threadwire_fiber::current_unparker()) {
+            return Err(InitError::new(InitErrorKind::AlreadyEndpoint(
+                Address::new(node.id(), thread),
+            )));
+        }
+        let address = Address::new(node.id(), thread);
+        Ok(Endpoint {
+            node,
+            address,
+            _not_send: PhantomData,
+        })
+    }
+
+    /// This endpoint's address.
+    pub fn address(&self) -> Address {
+        self.address
+    }
+
+    /// The node this endpoint belongs to.
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+
+    fn mailbox(&self) -> &Mailbox {
+        self.node
+            .shared
+            .mailboxes
+            .get(self.address.thread)
+            .expect("own mailbox exists")
+    }
+
+    /// Sends `data` to `to` with `tag`. Returns once the data may be reused:
+    /// an owned buffer (`Vec<u8>`, a finished [`Packer`](threadwire_wire::Packer))
+    /// moves without a copy — to a thread of this node straight into its
+    /// mailbox — and borrowed bytes are copied once. Messages from one
+    /// thread to another arrive in the order sent.
+    pub fn send(&self, to: Address, tag: Tag, data: impl Into<Payload>) -> Result<(), SendError> {
+        let s = &*self.node.shared;
+        let payload = data.into();
+        if s.finalized.load(Ordering::Relaxed) {
+            return Err(SendError::Finalized);
+        }
+        if to.node >= s.nodes || to.thread >= MAX_THREADS {
+            return Err(SendError::NoSuchEndpoint { to, payload });
+        }
+        let len = payload.len();
+        if to.node == s.id {
+            s.counters.sent(len);
+            s.counters.received(len);
+            let mailbox = s
+                .mailboxes
+                .get(to.thread)
+                .expect("thread below MAX_THREADS");
+            mailbox.deliver(Message {
+                source: self.address,
+                tag,
+                payload,
+            });
+            return Ok(());
+        }
+        let peer = &s.peers[to.node as usize];
+        if let Some(lost) = peer.lost() {
+            return Err(SendError::PeerLost {
+                to,
+                lost: lost.clone(),
+                payload,
+            });
+        }
+        if len as u64 > s.max_frame {
+            return Err(SendError::TooLarge {
+                to,
+                len,
+                max: s.max_frame,
+                payload,
+            });
+        }
+        let channel = peer
+            .channel()
+            .expect("every live peer has a channel after init");
+        let header = FrameHeader::data(
+            self.address.thread,
+            to.thread,
+            tag,
+            payload.format(),
+            len as u64,
+        );
+        match channel.send(&header, payload) {
+            Ok(outcome) => {
+                s.counters.sent(len);
+                if outcome == SendOutcome::Queued {
+                    s.engine.try_progress(s);
+                }
+                Ok(())
+            }
+            Err((e, payload)) => {
+                s.lose_peer(
+                    to.node,
+                    crate::error::LossCause::Failed(format!("connection failed: {e}")),
+                );
+                let lost = peer.lost().cloned().expect("just marked lost");
+                Err(SendError::PeerLost { to, lost, payload })
+            }
+        }
+    }
+
+    /// Starts a send. Sends are eager — the data is handed to the channel
+    /// at once — so the request is complete on return; it exists so that
+    /// code written against MPI-style requests reads naturally.
+    pub fn isend(&self, to: Address, tag: Tag, data: impl Into<Payload>) -> SendRequest {
+        Request::ready(self.send(to, tag, data))
+    }
+
+    fn check_source(&self, from: Source) -> Result<(), RecvError> {
+        let s = &*self.node.shared;
+        if s.finalized.load(Ordering::Relaxed) {
+            return Err(RecvError::Finalized);
+        }
+        match from.node() {
+            Some(n) if n >= s.nodes => Err(RecvError::NoSuchNode(n)),
+            _ => Ok(()),
+        }
+    }
+
+    fn loss_of(&self, from: Source) -> Option<RecvError> {
+        let n = from.node()?;
+        if n == self.address.node {
+            return None;
+        }
+        self.node.shared.peers[n as usize]
+            .lost()
+            .map(|l| RecvError::PeerLost(l.clone()))
+    }
+
+    fn is_remote(&self, from: Source) -> bool {
+        from.node() != Some(self.address.node)
+    }
+
+    /// Starts a receive of the first message matching `from` and `tag`.
+    pub fn irecv(&self, from: impl Into<Source>, tag: impl Into<TagMatch>) -> RecvRequest {
+        let (from, tag) = (from.into(), tag.into());
+        if let Err(e) = self.check_source(from) {
+            return Request::ready(Err(e));
+        }
+        let mailbox = self.mailbox();
+        match mailbox.post(from, tag) {
+            Posting::Matched(m) => Request::ready(Ok(m)),
+            Posting::Pending(slot) => {
+                if let Some(e) = self.loss_of(from) {
+                    mailbox.cancel(&slot);
+                    if let Some(m) = mailbox.try_take(from, tag) {
+                        return Request::ready(Ok(m));
+                    }
+                    return Request::ready(Err(e));
+                }
+                Request {
+                    state: State::Receiving {
+                        shared: self.node.shared.clone(),
+                        thread: self.address.thread,
+                        slot,
+                        remote: self.is_remote(from),
+                    },
+                    _not_send: PhantomData,
+                }
+            }
+        }
+    }
+
+    /// Receives the first message matching `from` and `tag`, blocking only
+    /// the calling thread. Fails with [`RecvError::PeerLost`] if the node it
+    /// waits on is lost, rather than waiting forever.
+    ///
+    /// `from` is an [`Address`], a [`Source`] (`Source::Node(n)`,
+    /// [`ANY_SOURCE`](crate::ANY_SOURCE)); `tag` a [`Tag`] or
+    /// [`ANY_TAG`](crate::ANY_TAG).
+    pub fn recv(
+        &self,
+        from: impl Into<Source>,
+        tag: impl Into<TagMatch>,
+    ) -> Result<Message, RecvError> {
+        self.irecv(from, tag).wait()
+    }
+
+    /// The status of a matching message if one has arrived, without
+    /// receiving it.
+    pub fn iprobe(
+        &self,
+        from: impl Into<Source>,
+        tag: impl Into<TagMatch>,
+    ) -> Result<Option<Status>, RecvError> {
+        let (from, tag) = (from.into(), tag.into());
+        self.check_source(from)?;
+        let s = &*self.node.shared;
+        if let Some(status) = self.mailbox().probe(from, tag) {
+            return Ok(Some(status));
+        }
+        if self.is_remote(from) {
+            s.engine.try_progress(s);
+        }
+        if let Some(status) = self.mailbox().probe(from, tag) {
+            return Ok(Some(status));
+        }
+        match self.loss_of(from) {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
+    }
+
+    /// Waits until a matching message has arrived and returns its status,
+    /// leaving it to be received.
+    pub fn probe(
+        &self,
+        from: impl Into<Source>,
+        tag: impl Into<TagMatch>,
+    ) -> Result<Status, RecvError> {
+        let (from, tag) = (from.into(), tag.into());
+        self.check_source(from)?;
+        let s = &*self.node.shared;
+        let failures = s.failures.load(Ordering::SeqCst);
+        let mut found = None;
+        s.engine.wait_until(s, self.is_remote(from), || {
+            found = self.mailbox().probe(from, tag);
+            found.is_some()
+                || self.loss_of(from).is_some()
+                || (from.node().is_none() && s.failures.load(Ordering::SeqCst) != failures)
+        });
+        if let Some(status) = found {
+            return Ok(status);
+        }
+        if let Some(e) = self.loss_of(from) {
+            return Err(e);
+        }
+        let lost = s
+            .peers
+            .iter()
+            .filter_map(|p| p.lost())
+            .find(|l| matches!(l.cause, crate::error::LossCause::Failed(_)));
+        Err(RecvError::PeerLost(
+            lost.cloned().expect("a failure was counted"),
+        ))
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        if self.address.thread == 0 {
+            self.node.finalize();
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! The environment contract between the launcher and the nodes it starts.
+//!
+//! `threadwire run` (or any launcher that honours this contract, such as a
+//! wrapper under Slurm) starts each node with these variables:
+//!
+//! | variable                 | meaning                                                   |
+//! |--------------------------|-----------------------------------------------------------|
+//! | `THREADWIRE_JOB`         | job id, 16 hex digits; in every name the job creates      |
+//! | `THREADWIRE_NODE`        | this node's number, `0..THREADWIRE_NODES`                 |
+//! | `THREADWIRE_NODES`       | the number of nodes in the job                            |
+//! | `THREADWIRE_RENDEZVOUS`  | `ip:port` of the launcher's rendezvous service            |
+//! | `THREADWIRE_SECRET`      | the job secret, 64 hex digits; proven, never sent         |
+//! | `THREADWIRE_BIND`        | optional: IP address this node listens on (default: the rendezvous IP) |
+//!
+//! Tuning knobs read by every node, launched or not:
+//!
+//! | variable                 | meaning                                                   |
+//! |--------------------------|-----------------------------------------------------------|
+//! | `THREADWIRE_PROGRESS`    | `poll` (default: waiting threads drive progress) or `thread` (a communication thread as well) |
+//! | `THREADWIRE_MAX_FRAME`   | largest frame accepted from a peer, in bytes (default 1 GiB) |
+//! | `THREADWIRE_SPIN_US`     | how long a waiter spins before it sleeps (default 50)     |
+//! | `THREADWIRE_LOG`         | log filter for the default log output (default `warn`)     |
+
+use std::net::{IpAddr, SocketAddr};
+
+/// Name of the job id variable.
+pub const JOB: &str = "THREADWIRE_JOB";
+/// Name of the node number variable.
+pub const NODE: &str = "THREADWIRE_NODE";
+/// Name of the node count variable.
+pub const NODES: &str = "THREADWIRE_NODES";
+/// Name of the rendezvous address variable.
+pub const RENDEZVOUS: &str = "THREADWIRE_RENDEZVOUS";
+/// Name of the job secret variable.
+pub const SECRET: &str = "THREADWIRE_SECRET";
+/// Name of the optional listen address variable.
+pub const BIND: &str = "THREADWIRE_BIND";
+/// Name of the progress mode variable.
+pub const PROGRESS: &str = "THREADWIRE_PROGRESS";
+/// Name of the maximum frame length variable.
+pub const MAX_FRAME: &str = "THREADWIRE_MAX_FRAME";
+/// Name of the log filter variable.
+pub const LOG: &str = "THREADWIRE_LOG";
+
+/// What a launched node learns from its environment.
+#[derive(Clone)]
+pub struct JobEnv {
+    /// The job id.
+    pub job_id: u64,
+    /// This node's number.
+    pub node: u32,
+    /// Nodes in the job.
+    pub nodes: u32,
+    /// The launcher's rendezvous service.
+    pub rendezvous: SocketAddr,
+    /// The job secret.
+    pub secret: [u8; 32],
+    /// Where this node listens for its peers.
+    pub bind: IpAddr,
+}
+
+impl std::fmt::Debug for JobEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobEnv")
+            .field("job_id", &format_args!("{:016x}", self.job_id))
+            .field("node", &self.node)
+            .field("nodes", &self.nodes)
+            .field("rendezvous", &self.rendezvous)
+            .field("bind", &self.bind)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the environment does not describe a launched node.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EnvError {
+    /// No launcher variables at all: the program was not started by a launcher.
+    #[error("not started by a launcher ({JOB} is not set); run it with `threadwire run -n N -- program`")]
+    NotLaunched,
+    /// A variable is missing or malformed.
+    #[error("bad launcher environment: {name} = {value:?} ({why})")]
+    Invalid {
+        /// The variable.
+        name: &'static str,
+        /// Its value, empty when missing.
+        value: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+}
+
+impl JobEnv {
+    /// Reads the contract from this process's environment.
+    pub fn from_env() -> Result<JobEnv, EnvError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the contract through `lookup` (for tests and wrappers).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<JobEnv, EnvError> {
+        let Some(job) = lookup(JOB) else {
+            return Err(EnvError::NotLaunched);
+        };
+        let get = |name: &'static str| {
+            lookup(name).ok_or(EnvError::Invalid {
+                name,
+                value: String::new(),
+                why: "missing",
+            })
+        };
+        let invalid = |name, value: String, why| EnvError::Invalid { name, value, why };
+        let job_id = u64::from_str_radix(&job, 16)
+            .map_err(|_| invalid(JOB, job.clone(), "not 16 hex digits"))?;
+        let node_s = get(NODE)?;
+        let node: u32 = node_s
+            .parse()
+            .map_err(|_| invalid(NODE, node_s.clone(), "not a number"))?;
+        let nodes_s = get(NODES)?;
+        let nodes: u32 = nodes_s
+            .parse()
+            .map_err(|_| invalid(NODES, nodes_s.clone(), "not a number"))?;
+        if nodes == 0 || node >= nodes {
+            return Err(invalid(NODE, node_s, "not below the node count"));
+        }
+        let rv_s = get(RENDEZVOUS)?;
+        let rendezvous: SocketAddr = rv_s
+            .parse()
+            .map_err(|_| invalid(RENDEZVOUS, rv_s.clone(), "not ip:port"))?;
+        let secret_s = get(SECRET)?;
+        let secret = parse_secret(&secret_s).ok_or(invalid(
+            SECRET,
+            "<hidden>".into(),
+            "not 64 hex digits",
+        ))?;
+        let bind = match lookup(BIND) {
+            None => rendezvous.ip(),
+            Some(s) => s
+                .parse()
+                .map_err(|_| invalid(BIND, s.clone(), "not an IP address"))?,
+        };
+        Ok(JobEnv {
+            job_id,
+            node,
+            nodes,
+            rendezvous,
+            secret,
+            bind,
+        })
+    }
+
+    /// The variables that describe node `node` of this job, for a launcher.
+    pub fn vars_for(
+        job_id: u64,
+        node: u32,
+        nodes: u32,
+        rendezvous: SocketAddr,
+        secret: &[u8; 32],
+    ) -> Vec<(&'static str, String)> {
+        vec![
+            (JOB, format!("{job_id:016x}")),
+            (NODE, node.to_string()),
+            (NODES, nodes.to_string()),
+            (RENDEZVOUS, rendezvous.to_string()),
+            (SECRET, secret.iter().map(|b| format!("{b:02x}")).collect()),
+        ]
+    }
+}
+
+fn parse_secret(s: &str) -> Option<[u8; 32]> {
+    if s.len() != 64 || !s.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn round_trip_and_errors() {
+        let secret = [0xab; 32];
+        let vars: HashMap<_, _> =
+            JobEnv::vars_for(0x1234, 2, 4, "127.0.0.1:5000".parse().unwrap(), &secret)
+                .into_iter()
+                .collect();
+        let env = JobEnv::from_lookup(|n| vars.get(n).cloned()).unwrap();
+        assert_eq!(
+            (env.job_id, env.node, env.nodes, env.secret),
+            (0x1234, 2, 4, secret)
+        );
+        assert_eq!(env.bind.to_string(), "127.0.0.1");
+
+        assert_eq!(
+            JobEnv::from_lookup(|_| None).unwrap_err(),
+            EnvError::NotLaunched
+        );
+        let mut bad = vars.clone();
+        bad.insert(NODE, "9".into());
+        assert!(matches!(
+            JobEnv::from_lookup(|n| bad.get(n).cloned()),
+            Err(EnvError::Invalid { name: NODE, .. })
+        ));
+        let mut bad = vars.clone();
+        bad.insert(SECRET, "zz".into());
+        assert!(matches!(
+            JobEnv::from_lookup(|n| bad.get(n).cloned()),
+            Err(EnvError::Invalid { name: SECRET, .. })
+        ));
+    }
+}

@@ -1,0 +1,153 @@
+//! Errors, one type per operation.
+
+use crate::Address;
+use std::fmt;
+use threadwire_wire::Payload;
+
+/// Why a peer node can no longer be reached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LossCause {
+    /// The node finished (`finalize`) and will send nothing more.
+    Finished,
+    /// The node died or its connection broke; the text says how.
+    Failed(String),
+}
+
+/// A node that has left the job, and why. Delivered to
+/// [`Node::on_peer_lost`](crate::Node::on_peer_lost) subscribers and carried
+/// by the errors of operations that involved it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerLost {
+    /// The node.
+    pub node: u32,
+    /// Why it is gone.
+    pub cause: LossCause,
+}
+
+impl fmt::Display for PeerLost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.cause {
+            LossCause::Finished => write!(f, "node n{} has finished", self.node),
+            LossCause::Failed(why) => write!(f, "node n{} was lost: {why}", self.node),
+        }
+    }
+}
+
+/// Why a send failed. The message is given back where it was not sent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The destination node is gone.
+    #[error("send to {to}: {lost}")]
+    PeerLost {
+        /// The destination.
+        to: Address,
+        /// Which node, and why.
+        lost: PeerLost,
+        /// The message, unsent (empty when part of it reached the wire).
+        payload: Payload,
+    },
+    /// No such node or thread in this job.
+    #[error("send to {to}: no such endpoint in this job")]
+    NoSuchEndpoint {
+        /// The destination.
+        to: Address,
+        /// The message, unsent.
+        payload: Payload,
+    },
+    /// The message is longer than a frame may be.
+    #[error("send to {to}: {len} bytes exceed the maximum frame of {max} bytes")]
+    TooLarge {
+        /// The destination.
+        to: Address,
+        /// The message length.
+        len: usize,
+        /// The configured maximum.
+        max: u64,
+        /// The message, unsent.
+        payload: Payload,
+    },
+    /// This node has finalized.
+    #[error("send after finalize")]
+    Finalized,
+}
+
+impl SendError {
+    /// The unsent message, if the error kept it.
+    pub fn into_payload(self) -> Option<Payload> {
+        match self {
+            SendError::PeerLost { payload, .. }
+            | SendError::NoSuchEndpoint { payload, .. }
+            | SendError::TooLarge { payload, .. } => Some(payload),
+            SendError::Finalized => None,
+        }
+    }
+}
+
+/// Why a receive or probe failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecvError {
+    /// The node the receive named — or, for a wildcard receive pending when
+    /// a node failed, possibly the sender — is gone.
+    #[error("receive: {0}")]
+    PeerLost(PeerLost),
+    /// The source names no node of this job.
+    #[error("receive from node n{0}: no such node in this job")]
+    NoSuchNode(u32),
+    /// This node has finalized.
+    #[error("receive after finalize")]
+    Finalized,
+}
+
+/// Why a node could not join its job.
+#[derive(Debug, thiserror::Error)]
+#[error("threadwire init: {kind}")]
+pub struct InitError {
+    kind: InitErrorKind,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InitErrorKind {
+    #[error(transparent)]
+    Env(#[from] crate::env::EnvError),
+    #[error("rendezvous with the launcher at {addr}: {source}")]
+    Rendezvous {
+        addr: std::net::SocketAddr,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("connecting to node n{node} at {addr}: {source}")]
+    Connect {
+        node: u32,
+        addr: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("peers did not all connect within {0:?}")]
+    PeersTimedOut(std::time::Duration),
+    #[error("this thread is already an endpoint ({0})")]
+    AlreadyEndpoint(Address),
+    #[error("this process has already joined its job")]
+    AlreadyInitialized,
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl InitError {
+    pub(crate) fn new(kind: InitErrorKind) -> InitError {
+        InitError { kind }
+    }
+
+    /// Whether the program was simply not started by a launcher.
+    pub fn is_not_launched(&self) -> bool {
+        matches!(
+            self.kind,
+            InitErrorKind::Env(crate::env::EnvError::NotLaunched)
+        )
+    }
+}
+
+impl<E: Into<InitErrorKind>> From<E> for InitError {
+    fn from(e: E) -> InitError {
+        InitError { kind: e.into() }
+    }
+}

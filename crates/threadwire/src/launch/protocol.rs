@@ -1,0 +1,217 @@
+//! Messages between a node and its launcher, on the control connection.
+//!
+//! The control connection is authenticated like any peer connection (the
+//! launcher accepts as node [`LAUNCHER`]) and carries `Control` frames whose
+//! `aux` word is the message type and whose payload is portable-packed.
+//!
+//! 1. Node → launcher: `Register { addr }`, the address it listens on.
+//! 2. Launcher → node, once all nodes registered: `Directory { addrs }`.
+//! 3. Launcher → node, at any time: `PeerLost { node, cause }`.
+//! 4. Node → launcher, at finalize: `Stats`, then a `Bye` frame.
+
+use crate::Stats;
+use std::io::{self, Read, Write};
+use threadwire_wire::{
+    Encoding, FrameError, FrameHeader, FrameKind, Packer, Payload, UnpackError, HEADER_LEN,
+};
+
+/// The node number the launcher uses in handshakes.
+pub const LAUNCHER: u32 = u32::MAX;
+/// Longest control payload accepted.
+pub const MAX_CONTROL: u64 = 1 << 20;
+
+const REGISTER: u32 = 1;
+const DIRECTORY: u32 = 2;
+const PEER_LOST: u32 = 3;
+const STATS: u32 = 4;
+
+/// A control message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Control {
+    /// The address a node listens on for its peers.
+    Register {
+        /// `ip:port`.
+        addr: String,
+    },
+    /// Every node's listen address, by node number.
+    Directory {
+        /// `ip:port` of each node.
+        addrs: Vec<String>,
+    },
+    /// A node has died.
+    PeerLost {
+        /// The node.
+        node: u32,
+        /// How it died.
+        cause: String,
+    },
+    /// A node's final counters.
+    Stats(Stats),
+}
+
+/// A control stream that does not follow the protocol.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ControlError {
+    /// I/O failure or end of stream.
+    #[error("control connection: {0}")]
+    Io(#[from] io::Error),
+    /// Bad frame header.
+    #[error("control connection: {0}")]
+    Frame(#[from] FrameError),
+    /// Bad payload.
+    #[error("control connection: bad message: {0}")]
+    Unpack(#[from] UnpackError),
+    /// Unknown message type or frame kind.
+    #[error("control connection: unexpected message {0}")]
+    Unexpected(u32),
+}
+
+impl Control {
+    /// The frame header and payload of this message.
+    pub fn encode(&self) -> (FrameHeader, Payload) {
+        let mut p = Packer::new(Encoding::Portable);
+        let kind = match self {
+            Control::Register { addr } => {
+                p.pack_str(addr);
+                REGISTER
+            }
+            Control::Directory { addrs } => {
+                p.pack(addrs.len() as u32);
+                for a in addrs {
+                    p.pack_str(a);
+                }
+                DIRECTORY
+            }
+            Control::PeerLost { node, cause } => {
+                p.pack(*node).pack_str(cause);
+                PEER_LOST
+            }
+            Control::Stats(s) => {
+                p.pack_slice(&[
+                    s.messages_sent,
+                    s.bytes_sent,
+                    s.messages_received,
+                    s.bytes_received,
+                ]);
+                STATS
+            }
+        };
+        let payload = p.finish();
+        let mut header = FrameHeader::control(FrameKind::Control, kind, payload.len() as u64);
+        header.format = payload.format();
+        (header, payload)
+    }
+
+    /// Decodes a control frame's payload.
+    pub fn decode(header: &FrameHeader, payload: Vec<u8>) -> Result<Control, ControlError> {
+        if header.kind != FrameKind::Control {
+            return Err(ControlError::Unexpected(header.kind as u32));
+        }
+        let mut u = Payload::from_wire(header.format, payload).unpack()?;
+        Ok(match header.aux {
+            REGISTER => Control::Register {
+                addr: u.unpack_string()?,
+            },
+            DIRECTORY => {
+                let n = u.unpack::<u32>()?;
+                let mut addrs = Vec::with_capacity(n.min(1 << 16) as usize);
+                for _ in 0..n {
+                    addrs.push(u.unpack_string()?);
+                }
+                Control::Directory { addrs }
+            }
+            PEER_LOST => Control::PeerLost {
+                node: u.unpack()?,
+                cause: u.unpack_string()?,
+            },
+            STATS => {
+                let mut v = [0u64; 4];
+                u.unpack_into(&mut v)?;
+                Control::Stats(Stats {
+                    messages_sent: v[0],
+                    bytes_sent: v[1],
+                    messages_received: v[2],
+                    bytes_received: v[3],
+                })
+            }
+            other => return Err(ControlError::Unexpected(other)),
+        })
+    }
+}
+
+/// Writes a frame on a blocking stream.
+pub fn write_frame(mut w: impl Write, header: &FrameHeader, payload: &Payload) -> io::Result<()> {
+    w.write_all(&header.encode())?;
+    for seg in payload.segments() {
+        w.write_all(seg)?;
+    }
+    w.flush()
+}
+
+/// Writes a control message on a blocking stream.
+pub fn write_control(w: impl Write, msg: &Control) -> io::Result<()> {
+    let (h, p) = msg.encode();
+    write_frame(w, &h, &p)
+}
+
+/// Reads one control message from a blocking stream; `None` on a `Bye` frame.
+pub fn read_control(mut r: impl Read) -> Result<Option<Control>, ControlError> {
+    let mut h = [0u8; HEADER_LEN];
+    r.read_exact(&mut h)?;
+    let header = FrameHeader::decode(&h, MAX_CONTROL)?;
+    let mut payload = vec![0u8; header.len as usize];
+    r.read_exact(&mut payload)?;
+    if header.kind == FrameKind::Bye {
+        return Ok(None);
+    }
+    Control::decode(&header, payload).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let msgs = [
+            Control::Register {
+                addr: "127.0.0.1:4000".into(),
+            },
+            Control::Directory {
+                addrs: vec!["a".into(), "b".into()],
+            },
+            Control::PeerLost {
+                node: 3,
+                cause: "killed by signal 9".into(),
+            },
+            Control::Stats(Stats {
+                messages_sent: 1,
+                bytes_sent: 2,
+                messages_received: 3,
+                bytes_received: 4,
+            }),
+        ];
+        let mut buf = Vec::new();
+        for m in &msgs {
+            write_control(&mut buf, m).unwrap();
+        }
+        let mut r = &buf[..];
+        for m in &msgs {
+            assert_eq!(&read_control(&mut r).unwrap().unwrap(), m);
+        }
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        assert!(read_control(&[7u8; 64][..]).is_err());
+        let (mut h, p) = Control::Register { addr: "x".into() }.encode();
+        h.aux = 99;
+        let mut buf = Vec::new();
+        write_frame(&mut buf, &h, &p).unwrap();
+        assert!(matches!(
+            read_control(&buf[..]),
+            Err(ControlError::Unexpected(99))
+        ));
+    }
+}

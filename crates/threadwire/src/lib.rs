@@ -1,0 +1,64 @@
+//! threadwire: thread-addressed message passing between processes.
+//!
+//! A job runs as N nodes (processes) started by `threadwire run -n N --
+//! program`; every thread of every node is an endpoint [`Address`]
+//! `(node, thread)`, printed `n2.t5`, that can send to and receive from any
+//! other while the node's other threads keep computing.
+//!
+//! ```no_run
+//! use threadwire::{Address, ANY_SOURCE, ANY_TAG};
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let ep = threadwire::init()?; // this thread becomes n<i>.t0
+//!     let node = ep.node().clone();
+//!     let workers: Vec<_> = (0..3)
+//!         .map(|_| node.spawn(|ep| {
+//!             let hello = format!("hello from {}", ep.address());
+//!             ep.send(Address::new(0, 0), 1, hello.into_bytes())
+//!         }))
+//!         .collect();
+//!     if node.id() == 0 {
+//!         for _ in 0..3 * node.nodes() {
+//!             let m = ep.recv(ANY_SOURCE, ANY_TAG)?;
+//!             println!("{}: {}", m.source(), String::from_utf8_lossy(&m.into_vec()));
+//!         }
+//!     }
+//!     for w in workers {
+//!         w.join().unwrap()?;
+//!     }
+//!     Ok(()) // dropping `ep` (thread 0) finalizes the node
+//! }
+//! ```
+//!
+//! Runs without a launcher as a one-node job when asked to:
+//!
+//! ```
+//! let ep = threadwire::Config::new().standalone(true).init().unwrap();
+//! let me = ep.address();
+//! ep.send(me, 7, b"to myself".to_vec()).unwrap();
+//! let m = ep.recv(me, 7).unwrap();
+//! assert_eq!(m.into_vec(), b"to myself");
+//! ```
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+mod address;
+mod endpoint;
+pub mod env;
+mod error;
+pub mod launch;
+mod mailbox;
+mod message;
+mod node;
+mod progress;
+mod request;
+mod stats;
+
+pub use address::{Address, ParseAddressError, Source, Tag, TagMatch, ANY_SOURCE, ANY_TAG};
+pub use endpoint::Endpoint;
+pub use error::{InitError, LossCause, PeerLost, RecvError, SendError};
+pub use message::{Message, Status};
+pub use node::{init, Config, Node, ThreadHandle, DEFAULT_MAX_FRAME};
+pub use request::{wait_all, wait_any, Completion, RecvRequest, Request, SendRequest};
+pub use stats::Stats;
+pub use threadwire_wire::{ByteOrder, Encoding, Packer, Payload, UnpackError, Unpacker};

@@ -1,0 +1,321 @@
+//! Mailboxes: each thread's posted receives and unexpected messages.
+//!
+//! Rules that keep matching correct:
+//!
+//! 1. A mailbox is read by one thread only, its owner; anyone may deliver.
+//! 2. Both queues sit behind the mailbox's one lock, held only to match and
+//!    enqueue: never while waking, never while taking another lock.
+//! 3. A delivered message goes to the first posted receive (in posting
+//!    order) that matches, else to the back of the unexpected queue; a new
+//!    receive takes the first unexpected message (in arrival order) that
+//!    matches, else is posted. With per-connection FIFO delivery this keeps
+//!    messages from one thread to another in the order they were sent.
+//! 4. After any delivery the owner is unparked, so a waiting owner re-checks.
+
+use crate::error::{PeerLost, RecvError};
+use crate::{Address, Message, Source, Status, TagMatch};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use threadwire_fiber::Unparker;
+
+/// Where a posted receive's result lands.
+pub(crate) struct RecvSlot {
+    done: AtomicBool,
+    result: Mutex<Option<Result<Message, RecvError>>>,
+}
+
+impl RecvSlot {
+    fn new() -> Arc<RecvSlot> {
+        Arc::new(RecvSlot {
+            done: AtomicBool::new(false),
+            result: Mutex::new(None),
+        })
+    }
+
+    pub(crate) fn is_done(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
+    fn complete(&self, result: Result<Message, RecvError>) {
+        *lock(&self.result) = Some(result);
+        self.done.store(true, Ordering::Release);
+    }
+
+    /// The result, once [`is_done`](Self::is_done).
+    pub(crate) fn take(&self) -> Option<Result<Message, RecvError>> {
+        lock(&self.result).take()
+    }
+}
+
+struct Posted {
+    source: Source,
+    tag: TagMatch,
+    slot: Arc<RecvSlot>,
+}
+
+#[derive(Default)]
+struct Queues {
+    posted: VecDeque<Posted>,
+    unexpected: VecDeque<Message>,
+}
+
+/// A thread's matching queues.
+#[derive(Default)]
+pub(crate) struct Mailbox {
+    queues: Mutex<Queues>,
+    owner: OnceLock<Unparker>,
+}
+
+/// The outcome of posting a receive.
+pub(crate) enum Posting {
+    /// A message was waiting.
+    Matched(Message),
+    /// Posted; the slot completes later.
+    Pending(Arc<RecvSlot>),
+}
+
+impl Mailbox {
+    pub(crate) fn set_owner(&self, owner: Unparker) -> bool {
+        self.owner.set(owner).is_ok()
+    }
+
+    fn wake_owner(&self) {
+        if let Some(owner) = self.owner.get() {
+            owner.unpark();
+        }
+    }
+
+    /// Delivers a message (rule 3) and wakes the owner (rule 4).
+    pub(crate) fn deliver(&self, message: Message) {
+        {
+            let mut q = lock(&self.queues);
+            let at = q
+                .posted
+                .iter()
+                .position(|p| p.source.matches(message.source) && p.tag.matches(message.tag));
+            match at {
+                Some(i) => {
+                    let posted = q.posted.remove(i).expect("index from position");
+                    drop(q);
+                    posted.slot.complete(Ok(message));
+                }
+                None => q.unexpected.push_back(message),
+            }
+        }
+        self.wake_owner();
+    }
+
+    /// Takes a matching unexpected message or posts a receive.
+    pub(crate) fn post(&self, source: Source, tag: TagMatch) -> Posting {
+        let mut q = lock(&self.queues);
+        if let Some(m) = take_unexpected(&mut q, source, tag) {
+            return Posting::Matched(m);
+        }
+        let slot = RecvSlot::new();
+        q.posted.push_back(Posted {
+            source,
+            tag,
+            slot: slot.clone(),
+        });
+        Posting::Pending(slot)
+    }
+
+    /// Takes a matching unexpected message without posting.
+    pub(crate) fn try_take(&self, source: Source, tag: TagMatch) -> Option<Message> {
+        take_unexpected(&mut lock(&self.queues), source, tag)
+    }
+
+    /// Status of the first matching unexpected message.
+    pub(crate) fn probe(&self, source: Source, tag: TagMatch) -> Option<Status> {
+        let q = lock(&self.queues);
+        q.unexpected
+            .iter()
+            .find(|m| source.matches(m.source) && tag.matches(m.tag))
+            .map(Message::status)
+    }
+
+    /// Withdraws a pending receive; if it completed meanwhile, its message
+    /// goes back to the front of the unexpected queue, where it arrived
+    /// before everything still unexpected from the same sender.
+    pub(crate) fn cancel(&self, slot: &Arc<RecvSlot>) {
+        let mut q = lock(&self.queues);
+        if let Some(i) = q.posted.iter().position(|p| Arc::ptr_eq(&p.slot, slot)) {
+            q.posted.remove(i);
+            return;
+        }
+        if let Some(Ok(m)) = slot.take() {
+            q.unexpected.push_front(m);
+        }
+    }
+
+    /// Fails pending receives that `lost` may have been meant to satisfy:
+    /// those naming its node and, when it failed, the wildcard ones.
+    pub(crate) fn fail_for(&self, lost: &PeerLost) {
+        let failed = matches!(lost.cause, crate::error::LossCause::Failed(_));
+        let mut hit = Vec::new();
+        {
+            let mut q = lock(&self.queues);
+            q.posted.retain(|p| {
+                let affected = match p.source.node() {
+                    Some(n) => n == lost.node,
+                    None => failed,
+                };
+                if affected {
+                    hit.push(p.slot.clone());
+                }
+                !affected
+            });
+        }
+        for slot in &hit {
+            slot.complete(Err(RecvError::PeerLost(lost.clone())));
+        }
+        self.wake_owner();
+    }
+}
+
+fn take_unexpected(q: &mut Queues, source: Source, tag: TagMatch) -> Option<Message> {
+    let i = q
+        .unexpected
+        .iter()
+        .position(|m| source.matches(m.source) && tag.matches(m.tag))?;
+    q.unexpected.remove(i)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const CHUNK: usize = 256;
+const CHUNKS: usize = 256;
+/// Most threads a node may have: 65,536.
+pub(crate) const MAX_THREADS: u32 = (CHUNK * CHUNKS) as u32;
+
+/// Every mailbox of a node, indexed by thread number without a lock:
+/// chunks of slots created on first use. A message for a thread that does
+/// not exist yet waits in its mailbox until the thread starts.
+pub(crate) struct MailboxTable {
+    chunks: Box<[OnceLock<Chunk>]>,
+}
+
+type Chunk = Box<[OnceLock<Mailbox>]>;
+
+impl MailboxTable {
+    pub(crate) fn new() -> MailboxTable {
+        MailboxTable {
+            chunks: (0..CHUNKS).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// The mailbox of `thread`, created if needed; `None` past [`MAX_THREADS`].
+    pub(crate) fn get(&self, thread: u32) -> Option<&Mailbox> {
+        let (c, i) = (thread as usize / CHUNK, thread as usize % CHUNK);
+        let chunk = self
+            .chunks
+            .get(c)?
+            .get_or_init(|| (0..CHUNK).map(|_| OnceLock::new()).collect());
+        Some(chunk[i].get_or_init(Mailbox::default))
+    }
+
+    /// Every mailbox created so far.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&Mailbox)) {
+        for chunk in self.chunks.iter().filter_map(OnceLock::get) {
+            for mailbox in chunk.iter().filter_map(OnceLock::get) {
+                f(mailbox);
+            }
+        }
+    }
+}
+
+/// Who sent a message received from the network.
+pub(crate) fn remote_message(
+    node: u32,
+    thread: u32,
+    tag: u32,
+    payload: threadwire_wire::Payload,
+) -> Message {
+    Message {
+        source: Address::new(node, thread),
+        tag,
+        payload,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use threadwire_wire::Payload;
+
+    fn msg(node: u32, thread: u32, tag: u32, byte: u8) -> Message {
+        remote_message(node, thread, tag, Payload::from_vec(vec![byte]))
+    }
+
+    #[test]
+    fn unexpected_then_posted_in_order() {
+        let mb = Mailbox::default();
+        mb.deliver(msg(1, 0, 5, 1));
+        mb.deliver(msg(1, 0, 6, 2));
+        mb.deliver(msg(1, 0, 5, 3));
+        let Posting::Matched(m) = mb.post(Source::Any, TagMatch::Is(5)) else {
+            panic!()
+        };
+        assert_eq!(m.into_vec(), vec![1]);
+        assert_eq!(mb.probe(Source::Any, TagMatch::Any).unwrap().tag, 6);
+        let Posting::Matched(m) = mb.post(Source::Node(1), TagMatch::Is(5)) else {
+            panic!()
+        };
+        assert_eq!(m.into_vec(), vec![3]);
+        let Posting::Pending(slot) = mb.post(Source::Thread(Address::new(2, 0)), TagMatch::Any)
+        else {
+            panic!()
+        };
+        mb.deliver(msg(2, 1, 0, 9)); // other thread: unexpected
+        assert!(!slot.is_done());
+        mb.deliver(msg(2, 0, 0, 8));
+        assert!(slot.is_done());
+        assert_eq!(slot.take().unwrap().unwrap().into_vec(), vec![8]);
+    }
+
+    #[test]
+    fn cancel_returns_a_completed_message() {
+        let mb = Mailbox::default();
+        let Posting::Pending(slot) = mb.post(Source::Any, TagMatch::Any) else {
+            panic!()
+        };
+        mb.deliver(msg(0, 1, 0, 7));
+        mb.cancel(&slot);
+        assert_eq!(
+            mb.try_take(Source::Any, TagMatch::Any).unwrap().into_vec(),
+            vec![7]
+        );
+    }
+
+    #[test]
+    fn loss_fails_named_and_wildcard_receives() {
+        let mb = Mailbox::default();
+        let Posting::Pending(named) = mb.post(Source::Node(3), TagMatch::Any) else {
+            panic!()
+        };
+        let Posting::Pending(any) = mb.post(Source::Any, TagMatch::Any) else {
+            panic!()
+        };
+        let Posting::Pending(other) = mb.post(Source::Node(2), TagMatch::Any) else {
+            panic!()
+        };
+        mb.fail_for(&PeerLost {
+            node: 3,
+            cause: crate::error::LossCause::Failed("killed".into()),
+        });
+        assert!(named.is_done() && any.is_done() && !other.is_done());
+    }
+
+    #[test]
+    fn table_creates_on_demand() {
+        let t = MailboxTable::new();
+        assert!(t.get(70_000).is_none());
+        t.get(300).unwrap().deliver(msg(0, 0, 0, 0));
+        let mut n = 0;
+        t.for_each(|_| n += 1);
+        assert_eq!(n, 1);
+    }
+}

@@ -1,0 +1,74 @@
+//! Received messages and their status.
+
+use crate::{Address, Tag};
+use threadwire_wire::{Payload, UnpackError, Unpacker};
+
+/// What is known of a message before it is received: sender, tag, length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Status {
+    /// The sending thread.
+    pub source: Address,
+    /// The message's tag.
+    pub tag: Tag,
+    /// Payload length in bytes.
+    pub len: usize,
+}
+
+/// A received message.
+#[derive(Debug)]
+pub struct Message {
+    pub(crate) source: Address,
+    pub(crate) tag: Tag,
+    pub(crate) payload: Payload,
+}
+
+impl Message {
+    /// The sending thread.
+    pub fn source(&self) -> Address {
+        self.source
+    }
+
+    /// The message's tag.
+    pub fn tag(&self) -> Tag {
+        self.tag
+    }
+
+    /// Payload length in bytes.
+    pub fn len(&self) -> usize {
+        self.payload.len()
+    }
+
+    /// Whether the payload is empty.
+    pub fn is_empty(&self) -> bool {
+        self.payload.is_empty()
+    }
+
+    /// Sender, tag and length.
+    pub fn status(&self) -> Status {
+        Status {
+            source: self.source,
+            tag: self.tag,
+            len: self.payload.len(),
+        }
+    }
+
+    /// The payload.
+    pub fn payload(&self) -> &Payload {
+        &self.payload
+    }
+
+    /// The payload, taken out of the message.
+    pub fn into_payload(self) -> Payload {
+        self.payload
+    }
+
+    /// The payload as contiguous bytes (no copy for a message sent as bytes).
+    pub fn into_vec(self) -> Vec<u8> {
+        self.payload.into_vec()
+    }
+
+    /// An unpacker over a message built with a [`Packer`](threadwire_wire::Packer).
+    pub fn unpack(self) -> Result<Unpacker, UnpackError> {
+        self.payload.unpack()
+    }
+}

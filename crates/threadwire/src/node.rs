@@ -1,0 +1,552 @@
+//! A node: this process's membership in its job, shared by all its threads.
+
+use crate::error::{InitError, InitErrorKind, LossCause, PeerLost};
+use crate::launch::protocol::{self, Control, LAUNCHER};
+use crate::mailbox::{remote_message, MailboxTable, MAX_THREADS};
+use crate::progress::{Driver, ProgressEngine, Tokens};
+use crate::stats::Counters;
+use crate::{Address, Endpoint, Stats};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use threadwire_transport::handshake::{self, Credentials};
+use threadwire_transport::{Channel, Frame, TcpChannel};
+use threadwire_wire::{FrameHeader, FrameKind, Payload};
+
+/// Default largest frame accepted from a peer: 1 GiB.
+pub const DEFAULT_MAX_FRAME: u64 = 1 << 30;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub(crate) struct Peer {
+    channel: OnceLock<Channel>,
+    lost: OnceLock<PeerLost>,
+}
+
+impl Peer {
+    fn new() -> Peer {
+        Peer {
+            channel: OnceLock::new(),
+            lost: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn channel(&self) -> Option<&Channel> {
+        self.channel.get()
+    }
+
+    pub(crate) fn has_channel(&self) -> bool {
+        self.channel.get().is_some()
+    }
+
+    pub(crate) fn set_channel(&self, c: Channel) {
+        if self.channel.set(c).is_err() {
+            tracing::warn!("second channel to the same peer ignored");
+        }
+    }
+
+    pub(crate) fn lost(&self) -> Option<&PeerLost> {
+        self.lost.get()
+    }
+}
+
+type Subscriber = Arc<dyn Fn(&PeerLost) + Send + Sync>;
+
+pub(crate) struct NodeShared {
+    pub(crate) id: u32,
+    pub(crate) nodes: u32,
+    pub(crate) job_id: u64,
+    pub(crate) mailboxes: MailboxTable,
+    next_thread: AtomicU32,
+    pub(crate) peers: Box<[Peer]>,
+    pub(crate) control: OnceLock<Channel>,
+    pub(crate) engine: ProgressEngine,
+    pub(crate) counters: Counters,
+    pub(crate) max_frame: u64,
+    pub(crate) finalized: AtomicBool,
+    /// Bumped on every failure, so waits on wildcards notice one.
+    pub(crate) failures: AtomicU64,
+    subscribers: Mutex<Vec<Subscriber>>,
+    comm_stop: AtomicBool,
+    comm_thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// A handle to this process's node: cheap to clone, usable from any thread.
+#[derive(Clone)]
+pub struct Node {
+    pub(crate) shared: Arc<NodeShared>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Node(n{} of {})", self.shared.id, self.shared.nodes)
+    }
+}
+
+/// How to join a job.
+#[derive(Clone, Debug)]
+pub struct Config {
+    standalone: bool,
+    progress_thread: Option<bool>,
+    max_frame: Option<u64>,
+    log: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::new()
+    }
+}
+
+static INITIALIZED: AtomicBool = AtomicBool::new(false);
+
+impl Config {
+    /// The defaults: join the job the launcher describes.
+    pub fn new() -> Config {
+        Config {
+            standalone: false,
+            progress_thread: None,
+            max_frame: None,
+            log: true,
+        }
+    }
+
+    /// Run as a one-node job when not started by a launcher, instead of
+    /// failing.
+    pub fn standalone(mut self, yes: bool) -> Config {
+        self.standalone = yes;
+        self
+    }
+
+    /// Start a communication thread that makes progress while every
+    /// application thread computes (default: `THREADWIRE_PROGRESS`, else off).
+    pub fn progress_thread(mut self, yes: bool) -> Config {
+        self.progress_thread = Some(yes);
+        self
+    }
+
+    /// Largest frame accepted from a peer (default `THREADWIRE_MAX_FRAME`, else 1 GiB).
+    pub fn max_frame(mut self, bytes: u64) -> Config {
+        self.max_frame = Some(bytes);
+        self
+    }
+
+    /// Install a log subscriber writing to stderr, filtered by
+    /// `THREADWIRE_LOG` (default `warn`), unless the program has its own
+    /// (default: yes).
+    pub fn log(mut self, yes: bool) -> Config {
+        self.log = yes;
+        self
+    }
+
+    /// Joins the job; the calling thread becomes thread 0 of this node.
+    pub fn init(self) -> Result<Endpoint, InitError> {
+        if self.log {
+            let filter = tracing_subscriber::EnvFilter::try_from_env(crate::env::LOG)
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_writer(std::io::stderr)
+                .try_init();
+        }
+        if INITIALIZED.swap(true, Ordering::SeqCst) {
+            return Err(InitError::new(InitErrorKind::AlreadyInitialized));
+        }
+        let result = self.init_inner();
+        if result.is_err() {
+            INITIALIZED.store(false, Ordering::SeqCst);
+        }
+        result
+    }
+
+    fn init_inner(self) -> Result<Endpoint, InitError> {
+        let max_frame = self
+            .max_frame
+            .or_else(|| {
+                std::env::var(crate::env::MAX_FRAME)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+            })
+            .unwrap_or(DEFAULT_MAX_FRAME);
+        let comm = self.progress_thread.unwrap_or_else(|| {
+            std::env::var(crate::env::PROGRESS)
+                .map(|v| v == "thread")
+                .unwrap_or(false)
+        });
+        let shared = match crate::env::JobEnv::from_env() {
+            Ok(env) => bootstrap(&env, max_frame)?,
+            Err(crate::env::EnvError::NotLaunched) if self.standalone => {
+                let driver = Driver::new(None, None)?;
+                Arc::new(NodeShared::new(
+                    0,
+                    1,
+                    0,
+                    max_frame,
+                    ProgressEngine::new(driver)?,
+                ))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let node = Node { shared };
+        if comm {
+            node.start_comm_thread();
+        }
+        node.endpoint()
+    }
+}
+
+/// Joins the job this process was launched into; the calling thread becomes
+/// thread 0 of this node. Equivalent to `Config::new().init()`.
+pub fn init() -> Result<Endpoint, InitError> {
+    Config::new().init()
+}
+
+impl NodeShared {
+    fn new(id: u32, nodes: u32, job_id: u64, max_frame: u64, engine: ProgressEngine) -> NodeShared {
+        NodeShared {
+            id,
+            nodes,
+            job_id,
+            mailboxes: MailboxTable::new(),
+            next_thread: AtomicU32::new(0),
+            peers: (0..nodes).map(|_| Peer::new()).collect(),
+            control: OnceLock::new(),
+            engine,
+            counters: Counters::default(),
+            max_frame,
+            finalized: AtomicBool::new(false),
+            failures: AtomicU64::new(0),
+            subscribers: Mutex::new(Vec::new()),
+            comm_stop: AtomicBool::new(false),
+            comm_thread: Mutex::new(None),
+        }
+    }
+
+    /// Handles one frame from `peer`; an error is a protocol violation.
+    pub(crate) fn on_frame(&self, peer: u32, frame: Frame) -> Result<(), String> {
+        let h = frame.header;
+        match h.kind {
+            FrameKind::Data => {
+                let Some(mailbox) = self.mailboxes.get(h.dest_thread) else {
+                    return Err(format!(
+                        "message for thread {} beyond the limit of {MAX_THREADS}",
+                        h.dest_thread
+                    ));
+                };
+                self.counters.received(frame.payload.len());
+                let payload = Payload::from_wire(h.format, frame.payload);
+                mailbox.deliver(remote_message(peer, h.source_thread, h.tag, payload));
+                Ok(())
+            }
+            FrameKind::Bye => {
+                self.lose_peer(peer, LossCause::Finished);
+                Ok(())
+            }
+            FrameKind::Control => Err("control frame on a peer connection".into()),
+        }
+    }
+
+    /// Records that `peer` is gone (first cause wins), fails what waits on
+    /// it and tells subscribers.
+    pub(crate) fn lose_peer(&self, peer: u32, cause: LossCause) {
+        let p = &self.peers[peer as usize];
+        let lost = PeerLost { node: peer, cause };
+        if p.lost.set(lost.clone()).is_err() {
+            return;
+        }
+        if let LossCause::Failed(why) = &lost.cause {
+            tracing::warn!("n{}: lost node n{peer}: {why}", self.id);
+            self.failures.fetch_add(1, Ordering::SeqCst);
+            if let Some(c) = p.channel() {
+                c.close();
+            }
+        }
+        self.mailboxes.for_each(|m| m.fail_for(&lost));
+        let subscribers = lock(&self.subscribers).clone();
+        for s in subscribers {
+            s(&lost);
+        }
+    }
+
+    /// The launcher's connection broke: the job is over for this node.
+    pub(crate) fn launcher_lost(&self, e: &dyn std::fmt::Display) {
+        if self.finalized.load(Ordering::Acquire) {
+            return;
+        }
+        tracing::warn!(
+            "n{}: lost the launcher ({e}); treating every peer as lost",
+            self.id
+        );
+        for peer in 0..self.nodes {
+            if peer != self.id {
+                self.lose_peer(peer, LossCause::Failed("the launcher is gone".into()));
+            }
+        }
+    }
+
+    pub(crate) fn next_thread(&self) -> u32 {
+        self.next_thread.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// Joins the job described by `env`: rendezvous, then a full mesh of
+/// authenticated connections (node i connects to every j < i and accepts
+/// every j > i).
+fn bootstrap(env: &crate::env::JobEnv, max_frame: u64) -> Result<Arc<NodeShared>, InitError> {
+    let creds = Credentials {
+        job_id: env.job_id,
+        secret: env.secret,
+    };
+    let listener = TcpListener::bind(SocketAddr::new(env.bind, 0))?;
+    let my_addr = listener.local_addr()?;
+    let rv = env.rendezvous;
+    let rv_err = |e: Box<dyn std::error::Error + Send + Sync>| {
+        InitError::new(InitErrorKind::Rendezvous {
+            addr: rv,
+            source: e,
+        })
+    };
+
+    let (_, mut control) =
+        handshake::connect(rv, &creds, env.node, CONNECT_TIMEOUT).map_err(|e| rv_err(e.into()))?;
+    protocol::write_control(
+        &mut control,
+        &Control::Register {
+            addr: my_addr.to_string(),
+        },
+    )
+    .map_err(|e| rv_err(e.into()))?;
+    let addrs = match protocol::read_control(&mut control).map_err(|e| rv_err(e.into()))? {
+        Some(Control::Directory { addrs }) if addrs.len() == env.nodes as usize => addrs,
+        other => {
+            return Err(rv_err(
+                format!("expected the directory, got {other:?}").into(),
+            ))
+        }
+    };
+
+    let driver = Driver::new(Some(listener), Some(creds.clone()))?;
+    let engine = ProgressEngine::new(driver)?;
+    let shared = Arc::new(NodeShared::new(
+        env.node, env.nodes, env.job_id, max_frame, engine,
+    ));
+    {
+        let driver = shared.engine.lock_driver();
+        for (j, addr) in addrs.iter().enumerate().take(env.node as usize) {
+            let connect_err = |e: Box<dyn std::error::Error + Send + Sync>| {
+                InitError::new(InitErrorKind::Connect {
+                    node: j as u32,
+                    addr: addr.clone(),
+                    source: e,
+                })
+            };
+            let sock: SocketAddr = addr
+                .parse()
+                .map_err(|e: std::net::AddrParseError| connect_err(e.into()))?;
+            let (peer, stream) = handshake::connect(sock, &creds, env.node, CONNECT_TIMEOUT)
+                .map_err(|e| connect_err(e.into()))?;
+            if peer != j as u32 {
+                return Err(connect_err(format!("answered as node n{peer}").into()));
+            }
+            let mut c = TcpChannel::new(stream, max_frame)?;
+            driver.register_channel(&mut c, Tokens::peer(peer))?;
+            shared.peers[j].set_channel(Channel::Tcp(c));
+        }
+        control.set_nonblocking(true)?;
+        let mut c = TcpChannel::new(control, protocol::MAX_CONTROL)?;
+        driver.register_channel(&mut c, Tokens::CONTROL)?;
+        let _ = shared.control.set(Channel::Tcp(c));
+    }
+    let deadline = Instant::now() + CONNECT_TIMEOUT;
+    while !shared
+        .peers
+        .iter()
+        .enumerate()
+        .all(|(j, p)| j as u32 == env.node || p.has_channel() || p.lost().is_some())
+    {
+        if Instant::now() > deadline {
+            return Err(InitError::new(InitErrorKind::PeersTimedOut(
+                CONNECT_TIMEOUT,
+            )));
+        }
+        shared
+            .engine
+            .lock_driver()
+            .poll(&shared, Some(Duration::from_millis(50)));
+    }
+    if let Some(lost) = shared.peers.iter().find_map(|p| p.lost()) {
+        return Err(InitError::new(InitErrorKind::Connect {
+            node: lost.node,
+            addr: addrs[lost.node as usize].clone(),
+            source: lost.to_string().into(),
+        }));
+    }
+    tracing::debug!("n{}: connected to {} peers", env.node, env.nodes - 1);
+    Ok(shared)
+}
+
+impl Node {
+    /// This node's number.
+    pub fn id(&self) -> u32 {
+        self.shared.id
+    }
+
+    /// Nodes in the job.
+    pub fn nodes(&self) -> u32 {
+        self.shared.nodes
+    }
+
+    /// The job id, as in `THREADWIRE_JOB`.
+    pub fn job_id(&self) -> u64 {
+        self.shared.job_id
+    }
+
+    /// Makes the calling OS thread an endpoint with the next thread number.
+    pub fn endpoint(&self) -> Result<Endpoint, InitError> {
+        let thread = self.shared.next_thread();
+        Endpoint::bind(self.clone(), thread)
+    }
+
+    /// Starts a new OS thread as an endpoint and runs `f` on it. Thread
+    /// numbers are given in the order of the `spawn` calls, so a program
+    /// that spawns deterministically has the same addresses on every run.
+    pub fn spawn<F, T>(&self, f: F) -> ThreadHandle<T>
+    where
+        F: FnOnce(Endpoint) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let node = self.clone();
+        let thread = self.shared.next_thread();
+        let address = Address::new(self.shared.id, thread);
+        let inner = std::thread::Builder::new()
+            .name(address.to_string())
+            .spawn(move || {
+                let ep = Endpoint::bind(node, thread).expect("a fresh thread number is free");
+                f(ep)
+            })
+            .expect("the OS refused to start a thread");
+        ThreadHandle { address, inner }
+    }
+
+    /// Counters of this node so far.
+    pub fn stats(&self) -> Stats {
+        self.shared.counters.snapshot()
+    }
+
+    /// Nodes lost so far, with the cause.
+    pub fn lost_peers(&self) -> Vec<PeerLost> {
+        self.shared
+            .peers
+            .iter()
+            .filter_map(|p| p.lost().cloned())
+            .collect()
+    }
+
+    /// Calls `f` (on an arbitrary runtime thread, briefly) whenever a peer
+    /// node is lost or finishes.
+    pub fn on_peer_lost(&self, f: impl Fn(&PeerLost) + Send + Sync + 'static) {
+        lock(&self.shared.subscribers).push(Arc::new(f));
+    }
+
+    fn start_comm_thread(&self) {
+        let node = self.shared.clone();
+        self.shared.engine.set_comm_thread(true);
+        let handle = std::thread::Builder::new()
+            .name(format!("n{}-progress", self.shared.id))
+            .spawn(move || node.engine.run_comm_thread(&node, &node.comm_stop))
+            .expect("the OS refused to start a thread");
+        *lock(&self.shared.comm_thread) = Some(handle);
+    }
+
+    /// Leaves the job in order: flushes every queued frame, says goodbye to
+    /// every peer, waits until every peer has said goodbye or is lost, and
+    /// reports this node's counters to the launcher. Operations after it
+    /// fail. Called by dropping thread 0's [`Endpoint`] as well.
+    pub fn finalize(&self) {
+        let s = &*self.shared;
+        if s.finalized.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        for (j, p) in s.peers.iter().enumerate() {
+            let failed = matches!(
+                p.lost(),
+                Some(PeerLost {
+                    cause: LossCause::Failed(_),
+                    ..
+                })
+            );
+            if let (Some(c), false) = (p.channel(), failed) {
+                let bye = FrameHeader::control(FrameKind::Bye, 0, 0);
+                if let Err((e, _)) = c.send(&bye, Payload::from_vec(Vec::new())) {
+                    s.lose_peer(
+                        j as u32,
+                        LossCause::Failed(format!("connection failed: {e}")),
+                    );
+                }
+            }
+        }
+        // Quiet: every peer has said goodbye (and our own goodbye has left)
+        // or failed.
+        let all_quiet = || {
+            s.peers.iter().enumerate().all(|(j, p)| match p.lost() {
+                _ if j as u32 == s.id => true,
+                None => false,
+                Some(PeerLost {
+                    cause: LossCause::Failed(_),
+                    ..
+                }) => true,
+                Some(_) => p.channel().is_none_or(|c| c.queued_bytes() == 0),
+            })
+        };
+        s.engine.wait_until(s, true, all_quiet);
+        if let Some(control) = s.control.get() {
+            let (h, p) = Control::Stats(s.counters.snapshot()).encode();
+            let _ = control.send(&h, p);
+            let _ = control.send(
+                &FrameHeader::control(FrameKind::Bye, 0, 0),
+                Payload::from_vec(Vec::new()),
+            );
+            s.engine.wait_until(s, true, || {
+                control.queued_bytes() == 0 || control.flush().is_err()
+            });
+        }
+        s.comm_stop.store(true, Ordering::Release);
+        s.engine.wake();
+        if let Some(h) = lock(&s.comm_thread).take() {
+            let _ = h.join();
+        }
+        for p in s.peers.iter() {
+            if let Some(c) = p.channel() {
+                c.close();
+            }
+        }
+    }
+}
+
+/// A thread started with [`Node::spawn`].
+#[derive(Debug)]
+pub struct ThreadHandle<T> {
+    address: Address,
+    inner: JoinHandle<T>,
+}
+
+impl<T> ThreadHandle<T> {
+    /// The thread's address.
+    pub fn address(&self) -> Address {
+        self.address
+    }
+
+    /// Waits for the thread; `Err` carries its panic.
+    pub fn join(self) -> std::thread::Result<T> {
+        self.inner.join()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The launcher's node number in handshakes, re-exported for tests.
+#[allow(dead_code)]
+pub(crate) const LAUNCHER_NODE: u32 = LAUNCHER;

@@ -1,0 +1,331 @@
+//! The driver: one poll loop per node over its listener, handshakes in
+//! progress, peer channels and the launcher's control connection.
+
+use crate::error::LossCause;
+use crate::launch::protocol::Control;
+use crate::node::NodeShared;
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use threadwire_transport::handshake::{AcceptProgress, Acceptor, Credentials};
+use threadwire_transport::{Channel, ChannelError, Frame, ReadOutcome, TcpChannel};
+use threadwire_wire::FrameKind;
+
+/// How poll tokens are laid out.
+pub(crate) struct Tokens;
+
+impl Tokens {
+    pub(crate) const WAKER: mio::Token = mio::Token(0);
+    const LISTENER: mio::Token = mio::Token(1);
+    pub(crate) const CONTROL: mio::Token = mio::Token(2);
+    const HANDSHAKE_BASE: usize = 16;
+    const PEER_BASE: usize = 1 << 40;
+
+    pub(crate) fn peer(node: u32) -> mio::Token {
+        mio::Token(Self::PEER_BASE + node as usize)
+    }
+}
+
+/// How long a stranger may take to prove itself.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Handshakes in progress at once; more connections are refused at once.
+const MAX_HANDSHAKES: usize = 256;
+
+struct Handshake {
+    stream: mio::net::TcpStream,
+    from: SocketAddr,
+    acceptor: Acceptor,
+}
+
+pub(crate) struct Driver {
+    poll: mio::Poll,
+    events: mio::Events,
+    listener: Option<mio::net::TcpListener>,
+    creds: Option<Credentials>,
+    handshakes: HashMap<usize, Handshake>,
+    next_handshake: usize,
+    /// Peers whose last read stopped on its budget with data left.
+    more: Vec<u32>,
+    control_more: bool,
+}
+
+impl Driver {
+    pub(crate) fn new(
+        listener: Option<std::net::TcpListener>,
+        creds: Option<Credentials>,
+    ) -> io::Result<Driver> {
+        let poll = mio::Poll::new()?;
+        let listener = match listener {
+            Some(l) => {
+                l.set_nonblocking(true)?;
+                let mut l = mio::net::TcpListener::from_std(l);
+                poll.registry()
+                    .register(&mut l, Tokens::LISTENER, mio::Interest::READABLE)?;
+                Some(l)
+            }
+            None => None,
+        };
+        Ok(Driver {
+            poll,
+            events: mio::Events::with_capacity(256),
+            listener,
+            creds,
+            handshakes: HashMap::new(),
+            next_handshake: Tokens::HANDSHAKE_BASE,
+            more: Vec::new(),
+            control_more: false,
+        })
+    }
+
+    pub(crate) fn registry(&self) -> &mio::Registry {
+        self.poll.registry()
+    }
+
+    /// Waits up to `timeout` for readiness and handles it. Returns whether
+    /// any event or pending read was handled.
+    pub(crate) fn poll(&mut self, node: &NodeShared, timeout: Option<Duration>) -> bool {
+        let timeout = if self.more.is_empty() && !self.control_more {
+            timeout
+        } else {
+            Some(Duration::ZERO)
+        };
+        if let Err(e) = self.poll.poll(&mut self.events, timeout) {
+            if e.kind() != io::ErrorKind::Interrupted {
+                tracing::error!("poll failed: {e}");
+            }
+            return false;
+        }
+        let mut progressed = !self.more.is_empty() || self.control_more;
+        let ready: Vec<(mio::Token, bool, bool)> = self
+            .events
+            .iter()
+            .map(|e| {
+                (
+                    e.token(),
+                    e.is_readable() || e.is_read_closed() || e.is_error(),
+                    e.is_writable(),
+                )
+            })
+            .collect();
+        for (token, readable, writable) in ready {
+            progressed = true;
+            match token {
+                Tokens::WAKER => {}
+                Tokens::LISTENER => self.accept(node),
+                Tokens::CONTROL => {
+                    if let (true, Some(c)) = (writable, node.control.get()) {
+                        let _ = c.flush();
+                    }
+                    if readable {
+                        self.read_control(node);
+                    }
+                }
+                mio::Token(t) if t >= Tokens::PEER_BASE => {
+                    let peer = (t - Tokens::PEER_BASE) as u32;
+                    if writable {
+                        self.flush_peer(node, peer);
+                    }
+                    if readable {
+                        self.read_peer(node, peer);
+                    }
+                }
+                mio::Token(t) => self.advance_handshake(node, t),
+            }
+        }
+        for peer in std::mem::take(&mut self.more) {
+            self.read_peer(node, peer);
+        }
+        if std::mem::take(&mut self.control_more) {
+            self.read_control(node);
+        }
+        if !self.handshakes.is_empty() {
+            self.expire_handshakes();
+        }
+        progressed
+    }
+
+    fn accept(&mut self, node: &NodeShared) {
+        loop {
+            let Some(listener) = &self.listener else {
+                return;
+            };
+            match listener.accept() {
+                Ok((mut stream, from)) => {
+                    let (Some(creds), true) = (&self.creds, self.handshakes.len() < MAX_HANDSHAKES)
+                    else {
+                        tracing::warn!(
+                            "refused connection from {from}: too many handshakes in progress"
+                        );
+                        continue;
+                    };
+                    let token = self.next_handshake;
+                    self.next_handshake += 1;
+                    if self.next_handshake >= Tokens::PEER_BASE {
+                        self.next_handshake = Tokens::HANDSHAKE_BASE;
+                    }
+                    if let Err(e) = self.poll.registry().register(
+                        &mut stream,
+                        mio::Token(token),
+                        mio::Interest::READABLE,
+                    ) {
+                        tracing::warn!("refused connection from {from}: {e}");
+                        continue;
+                    }
+                    let acceptor = Acceptor::new(creds.clone(), node.id, HANDSHAKE_TIMEOUT);
+                    self.handshakes.insert(
+                        token,
+                        Handshake {
+                            stream,
+                            from,
+                            acceptor,
+                        },
+                    );
+                    self.advance_handshake(node, token);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // EMFILE and friends: leave the rest in the backlog.
+                    tracing::warn!("accept failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    fn advance_handshake(&mut self, node: &NodeShared, token: usize) {
+        let Some(h) = self.handshakes.get_mut(&token) else {
+            return;
+        };
+        let peer = match h.acceptor.advance(&h.stream) {
+            Ok(AcceptProgress::Pending) => return,
+            Ok(AcceptProgress::Done(peer)) => peer,
+            Err(e) => {
+                let h = self.handshakes.remove(&token).expect("present");
+                tracing::warn!("refused connection from {}: {e}", h.from);
+                self.drop_stream(h.stream);
+                return;
+            }
+        };
+        let mut h = self.handshakes.remove(&token).expect("present");
+        let _ = self.poll.registry().deregister(&mut h.stream);
+        if peer >= node.nodes || peer == node.id || node.peers[peer as usize].has_channel() {
+            tracing::warn!(
+                "refused connection from {}: claims to be node n{peer}, which is not expected",
+                h.from
+            );
+            return;
+        }
+        let channel = TcpChannel::from_mio(h.stream, node.max_frame).and_then(|mut c| {
+            c.register(self.poll.registry(), Tokens::peer(peer))?;
+            Ok(c)
+        });
+        match channel {
+            Ok(c) => {
+                tracing::debug!("n{}: accepted peer n{peer} from {}", node.id, h.from);
+                node.peers[peer as usize].set_channel(Channel::Tcp(c));
+                // Frames may already wait behind the handshake.
+                self.read_peer(node, peer);
+            }
+            Err(e) => tracing::warn!("connection from n{peer} at {}: {e}", h.from),
+        }
+    }
+
+    fn drop_stream(&mut self, mut stream: mio::net::TcpStream) {
+        let _ = self.poll.registry().deregister(&mut stream);
+    }
+
+    fn expire_handshakes(&mut self) {
+        let now = Instant::now();
+        let expired: Vec<usize> = self
+            .handshakes
+            .iter()
+            .filter(|(_, h)| h.acceptor.deadline() <= now)
+            .map(|(&t, _)| t)
+            .collect();
+        for token in expired {
+            let h = self.handshakes.remove(&token).expect("present");
+            tracing::warn!("refused connection from {}: handshake timed out", h.from);
+            self.drop_stream(h.stream);
+        }
+    }
+
+    /// Registers a channel this node opened (as connector) with the poller.
+    pub(crate) fn register_channel(&self, c: &mut TcpChannel, token: mio::Token) -> io::Result<()> {
+        c.register(self.poll.registry(), token)
+    }
+
+    fn flush_peer(&mut self, node: &NodeShared, peer: u32) {
+        let Some(channel) = node.peers[peer as usize].channel() else {
+            return;
+        };
+        if let Err(e) = channel.flush() {
+            node.lose_peer(peer, failure_cause(&e));
+        }
+    }
+
+    fn read_peer(&mut self, node: &NodeShared, peer: u32) {
+        let Some(channel) = node.peers[peer as usize].channel() else {
+            return;
+        };
+        let mut protocol_error = None;
+        let outcome = channel.receive(|frame| {
+            if protocol_error.is_none() {
+                protocol_error = node.on_frame(peer, frame).err();
+            }
+        });
+        if let Some(why) = protocol_error {
+            tracing::warn!("n{}: dropping connection to n{peer}: {why}", node.id);
+            node.lose_peer(peer, LossCause::Failed(format!("protocol error: {why}")));
+            return;
+        }
+        match outcome {
+            Ok(ReadOutcome::Drained) => {}
+            Ok(ReadOutcome::More) => self.more.push(peer),
+            Err(ChannelError::Closed) => node.lose_peer(
+                peer,
+                LossCause::Failed("connection closed without goodbye".into()),
+            ),
+            Err(e) => {
+                if matches!(e, ChannelError::Frame(_)) {
+                    tracing::warn!("n{}: dropping connection to n{peer}: {e}", node.id);
+                }
+                node.lose_peer(peer, failure_cause(&e))
+            }
+        }
+    }
+
+    fn read_control(&mut self, node: &NodeShared) {
+        let Some(control) = node.control.get() else {
+            return;
+        };
+        let mut messages = Vec::new();
+        let outcome = control.receive(|frame: Frame| messages.push(frame));
+        for frame in messages {
+            match frame.header.kind {
+                FrameKind::Bye => {}
+                _ => match Control::decode(&frame.header, frame.payload) {
+                    Ok(Control::PeerLost { node: lost, cause })
+                        if lost < node.nodes && lost != node.id =>
+                    {
+                        node.lose_peer(lost, LossCause::Failed(cause))
+                    }
+                    Ok(other) => {
+                        tracing::warn!("n{}: unexpected control message {other:?}", node.id)
+                    }
+                    Err(e) => tracing::warn!("n{}: {e}", node.id),
+                },
+            }
+        }
+        match outcome {
+            Ok(ReadOutcome::Drained) => {}
+            Ok(ReadOutcome::More) => self.control_more = true,
+            Err(e) => node.launcher_lost(&e),
+        }
+    }
+}
+
+fn failure_cause(e: &ChannelError) -> LossCause {
+    LossCause::Failed(format!("connection failed: {e}"))
+}

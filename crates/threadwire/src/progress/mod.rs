@@ -1,0 +1,211 @@
+//! The progress engine: moves frames between channels and mailboxes.
+//!
+//! One [`Driver`] per node owns the poller (epoll through mio), the listener
+//! and the connections' read sides. Whoever has time drives it:
+//!
+//! 1. A thread that waits for something that can arrive from the network
+//!    takes the driver if it is free (`try_lock`) and polls it itself, without
+//!    blocking, while its [`SpinWait`] lasts: opportunistic polling, the
+//!    lowest latency.
+//! 2. When the spin is spent, the thread holding the driver sleeps *inside*
+//!    `epoll_wait` ([`Parker::park_external`]); a local delivery for it
+//!    wakes it through the engine's eventfd.
+//! 3. A waiter that finds the driver taken spins, then registers as a
+//!    sleeper, tries the driver once more, and parks in the kernel.
+//! 4. Whoever releases the driver wakes one sleeper, which takes it over, so
+//!    while anyone waits on the network someone polls (steps 3 and 4 close
+//!    the race: a sleeper either sees the driver free or is seen).
+//! 5. With a communication thread (`THREADWIRE_PROGRESS=thread`), that thread
+//!    sleeps in `epoll_wait` holding the driver and waiters only park:
+//!    progress continues while every application thread computes, at the
+//!    price of a kernel wake-up per delivery.
+//!
+//! No thread spins when nothing is pending: idle waits end in the kernel.
+
+mod driver;
+
+pub(crate) use driver::{Driver, Tokens};
+
+use crate::node::NodeShared;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::time::Duration;
+use threadwire_fiber::{Parker, SpinWait, Unparker, Wake};
+
+/// Longest sleep without re-checking: a safety net, never the wake-up path.
+const IDLE_TIMEOUT: Duration = Duration::from_millis(200);
+
+struct EngineWaker(mio::Waker);
+
+impl Wake for EngineWaker {
+    fn wake(&self) {
+        // Fails only if the eventfd is gone, i.e. the engine is being dropped.
+        let _ = self.0.wake();
+    }
+}
+
+pub(crate) struct ProgressEngine {
+    driver: Mutex<Driver>,
+    waker: Arc<dyn Wake>,
+    sleepers: Mutex<Vec<Unparker>>,
+    sleeper_count: AtomicUsize,
+    comm_thread: AtomicBool,
+}
+
+/// The driver, held; releasing it hands polling to a sleeper (step 4).
+pub(crate) struct DriverGuard<'a> {
+    guard: Option<MutexGuard<'a, Driver>>,
+    engine: &'a ProgressEngine,
+}
+
+impl std::ops::Deref for DriverGuard<'_> {
+    type Target = Driver;
+    fn deref(&self) -> &Driver {
+        self.guard.as_ref().expect("guard held until drop")
+    }
+}
+
+impl std::ops::DerefMut for DriverGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Driver {
+        self.guard.as_mut().expect("guard held until drop")
+    }
+}
+
+impl Drop for DriverGuard<'_> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        if self.engine.sleeper_count.load(Ordering::SeqCst) > 0 {
+            let next = lock(&self.engine.sleepers).pop();
+            if let Some(next) = next {
+                self.engine.sleeper_count.fetch_sub(1, Ordering::SeqCst);
+                next.unpark();
+            }
+        }
+    }
+}
+
+impl ProgressEngine {
+    pub(crate) fn new(driver: Driver) -> std::io::Result<ProgressEngine> {
+        let waker = mio::Waker::new(driver.registry(), Tokens::WAKER)?;
+        Ok(ProgressEngine {
+            driver: Mutex::new(driver),
+            waker: Arc::new(EngineWaker(waker)),
+            sleepers: Mutex::new(Vec::new()),
+            sleeper_count: AtomicUsize::new(0),
+            comm_thread: AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn lock_driver(&self) -> DriverGuard<'_> {
+        DriverGuard {
+            guard: Some(lock(&self.driver)),
+            engine: self,
+        }
+    }
+
+    pub(crate) fn try_driver(&self) -> Option<DriverGuard<'_>> {
+        match self.driver.try_lock() {
+            Ok(g) => Some(DriverGuard {
+                guard: Some(g),
+                engine: self,
+            }),
+            Err(TryLockError::Poisoned(p)) => Some(DriverGuard {
+                guard: Some(p.into_inner()),
+                engine: self,
+            }),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Wakes whoever sleeps in the driver's `epoll_wait`.
+    pub(crate) fn wake(&self) {
+        self.waker.wake();
+    }
+
+    pub(crate) fn set_comm_thread(&self, on: bool) {
+        self.comm_thread.store(on, Ordering::SeqCst);
+    }
+
+    /// Polls once without blocking if the driver is free.
+    pub(crate) fn try_progress(&self, node: &NodeShared) {
+        if self.comm_thread.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Some(mut d) = self.try_driver() {
+            d.poll(node, Some(Duration::ZERO));
+        }
+    }
+
+    /// Waits until `done()` holds; `remote` says whether it can be made true
+    /// by a frame from the network (then this thread may have to poll).
+    pub(crate) fn wait_until(
+        &self,
+        node: &NodeShared,
+        remote: bool,
+        mut done: impl FnMut() -> bool,
+    ) {
+        threadwire_fiber::with_current(|parker| {
+            let mut spin = SpinWait::new();
+            let polls = remote && !self.comm_thread.load(Ordering::Relaxed);
+            loop {
+                if done() {
+                    return;
+                }
+                if polls {
+                    if let Some(mut d) = self.try_driver() {
+                        d.poll(node, Some(Duration::ZERO));
+                        if done() {
+                            return;
+                        }
+                        if !spin.spin() {
+                            parker.park_external(&self.waker, || {
+                                d.poll(node, Some(IDLE_TIMEOUT));
+                            });
+                        }
+                        continue;
+                    }
+                }
+                if spin.spin() {
+                    continue;
+                }
+                if polls {
+                    self.sleep_as_candidate(parker);
+                } else {
+                    parker.park_timeout(IDLE_TIMEOUT);
+                }
+            }
+        })
+    }
+
+    /// Steps 3 and 4: park, unless the driver became free meanwhile.
+    fn sleep_as_candidate(&self, parker: &Parker) {
+        let me = parker.unparker();
+        lock(&self.sleepers).push(me.clone());
+        self.sleeper_count.fetch_add(1, Ordering::SeqCst);
+        let free = matches!(
+            self.driver.try_lock(),
+            Ok(_) | Err(TryLockError::Poisoned(_))
+        );
+        if !free {
+            parker.park_timeout(IDLE_TIMEOUT);
+        }
+        let mut sleepers = lock(&self.sleepers);
+        if let Some(i) = sleepers.iter().position(|u| u.same_as(&me)) {
+            sleepers.swap_remove(i);
+            self.sleeper_count.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The communication thread's loop: poll, sleeping in the kernel, until
+    /// `stop` is set (and the engine woken).
+    pub(crate) fn run_comm_thread(&self, node: &NodeShared, stop: &AtomicBool) {
+        while !stop.load(Ordering::Acquire) {
+            let mut d = self.lock_driver();
+            d.poll(node, Some(IDLE_TIMEOUT));
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,178 @@
+//! Non-blocking operations: requests and the ways to complete them.
+
+use crate::error::{RecvError, SendError};
+use crate::mailbox::RecvSlot;
+use crate::node::NodeShared;
+use crate::Message;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+pub(crate) enum State<T, E> {
+    Ready(Result<T, E>),
+    Receiving {
+        shared: Arc<NodeShared>,
+        thread: u32,
+        slot: Arc<RecvSlot>,
+        remote: bool,
+    },
+    Taken,
+}
+
+/// An operation under way, started by [`Endpoint::isend`](crate::Endpoint::isend)
+/// or [`Endpoint::irecv`](crate::Endpoint::irecv). Complete it with
+/// [`wait`](Request::wait), [`test`](Request::test), [`wait_all`] or
+/// [`wait_any`]; dropping a pending receive withdraws it without losing a
+/// message. Belongs to the thread that started it.
+#[must_use = "a request does nothing unless waited for"]
+pub struct Request<T, E> {
+    pub(crate) state: State<T, E>,
+    pub(crate) _not_send: PhantomData<*const ()>,
+}
+
+/// A send under way.
+pub type SendRequest = Request<(), SendError>;
+/// A receive under way.
+pub type RecvRequest = Request<Message, RecvError>;
+
+impl<T, E> std::fmt::Debug for Request<T, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match &self.state {
+            State::Ready(_) => "complete",
+            State::Receiving { slot, .. } if slot.is_done() => "complete",
+            State::Receiving { .. } => "pending",
+            State::Taken => "taken",
+        };
+        write!(f, "Request({state})")
+    }
+}
+
+impl<T, E> Request<T, E> {
+    pub(crate) fn ready(result: Result<T, E>) -> Self {
+        Request {
+            state: State::Ready(result),
+            _not_send: PhantomData,
+        }
+    }
+}
+
+/// How a request's result is taken out of a completed receive slot.
+pub trait Completion: Sized {
+    #[doc(hidden)]
+    fn from_slot(r: Result<Message, RecvError>) -> Self;
+}
+
+impl Completion for Result<Message, RecvError> {
+    fn from_slot(r: Result<Message, RecvError>) -> Self {
+        r
+    }
+}
+
+impl Completion for Result<(), SendError> {
+    fn from_slot(_: Result<Message, RecvError>) -> Self {
+        unreachable!("sends complete at once")
+    }
+}
+
+impl<T, E> Request<T, E>
+where
+    Result<T, E>: Completion,
+{
+    fn is_done(&self) -> bool {
+        match &self.state {
+            State::Ready(_) | State::Taken => true,
+            State::Receiving { slot, .. } => slot.is_done(),
+        }
+    }
+
+    fn take(&mut self) -> Result<T, E> {
+        match std::mem::replace(&mut self.state, State::Taken) {
+            State::Ready(r) => r,
+            State::Receiving { slot, .. } => {
+                let r = slot.take().expect("a done slot holds its result");
+                <Result<T, E>>::from_slot(r)
+            }
+            State::Taken => panic!("request result already taken"),
+        }
+    }
+
+    fn remote(&self) -> bool {
+        matches!(self.state, State::Receiving { remote: true, .. })
+    }
+
+    fn shared(&self) -> Option<&Arc<NodeShared>> {
+        match &self.state {
+            State::Receiving { shared, .. } => Some(shared),
+            _ => None,
+        }
+    }
+
+    /// Blocks the calling thread until the operation completes.
+    pub fn wait(mut self) -> Result<T, E> {
+        if let Some(shared) = self.shared().cloned() {
+            let remote = self.remote();
+            shared.engine.wait_until(&shared, remote, || self.is_done());
+        }
+        self.take()
+    }
+
+    /// Makes progress without blocking; `true` when complete (then `wait`
+    /// returns at once).
+    pub fn test(&mut self) -> bool {
+        if !self.is_done() {
+            if let Some(shared) = self.shared().cloned() {
+                shared.engine.try_progress(&shared);
+            }
+        }
+        self.is_done()
+    }
+}
+
+impl<T, E> Drop for Request<T, E> {
+    fn drop(&mut self) {
+        if let State::Receiving {
+            shared,
+            thread,
+            slot,
+            ..
+        } = &self.state
+        {
+            if let Some(mailbox) = shared.mailboxes.get(*thread) {
+                mailbox.cancel(slot);
+            }
+        }
+    }
+}
+
+/// Waits for every request; results in the same order.
+pub fn wait_all<T, E>(requests: Vec<Request<T, E>>) -> Vec<Result<T, E>>
+where
+    Result<T, E>: Completion,
+{
+    requests.into_iter().map(Request::wait).collect()
+}
+
+/// Waits until one of `requests` completes, removes it and returns its
+/// index and result; `None` when `requests` is empty.
+pub fn wait_any<T, E>(requests: &mut Vec<Request<T, E>>) -> Option<(usize, Result<T, E>)>
+where
+    Result<T, E>: Completion,
+{
+    if requests.is_empty() {
+        return None;
+    }
+    if let Some(i) = requests.iter().position(Request::is_done) {
+        return Some((i, requests.remove(i).take()));
+    }
+    let shared = requests
+        .iter()
+        .find_map(|r| r.shared().cloned())
+        .expect("a pending request has a node");
+    let remote = requests.iter().any(Request::remote);
+    let mut found = None;
+    shared.engine.wait_until(&shared, remote, || {
+        found = requests.iter().position(Request::is_done);
+        found.is_some()
+    });
+    let i = found.expect("wait ended on a completed request");
+    Some((i, requests.remove(i).take()))
+}

@@ -1,0 +1,150 @@
+//! The TCP channel: one connection per node pair, non-blocking, framed.
+//!
+//! Senders write from their own thread: a send on an idle connection goes
+//! straight to the socket with one vectored write (header and payload
+//! segments, no copy); whatever the socket does not take is queued and the
+//! progress engine finishes it when the socket becomes writable. Frames are
+//! never interleaved: a frame is queued whole, behind the ones before it.
+//!
+//! Receiving is done by the progress engine alone ([`TcpChannel::receive`]);
+//! small frames are parsed out of one 64 KiB buffer per read, large payloads
+//! are read straight into their own allocation.
+
+mod reader;
+mod writer;
+
+use mio::net::TcpStream;
+use std::io;
+use std::sync::Mutex;
+use threadwire_wire::{FrameError, FrameHeader, Payload};
+
+use reader::FrameReader;
+use writer::WriteQueue;
+
+/// A frame as received: header and the payload's bytes.
+#[derive(Debug)]
+pub struct Frame {
+    /// The validated header.
+    pub header: FrameHeader,
+    /// Exactly `header.len` bytes.
+    pub payload: Vec<u8>,
+}
+
+/// Why a channel stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChannelError {
+    /// The peer closed the connection at a frame boundary.
+    #[error("connection closed by peer")]
+    Closed,
+    /// The connection failed, or closed in the middle of a frame.
+    #[error("connection failed: {0}")]
+    Io(#[from] io::Error),
+    /// The peer sent a frame this node refuses.
+    #[error("malformed frame: {0}")]
+    Frame(#[from] FrameError),
+}
+
+/// What [`TcpChannel::send`] did with a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendOutcome {
+    /// The socket took the whole frame.
+    Written,
+    /// Part or all of the frame waits in the queue for the socket.
+    Queued,
+}
+
+/// What [`TcpChannel::receive`] left behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadOutcome {
+    /// The socket has nothing more for now.
+    Drained,
+    /// The read budget ran out with data left: call again without waiting
+    /// for readiness (edge-triggered polling will not report it again).
+    More,
+}
+
+/// A framed, authenticated TCP connection to one peer node.
+pub struct TcpChannel {
+    stream: TcpStream,
+    writer: Mutex<WriteQueue>,
+    reader: Mutex<FrameReader>,
+}
+
+impl TcpChannel {
+    /// Wraps an authenticated stream; frames longer than `max_frame` are refused.
+    pub fn new(stream: std::net::TcpStream, max_frame: u64) -> io::Result<TcpChannel> {
+        stream.set_nonblocking(true)?;
+        stream.set_nodelay(true)?;
+        Ok(TcpChannel {
+            stream: TcpStream::from_std(stream),
+            writer: Mutex::new(WriteQueue::default()),
+            reader: Mutex::new(FrameReader::new(max_frame)),
+        })
+    }
+
+    /// Wraps an authenticated non-blocking mio stream.
+    pub fn from_mio(stream: TcpStream, max_frame: u64) -> io::Result<TcpChannel> {
+        stream.set_nodelay(true)?;
+        Ok(TcpChannel {
+            stream,
+            writer: Mutex::new(WriteQueue::default()),
+            reader: Mutex::new(FrameReader::new(max_frame)),
+        })
+    }
+
+    /// Registers the connection for readable and writable readiness.
+    pub fn register(&mut self, registry: &mio::Registry, token: mio::Token) -> io::Result<()> {
+        registry.register(
+            &mut self.stream,
+            token,
+            mio::Interest::READABLE | mio::Interest::WRITABLE,
+        )
+    }
+
+    /// Removes the connection from `registry`.
+    pub fn deregister(&mut self, registry: &mio::Registry) -> io::Result<()> {
+        registry.deregister(&mut self.stream)
+    }
+
+    /// Sends one frame. On failure nothing of the frame was written and the
+    /// payload is given back.
+    pub fn send(
+        &self,
+        header: &FrameHeader,
+        payload: Payload,
+    ) -> Result<SendOutcome, (ChannelError, Payload)> {
+        let mut queue = lock(&self.writer);
+        queue.send(&self.stream, header.encode(), payload)
+    }
+
+    /// Writes queued frames until the socket is full. `Ok(true)` when the
+    /// queue is empty.
+    pub fn flush(&self) -> Result<bool, ChannelError> {
+        lock(&self.writer).flush(&self.stream)
+    }
+
+    /// Bytes waiting in the send queue.
+    pub fn queued_bytes(&self) -> usize {
+        lock(&self.writer).queued_bytes()
+    }
+
+    /// Reads available frames and hands each to `on_frame`.
+    pub fn receive(&self, on_frame: impl FnMut(Frame)) -> Result<ReadOutcome, ChannelError> {
+        lock(&self.reader).receive(&self.stream, on_frame)
+    }
+
+    /// Closes both directions; the peer sees end of stream.
+    pub fn close(&self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// Locks `m`; a panic elsewhere while holding it leaves the queue consistent
+/// (every mutation is completed before any call that could panic).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,132 @@
+//! Reading frames out of a TCP byte stream.
+
+use super::{ChannelError, Frame, ReadOutcome};
+use std::io::{self, Read};
+use threadwire_wire::{FrameHeader, HEADER_LEN};
+
+const BUFFER: usize = 64 * 1024;
+/// Bytes read per call before yielding to the engine's other connections.
+const READ_BUDGET: usize = 4 * 1024 * 1024;
+
+struct Partial {
+    header: FrameHeader,
+    payload: Vec<u8>,
+    filled: usize,
+}
+
+pub(super) struct FrameReader {
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+    partial: Option<Partial>,
+    max_frame: u64,
+}
+
+impl FrameReader {
+    pub(super) fn new(max_frame: u64) -> FrameReader {
+        FrameReader {
+            buf: vec![0; BUFFER].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            partial: None,
+            max_frame,
+        }
+    }
+
+    pub(super) fn receive(
+        &mut self,
+        mut stream: impl Read,
+        mut on_frame: impl FnMut(Frame),
+    ) -> Result<ReadOutcome, ChannelError> {
+        let mut budget = READ_BUDGET;
+        loop {
+            if let Some(p) = &mut self.partial {
+                let n = match read(&mut stream, &mut p.payload[p.filled..])? {
+                    Some(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
+                    Some(n) => n,
+                    None => return Ok(ReadOutcome::Drained),
+                };
+                p.filled += n;
+                budget = budget.saturating_sub(n);
+                if p.filled == p.payload.len() {
+                    let p = self.partial.take().expect("partial frame present");
+                    on_frame(Frame {
+                        header: p.header,
+                        payload: p.payload,
+                    });
+                }
+            } else {
+                self.parse_buffered(&mut on_frame)?;
+                if self.partial.is_some() {
+                    continue;
+                }
+                if self.start > 0 {
+                    self.buf.copy_within(self.start..self.end, 0);
+                    self.end -= self.start;
+                    self.start = 0;
+                }
+                match read(&mut stream, &mut self.buf[self.end..])? {
+                    Some(0) if self.end == 0 => return Err(ChannelError::Closed),
+                    Some(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
+                    Some(n) => {
+                        self.end += n;
+                        budget = budget.saturating_sub(n);
+                    }
+                    None => return Ok(ReadOutcome::Drained),
+                }
+            }
+            if budget == 0 {
+                self.parse_buffered(&mut on_frame)?;
+                return Ok(ReadOutcome::More);
+            }
+        }
+    }
+
+    /// Hands out every complete frame in the buffer; a frame too large to
+    /// finish in the buffer becomes the partial frame.
+    fn parse_buffered(&mut self, on_frame: &mut impl FnMut(Frame)) -> Result<(), ChannelError> {
+        while self.partial.is_none() && self.end - self.start >= HEADER_LEN {
+            let raw: &[u8; HEADER_LEN] = self.buf[self.start..self.start + HEADER_LEN]
+                .try_into()
+                .expect("header length");
+            let header = FrameHeader::decode(raw, self.max_frame)?;
+            let len = header.len as usize;
+            let body = self.start + HEADER_LEN;
+            let available = self.end - body;
+            if available >= len {
+                let payload = self.buf[body..body + len].to_vec();
+                self.start = body + len;
+                on_frame(Frame { header, payload });
+            } else if HEADER_LEN + len > BUFFER {
+                let mut payload = vec![0u8; len];
+                payload[..available].copy_from_slice(&self.buf[body..self.end]);
+                self.partial = Some(Partial {
+                    header,
+                    payload,
+                    filled: available,
+                });
+                self.start = 0;
+                self.end = 0;
+            } else {
+                break;
+            }
+        }
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+        Ok(())
+    }
+}
+
+/// One read: `Some(n)` bytes (0 = end of stream), `None` when it would block.
+fn read(stream: &mut impl Read, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    loop {
+        match stream.read(buf) {
+            Ok(n) => return Ok(Some(n)),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    }
+}

@@ -1,0 +1,108 @@
+use super::*;
+use std::io::Write;
+use std::net::{TcpListener, TcpStream as StdStream};
+use std::time::{Duration, Instant};
+use threadwire_wire::Format;
+
+fn pair(max_frame: u64) -> (TcpChannel, TcpChannel, StdStream) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let a = StdStream::connect(l.local_addr().unwrap()).unwrap();
+    let (b, _) = l.accept().unwrap();
+    let raw = b.try_clone().unwrap();
+    (
+        TcpChannel::new(a, max_frame).unwrap(),
+        TcpChannel::new(b, max_frame).unwrap(),
+        raw,
+    )
+}
+
+/// Drives both sides until `want` frames arrived or the receiver failed.
+fn pump(tx: &TcpChannel, rx: &TcpChannel, want: usize) -> Result<Vec<Frame>, ChannelError> {
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.len() < want {
+        assert!(
+            Instant::now() < deadline,
+            "timed out with {} of {want} frames",
+            got.len()
+        );
+        let _ = tx.flush();
+        rx.receive(|f| got.push(f))?;
+    }
+    Ok(got)
+}
+
+#[test]
+fn frames_of_all_sizes_arrive_in_order() {
+    let (a, b, _) = pair(1 << 30);
+    let sizes = [
+        0usize,
+        1,
+        31,
+        32,
+        33,
+        1000,
+        65_535,
+        65_536,
+        200_000,
+        4 << 20,
+        7,
+    ];
+    for (i, &n) in sizes.iter().enumerate() {
+        let data: Vec<u8> = (0..n).map(|j| (i * 31 + j) as u8).collect();
+        let h = FrameHeader::data(1, 2, i as u32, Format::OPAQUE, n as u64);
+        a.send(&h, Payload::from_vec(data))
+            .map_err(|(e, _)| e)
+            .unwrap();
+    }
+    let got = pump(&a, &b, sizes.len()).unwrap();
+    for (i, f) in got.iter().enumerate() {
+        assert_eq!(f.header.tag, i as u32);
+        assert_eq!(f.payload.len(), sizes[i]);
+        assert!(f
+            .payload
+            .iter()
+            .enumerate()
+            .all(|(j, &x)| x == (i * 31 + j) as u8));
+    }
+    assert_eq!(a.queued_bytes(), 0);
+}
+
+#[test]
+fn garbage_and_oversize_and_truncation_are_errors() {
+    for (bytes, expect) in [
+        (vec![0xAAu8; 64], "magic"),
+        (
+            FrameHeader::data(0, 0, 0, Format::OPAQUE, 1 << 40)
+                .encode()
+                .to_vec(),
+            "exceeds",
+        ),
+    ] {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut raw = StdStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let ch = TcpChannel::new(s, 1 << 20).unwrap();
+        raw.write_all(&bytes).unwrap();
+        let err = pump(&ch, &ch, 1).unwrap_err();
+        assert!(err.to_string().contains(expect), "{err}");
+    }
+    // A header promising 100 bytes, then end of stream after 10.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut raw = StdStream::connect(l.local_addr().unwrap()).unwrap();
+    let (s, _) = l.accept().unwrap();
+    let ch = TcpChannel::new(s, 1 << 20).unwrap();
+    raw.write_all(&FrameHeader::data(0, 0, 0, Format::OPAQUE, 100).encode())
+        .unwrap();
+    raw.write_all(&[1; 10]).unwrap();
+    drop(raw);
+    assert!(matches!(pump(&ch, &ch, 1), Err(ChannelError::Io(_))));
+}
+
+#[test]
+fn orderly_close_is_closed() {
+    let (a, b, _) = pair(1 << 20);
+    a.close();
+    drop(a);
+    assert!(matches!(pump(&b, &b, 1), Err(ChannelError::Closed)));
+}

@@ -1,0 +1,154 @@
+//! The send queue of a TCP channel and its vectored writes.
+
+use super::{ChannelError, SendOutcome};
+use std::collections::VecDeque;
+use std::io::{self, IoSlice, Write};
+use threadwire_wire::{Payload, HEADER_LEN};
+
+/// At most this many buffers per `writev` (Linux allows 1024; more than a
+/// few dozen gains nothing).
+const MAX_IOV: usize = 64;
+
+struct Outgoing {
+    header: [u8; HEADER_LEN],
+    payload: Payload,
+}
+
+impl Outgoing {
+    fn len(&self) -> usize {
+        HEADER_LEN + self.payload.len()
+    }
+
+    /// Appends this frame's buffers past its first `skip` bytes to `iov`.
+    fn gather<'a>(&'a self, mut skip: usize, iov: &mut Vec<IoSlice<'a>>) {
+        for part in std::iter::once(&self.header[..]).chain(self.payload.segments()) {
+            if iov.len() == MAX_IOV {
+                return;
+            }
+            if skip >= part.len() {
+                skip -= part.len();
+                continue;
+            }
+            iov.push(IoSlice::new(&part[skip..]));
+            skip = 0;
+        }
+    }
+}
+
+#[derive(Default)]
+pub(super) struct WriteQueue {
+    items: VecDeque<Outgoing>,
+    /// Bytes of the front item already written.
+    offset: usize,
+    queued: usize,
+    broken: bool,
+}
+
+impl WriteQueue {
+    pub(super) fn queued_bytes(&self) -> usize {
+        self.queued
+    }
+
+    pub(super) fn send(
+        &mut self,
+        mut stream: impl Write,
+        header: [u8; HEADER_LEN],
+        payload: Payload,
+    ) -> Result<SendOutcome, (ChannelError, Payload)> {
+        if self.broken {
+            return Err((io::Error::from(io::ErrorKind::BrokenPipe).into(), payload));
+        }
+        let item = Outgoing { header, payload };
+        if !self.items.is_empty() {
+            self.queued += item.len();
+            self.items.push_back(item);
+            // The frame is queued and so accepted; a failure now shows on the
+            // next send and on the connection's read side.
+            return match self.flush(stream) {
+                Ok(true) => Ok(SendOutcome::Written),
+                _ => Ok(SendOutcome::Queued),
+            };
+        }
+        let mut written = 0;
+        while written < item.len() {
+            let mut iov = Vec::with_capacity(8);
+            item.gather(written, &mut iov);
+            match stream.write_vectored(&iov) {
+                Ok(0) => {
+                    return self.fail_unwritten(written, item, io::ErrorKind::WriteZero.into())
+                }
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return self.fail_unwritten(written, item, e),
+            }
+        }
+        if written == item.len() {
+            return Ok(SendOutcome::Written);
+        }
+        self.offset = written;
+        self.queued += item.len() - written;
+        self.items.push_back(item);
+        Ok(SendOutcome::Queued)
+    }
+
+    fn fail_unwritten(
+        &mut self,
+        written: usize,
+        item: Outgoing,
+        e: io::Error,
+    ) -> Result<SendOutcome, (ChannelError, Payload)> {
+        self.broken = true;
+        if written == 0 {
+            Err((e.into(), item.payload))
+        } else {
+            // Part of the frame is on the wire; the stream is now unusable
+            // and the peer will see a truncated frame and drop the connection.
+            Err((e.into(), Payload::from_vec(Vec::new())))
+        }
+    }
+
+    pub(super) fn flush(&mut self, mut stream: impl Write) -> Result<bool, ChannelError> {
+        if self.broken {
+            return Err(io::Error::from(io::ErrorKind::BrokenPipe).into());
+        }
+        while !self.items.is_empty() {
+            let mut iov = Vec::with_capacity(MAX_IOV);
+            let mut skip = self.offset;
+            for item in &self.items {
+                item.gather(skip, &mut iov);
+                skip = 0;
+                if iov.len() == MAX_IOV {
+                    break;
+                }
+            }
+            let mut n = match stream.write_vectored(&iov) {
+                Ok(0) => {
+                    self.broken = true;
+                    return Err(io::Error::from(io::ErrorKind::WriteZero).into());
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => {
+                    self.broken = true;
+                    return Err(e.into());
+                }
+            };
+            drop(iov);
+            self.queued -= n;
+            while n > 0 {
+                let front_left = self.items[0].len() - self.offset;
+                if n >= front_left {
+                    n -= front_left;
+                    self.items.pop_front();
+                    self.offset = 0;
+                } else {
+                    self.offset += n;
+                    n = 0;
+                }
+            }
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,264 @@
+//! The frame header: 32 bytes in front of every frame between two nodes.
+//!
+//! | offset | size | field                                             |
+//! |-------:|-----:|---------------------------------------------------|
+//! | 0      | 2    | magic `b"TW"`                                     |
+//! | 2      | 1    | protocol version ([`PROTOCOL_VERSION`])           |
+//! | 3      | 1    | kind ([`FrameKind`])                              |
+//! | 4      | 1    | payload format ([`Format::to_byte`])              |
+//! | 5      | 3    | reserved, zero                                    |
+//! | 8      | 4    | source thread                                     |
+//! | 12     | 4    | destination thread                                |
+//! | 16     | 4    | tag                                               |
+//! | 20     | 4    | auxiliary word (kind-specific, zero for data)     |
+//! | 24     | 8    | payload length in bytes                           |
+//!
+//! Header fields are little-endian whatever the host; the payload's own byte
+//! order is carried in the format byte. Decoding checks every field, so a
+//! stream that lost its framing is caught at the next header rather than
+//! misread as data.
+
+use crate::{Format, FormatError};
+
+/// Bytes in a frame header.
+pub const HEADER_LEN: usize = 32;
+/// The protocol version this build speaks; peers must match exactly.
+pub const PROTOCOL_VERSION: u8 = 1;
+const MAGIC: [u8; 2] = *b"TW";
+
+/// What a frame carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum FrameKind {
+    /// A user message from one thread to another.
+    Data = 1,
+    /// The sender has sent its last frame on this connection and is leaving
+    /// in an orderly way; end of stream after it is not a failure.
+    Bye = 2,
+    /// A message between a node and its launcher (payload is portable-packed).
+    Control = 3,
+}
+
+impl FrameKind {
+    fn from_byte(b: u8) -> Option<FrameKind> {
+        match b {
+            1 => Some(FrameKind::Data),
+            2 => Some(FrameKind::Bye),
+            3 => Some(FrameKind::Control),
+            _ => None,
+        }
+    }
+}
+
+/// A decoded frame header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FrameHeader {
+    /// What the frame carries.
+    pub kind: FrameKind,
+    /// How the payload is encoded.
+    pub format: Format,
+    /// Sending thread number on the sending node.
+    pub source_thread: u32,
+    /// Receiving thread number on the receiving node.
+    pub dest_thread: u32,
+    /// User tag.
+    pub tag: u32,
+    /// Kind-specific word; zero for data frames.
+    pub aux: u32,
+    /// Payload bytes that follow the header.
+    pub len: u64,
+}
+
+/// Why a header was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// The first two bytes are not `TW`: not a threadwire stream, or framing lost.
+    #[error("bad magic {0:02x?}: not a threadwire frame")]
+    BadMagic([u8; 2]),
+    /// The peer speaks another protocol version.
+    #[error("protocol version {found}, this node speaks {PROTOCOL_VERSION}")]
+    VersionMismatch {
+        /// The version in the frame.
+        found: u8,
+    },
+    /// The kind byte names no known frame kind.
+    #[error("unknown frame kind {0}")]
+    UnknownKind(u8),
+    /// The format byte is invalid.
+    #[error("bad payload format: {0}")]
+    BadFormat(#[from] FormatError),
+    /// Reserved bytes are not zero.
+    #[error("reserved header bytes are not zero")]
+    Reserved,
+    /// The payload is longer than this node accepts.
+    #[error("frame of {len} bytes exceeds the maximum of {max}")]
+    TooLong {
+        /// Length claimed by the header.
+        len: u64,
+        /// The configured maximum.
+        max: u64,
+    },
+}
+
+impl FrameHeader {
+    /// A data frame header.
+    pub fn data(source_thread: u32, dest_thread: u32, tag: u32, format: Format, len: u64) -> Self {
+        FrameHeader {
+            kind: FrameKind::Data,
+            format,
+            source_thread,
+            dest_thread,
+            tag,
+            aux: 0,
+            len,
+        }
+    }
+
+    /// A header of `kind` with no addressing and a payload of `len` bytes.
+    pub fn control(kind: FrameKind, aux: u32, len: u64) -> Self {
+        FrameHeader {
+            kind,
+            format: Format::OPAQUE,
+            source_thread: 0,
+            dest_thread: 0,
+            tag: 0,
+            aux,
+            len,
+        }
+    }
+
+    /// The header's 32 bytes.
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[0..2].copy_from_slice(&MAGIC);
+        b[2] = PROTOCOL_VERSION;
+        b[3] = self.kind as u8;
+        b[4] = self.format.to_byte();
+        b[8..12].copy_from_slice(&self.source_thread.to_le_bytes());
+        b[12..16].copy_from_slice(&self.dest_thread.to_le_bytes());
+        b[16..20].copy_from_slice(&self.tag.to_le_bytes());
+        b[20..24].copy_from_slice(&self.aux.to_le_bytes());
+        b[24..32].copy_from_slice(&self.len.to_le_bytes());
+        b
+    }
+
+    /// Decodes and validates a header; `max_len` bounds the payload length.
+    pub fn decode(b: &[u8; HEADER_LEN], max_len: u64) -> Result<FrameHeader, FrameError> {
+        let word = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        if b[0..2] != MAGIC {
+            return Err(FrameError::BadMagic([b[0], b[1]]));
+        }
+        if b[2] != PROTOCOL_VERSION {
+            return Err(FrameError::VersionMismatch { found: b[2] });
+        }
+        let kind = FrameKind::from_byte(b[3]).ok_or(FrameError::UnknownKind(b[3]))?;
+        let format = Format::from_byte(b[4])?;
+        if b[5..8] != [0, 0, 0] {
+            return Err(FrameError::Reserved);
+        }
+        let mut len = [0u8; 8];
+        len.copy_from_slice(&b[24..32]);
+        let len = u64::from_le_bytes(len);
+        if len > max_len {
+            return Err(FrameError::TooLong { len, max: max_len });
+        }
+        Ok(FrameHeader {
+            kind,
+            format,
+            source_thread: word(8),
+            dest_thread: word(12),
+            tag: word(16),
+            aux: word(20),
+            len,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ByteOrder, Encoding};
+
+    fn sample() -> FrameHeader {
+        let format = Format {
+            encoding: Some(Encoding::ReceiverMakesRight),
+            order: ByteOrder::Big,
+        };
+        FrameHeader::data(3, 70_000, 0xdead_beef, format, 12345)
+    }
+
+    #[test]
+    fn round_trip() {
+        let h = sample();
+        assert_eq!(FrameHeader::decode(&h.encode(), u64::MAX), Ok(h));
+        let bye = FrameHeader::control(FrameKind::Bye, 9, 0);
+        assert_eq!(FrameHeader::decode(&bye.encode(), 0), Ok(bye));
+    }
+
+    #[test]
+    fn layout_is_fixed() {
+        let b = sample().encode();
+        assert_eq!(&b[0..4], &[b'T', b'W', PROTOCOL_VERSION, 1]);
+        assert_eq!(&b[8..12], &3u32.to_le_bytes());
+        assert_eq!(&b[24..32], &12345u64.to_le_bytes());
+    }
+
+    #[test]
+    fn refuses_bad_fields() {
+        let good = sample().encode();
+        let mut b = good;
+        b[0] = b'X';
+        assert!(matches!(
+            FrameHeader::decode(&b, u64::MAX),
+            Err(FrameError::BadMagic(_))
+        ));
+        let mut b = good;
+        b[2] = 99;
+        assert_eq!(
+            FrameHeader::decode(&b, u64::MAX),
+            Err(FrameError::VersionMismatch { found: 99 })
+        );
+        let mut b = good;
+        b[3] = 0;
+        assert_eq!(
+            FrameHeader::decode(&b, u64::MAX),
+            Err(FrameError::UnknownKind(0))
+        );
+        let mut b = good;
+        b[6] = 1;
+        assert_eq!(FrameHeader::decode(&b, u64::MAX), Err(FrameError::Reserved));
+        let mut b = good;
+        b[4] = 0x7f;
+        assert!(matches!(
+            FrameHeader::decode(&b, u64::MAX),
+            Err(FrameError::BadFormat(_))
+        ));
+        assert_eq!(
+            FrameHeader::decode(&good, 100),
+            Err(FrameError::TooLong {
+                len: 12345,
+                max: 100
+            })
+        );
+    }
+
+    #[test]
+    fn random_bytes_never_panic() {
+        // xorshift: deterministic, no dependency
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..100_000 {
+            let mut b = [0u8; HEADER_LEN];
+            for chunk in b.chunks_mut(8) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                chunk.copy_from_slice(&x.to_le_bytes());
+            }
+            if x.is_multiple_of(2) {
+                b[0..3].copy_from_slice(&[b'T', b'W', PROTOCOL_VERSION]);
+            }
+            let _ = FrameHeader::decode(&b, 1 << 30);
+        }
+    }
+}
