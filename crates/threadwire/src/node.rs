@@ -67,6 +67,7 @@ pub(crate) struct NodeShared {
     pub(crate) finalized: AtomicBool,
     /// Bumped on every failure, so waits on wildcards notice one.
     pub(crate) failures: AtomicU64,
+    listen: Option<SocketAddr>,
     subscribers: Mutex<Vec<Subscriber>>,
     comm_stop: AtomicBool,
     comm_thread: Mutex<Option<JoinHandle<()>>>,
@@ -203,7 +204,7 @@ pub fn init() -> Result<Endpoint, InitError> {
 }
 
 impl NodeShared {
-    fn new(id: u32, nodes: u32, job_id: u64, max_frame: u64, engine: ProgressEngine) -> NodeShared {
+    fn new(id: u32, nodes: u32, job_id: u64, max_frame: u64, engine: ProgressEngine, listen: Option<SocketAddr>) -> NodeShared {
         NodeShared {
             id,
             nodes,
@@ -217,6 +218,7 @@ impl NodeShared {
             max_frame,
             finalized: AtomicBool::new(false),
             failures: AtomicU64::new(0),
+            listen,
             subscribers: Mutex::new(Vec::new()),
             comm_stop: AtomicBool::new(false),
             comm_thread: Mutex::new(None),
@@ -400,6 +402,12 @@ impl Node {
     /// The job id, as in `THREADWIRE_JOB`.
     pub fn job_id(&self) -> u64 {
         self.shared.job_id
+    }
+
+    /// The address this node accepts peer connections on (`None` in a
+    /// standalone job).
+    pub fn listen_address(&self) -> Option<SocketAddr> {
+        self.shared.listen
     }
 
     /// Makes the calling OS thread an endpoint with the next thread number.
