@@ -185,6 +185,7 @@ impl Config {
                     0,
                     max_frame,
                     ProgressEngine::new(driver)?,
+                    None,
                 ))
             }
             Err(e) => return Err(e.into()),
@@ -204,7 +205,14 @@ pub fn init() -> Result<Endpoint, InitError> {
 }
 
 impl NodeShared {
-    fn new(id: u32, nodes: u32, job_id: u64, max_frame: u64, engine: ProgressEngine, listen: Option<SocketAddr>) -> NodeShared {
+    fn new(
+        id: u32,
+        nodes: u32,
+        job_id: u64,
+        max_frame: u64,
+        engine: ProgressEngine,
+        listen: Option<SocketAddr>,
+    ) -> NodeShared {
         NodeShared {
             id,
             nodes,
@@ -331,7 +339,12 @@ fn bootstrap(env: &crate::env::JobEnv, max_frame: u64) -> Result<Arc<NodeShared>
     let driver = Driver::new(Some(listener), Some(creds.clone()))?;
     let engine = ProgressEngine::new(driver)?;
     let shared = Arc::new(NodeShared::new(
-        env.node, env.nodes, env.job_id, max_frame, engine,
+        env.node,
+        env.nodes,
+        env.job_id,
+        max_frame,
+        engine,
+        Some(my_addr),
     ));
     {
         let driver = shared.engine.lock_driver();
