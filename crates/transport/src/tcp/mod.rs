@@ -75,12 +75,7 @@ impl TcpChannel {
     /// Wraps an authenticated stream; frames longer than `max_frame` are refused.
     pub fn new(stream: std::net::TcpStream, max_frame: u64) -> io::Result<TcpChannel> {
         stream.set_nonblocking(true)?;
-        stream.set_nodelay(true)?;
-        Ok(TcpChannel {
-            stream: TcpStream::from_std(stream),
-            writer: Mutex::new(WriteQueue::default()),
-            reader: Mutex::new(FrameReader::new(max_frame)),
-        })
+        Self::from_mio(TcpStream::from_std(stream), max_frame)
     }
 
     /// Wraps an authenticated non-blocking mio stream.
