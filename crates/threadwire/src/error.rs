@@ -101,10 +101,20 @@ pub enum RecvError {
 }
 
 /// Why a node could not join its job.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[error("threadwire init: {kind}")]
 pub struct InitError {
     kind: InitErrorKind,
+}
+
+/// The message, not the structure: `fn main() -> Result<(), Box<dyn Error>>`
+/// (as in the crate's examples) and `expect` print an error with `Debug`, and
+/// the message is what tells a user what to do, e.g. to start the program
+/// with `threadwire run`.
+impl fmt::Debug for InitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -4,18 +4,21 @@
 //!
 //! 1. A mailbox is read by one thread only, its owner; anyone may deliver.
 //! 2. Both queues sit behind the mailbox's one lock, held only to match and
-//!    enqueue: never while waking, never while taking another lock.
+//!    enqueue: never while waking, never while taking another lock but a
+//!    receive slot's (a leaf: nothing is locked while holding it).
 //! 3. A delivered message goes to the first posted receive (in posting
 //!    order) that matches, else to the back of the unexpected queue; a new
 //!    receive takes the first unexpected message (in arrival order) that
 //!    matches, else is posted. With per-connection FIFO delivery this keeps
 //!    messages from one thread to another in the order they were sent.
 //! 4. After any delivery the owner is unparked, so a waiting owner re-checks.
+//! 5. The unexpected queue stays in arrival order (every message is stamped
+//!    on delivery), also when a withdrawn receive gives its message back.
 
 use crate::error::{PeerLost, RecvError};
 use crate::{Address, Message, Source, Status, TagMatch};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use threadwire_fiber::Unparker;
 
@@ -23,6 +26,8 @@ use threadwire_fiber::Unparker;
 pub(crate) struct RecvSlot {
     done: AtomicBool,
     result: Mutex<Option<Result<Message, RecvError>>>,
+    /// Arrival stamp of the message that completed it (rule 5).
+    arrival: AtomicU64,
 }
 
 impl RecvSlot {
@@ -30,6 +35,7 @@ impl RecvSlot {
         Arc::new(RecvSlot {
             done: AtomicBool::new(false),
             result: Mutex::new(None),
+            arrival: AtomicU64::new(0),
         })
     }
 
@@ -57,7 +63,10 @@ struct Posted {
 #[derive(Default)]
 struct Queues {
     posted: VecDeque<Posted>,
-    unexpected: VecDeque<Message>,
+    /// Messages with their arrival stamps, in arrival order.
+    unexpected: VecDeque<(u64, Message)>,
+    /// The next arrival stamp: messages delivered so far.
+    arrivals: u64,
 }
 
 /// A thread's matching queues.
@@ -90,6 +99,8 @@ impl Mailbox {
     pub(crate) fn deliver(&self, message: Message) {
         {
             let mut q = lock(&self.queues);
+            let arrival = q.arrivals;
+            q.arrivals += 1;
             let at = q
                 .posted
                 .iter()
@@ -97,10 +108,13 @@ impl Mailbox {
             match at {
                 Some(i) => {
                     let posted = q.posted.remove(i).expect("index from position");
-                    drop(q);
+                    // Completed before the lock is released: a `cancel` in
+                    // between would find the receive neither posted nor
+                    // complete, and the message would be lost.
+                    posted.slot.arrival.store(arrival, Ordering::Relaxed);
                     posted.slot.complete(Ok(message));
                 }
-                None => q.unexpected.push_back(message),
+                None => q.unexpected.push_back((arrival, message)),
             }
         }
         self.wake_owner();
@@ -131,13 +145,15 @@ impl Mailbox {
         let q = lock(&self.queues);
         q.unexpected
             .iter()
-            .find(|m| source.matches(m.source) && tag.matches(m.tag))
-            .map(Message::status)
+            .find(|(_, m)| source.matches(m.source) && tag.matches(m.tag))
+            .map(|(_, m)| m.status())
     }
 
     /// Withdraws a pending receive; if it completed meanwhile, its message
-    /// goes back to the front of the unexpected queue, where it arrived
-    /// before everything still unexpected from the same sender.
+    /// goes back into the unexpected queue where it arrived (rule 5). Not
+    /// simply to the front: messages of the same sender that arrived before
+    /// it, but did not match this receive, may still be queued, and a
+    /// wildcard receive must not see it overtake them.
     pub(crate) fn cancel(&self, slot: &Arc<RecvSlot>) {
         let mut q = lock(&self.queues);
         if let Some(i) = q.posted.iter().position(|p| Arc::ptr_eq(&p.slot, slot)) {
@@ -145,7 +161,13 @@ impl Mailbox {
             return;
         }
         if let Some(Ok(m)) = slot.take() {
-            q.unexpected.push_front(m);
+            let arrival = slot.arrival.load(Ordering::Relaxed);
+            let at = q
+                .unexpected
+                .iter()
+                .position(|(a, _)| *a > arrival)
+                .unwrap_or(q.unexpected.len());
+            q.unexpected.insert(at, (arrival, m));
         }
     }
 
@@ -178,8 +200,8 @@ fn take_unexpected(q: &mut Queues, source: Source, tag: TagMatch) -> Option<Mess
     let i = q
         .unexpected
         .iter()
-        .position(|m| source.matches(m.source) && tag.matches(m.tag))?;
-    q.unexpected.remove(i)
+        .position(|(_, m)| source.matches(m.source) && tag.matches(m.tag))?;
+    q.unexpected.remove(i).map(|(_, m)| m)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -288,6 +310,22 @@ mod tests {
             mb.try_take(Source::Any, TagMatch::Any).unwrap().into_vec(),
             vec![7]
         );
+    }
+
+    #[test]
+    fn cancel_keeps_arrival_order() {
+        let mb = Mailbox::default();
+        let Posting::Pending(slot) = mb.post(Source::Any, TagMatch::Is(2)) else {
+            panic!()
+        };
+        mb.deliver(msg(1, 0, 1, 1)); // unexpected
+        mb.deliver(msg(1, 0, 2, 2)); // completes the receive
+        mb.deliver(msg(1, 0, 3, 3)); // unexpected
+        mb.cancel(&slot);
+        for byte in 1..=3 {
+            let m = mb.try_take(Source::Any, TagMatch::Any).unwrap();
+            assert_eq!(m.into_vec(), vec![byte]);
+        }
     }
 
     #[test]

@@ -390,7 +390,15 @@ fn bootstrap(env: &crate::env::JobEnv, max_frame: u64) -> Result<Arc<NodeShared>
             .lock_driver()
             .poll(&shared, Some(Duration::from_millis(50)));
     }
-    if let Some(lost) = shared.peers.iter().find_map(|p| p.lost()) {
+    // Only a failed peer fails the join. A peer may already have said
+    // goodbye: one with nothing to do with this node can connect, do its
+    // work with the others and finalize while this node is still joining.
+    let failed = shared
+        .peers
+        .iter()
+        .filter_map(|p| p.lost())
+        .find(|l| matches!(l.cause, LossCause::Failed(_)));
+    if let Some(lost) = failed {
         return Err(InitError::new(InitErrorKind::Connect {
             node: lost.node,
             addr: addrs[lost.node as usize].clone(),

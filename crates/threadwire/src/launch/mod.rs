@@ -200,7 +200,16 @@ pub(crate) enum Internal {
         node: u32,
         stats: Stats,
     },
+    /// A node's control connection has ended: its counters, if it sent
+    /// them, were sent before this.
+    ControlClosed {
+        node: u32,
+    },
 }
+
+/// How long a finished job waits for its nodes' control connections to
+/// close; they close with the nodes, so this is only a bound.
+const CONTROL_DRAIN: Duration = Duration::from_secs(2);
 
 fn random_bytes<const N: usize>() -> [u8; N] {
     let mut b = [0u8; N];
@@ -256,6 +265,7 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
     let mut stats = vec![None; n as usize];
     let mut controls: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
     let mut addrs: Vec<Option<String>> = vec![None; n as usize];
+    let mut control_open = vec![false; n as usize];
     let mut failure: Option<(u32, String)> = None;
     let mut first_bad: Option<NodeExit> = None;
     let mut kill_at: Option<Instant> = None;
@@ -295,7 +305,9 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
                 on_event(&Event::Output { node, stream, line })
             }
             Some(Internal::Stats { node, stats: s }) => stats[node as usize] = Some(s),
+            Some(Internal::ControlClosed { node }) => control_open[node as usize] = false,
             Some(Internal::Registered { node, addr, stream }) => {
+                control_open[node as usize] = true;
                 addrs[node as usize] = Some(addr);
                 controls[node as usize] = Some(stream);
                 if addrs.iter().all(Option::is_some) {
@@ -339,6 +351,22 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
                     }
                 }
             }
+        }
+    }
+    // A node's final counters come on its control connection, read by
+    // another thread than the one that reports its exit: wait for every
+    // control connection to end (at once, the nodes being gone), or the
+    // counters of the last nodes to exit may be lost.
+    let drain_until = Instant::now() + CONTROL_DRAIN;
+    while control_open.iter().any(|&open| open) {
+        match rx.recv_timeout(drain_until.saturating_duration_since(Instant::now())) {
+            Ok(Internal::Output { node, stream, line }) => {
+                on_event(&Event::Output { node, stream, line })
+            }
+            Ok(Internal::Stats { node, stats: s }) => stats[node as usize] = Some(s),
+            Ok(Internal::ControlClosed { node }) => control_open[node as usize] = false,
+            Ok(_) => {}
+            Err(_) => break,
         }
     }
     // Output threads end when the nodes' pipes close; drain what they sent.

@@ -39,7 +39,13 @@ pub(crate) fn serve(
     }
 }
 
-fn control(node: u32, mut stream: TcpStream, events: Sender<Internal>) {
+/// Serves node `node`'s control connection, then says it has ended.
+fn control(node: u32, stream: TcpStream, events: Sender<Internal>) {
+    read_controls(node, stream, &events);
+    let _ = events.send(Internal::ControlClosed { node });
+}
+
+fn read_controls(node: u32, mut stream: TcpStream, events: &Sender<Internal>) {
     let addr = match protocol::read_control(&mut stream) {
         Ok(Some(Control::Register { addr })) => addr,
         other => {

@@ -1,8 +1,8 @@
 //! Reading frames out of a TCP byte stream.
 
 use super::{ChannelError, Frame, ReadOutcome};
-use std::io::{self, Read};
 use mio::net::TcpStream;
+use std::io::{self, Read};
 use std::os::fd::AsRawFd;
 use threadwire_wire::{FrameHeader, HEADER_LEN};
 
@@ -58,7 +58,10 @@ impl FrameReader {
                 budget = budget.saturating_sub(n);
                 if p.payload.len() == p.payload.capacity() {
                     let p = self.partial.take().expect("partial frame present");
-                    on_frame(Frame { header: p.header, payload: p.payload });
+                    on_frame(Frame {
+                        header: p.header,
+                        payload: p.payload,
+                    });
                 }
                 if n < want {
                     return Ok(ReadOutcome::Drained);
@@ -140,7 +143,14 @@ fn read_uninit(stream: &impl AsRawFd, v: &mut Vec<u8>) -> io::Result<Option<usiz
         // SAFETY: recv writes at most `spare.len()` bytes into the spare
         // capacity, which `v` owns; only the bytes it reports are then
         // marked initialized.
-        let n = unsafe { libc::recv(stream.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len(), 0) };
+        let n = unsafe {
+            libc::recv(
+                stream.as_raw_fd(),
+                spare.as_mut_ptr().cast(),
+                spare.len(),
+                0,
+            )
+        };
         if n >= 0 {
             let n = n as usize;
             // SAFETY: recv initialized the first `n` spare bytes.

@@ -1,0 +1,260 @@
+//! The `threadwire` command end to end: `run` with its options, `apps`, and
+//! what a node program says when started without it.
+//!
+//! The node programs are examples of other workspace crates (`hello` of
+//! threadwire-apps, `node-misbehave` of threadwire's tests), which
+//! `cargo test --workspace` builds into `target/<profile>/examples/`.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Any command here that runs longer has hung.
+const HANG: Duration = Duration::from_secs(60);
+
+/// The path of a workspace example built for this test's profile:
+/// `target/<profile>/deps/<test>-<hash>` → `target/<profile>/examples/<name>`.
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's own path");
+    let path = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("test binaries live in target/<profile>/deps")
+        .join("examples")
+        .join(name);
+    assert!(
+        path.is_file(),
+        "example {} is missing; build it with `cargo test --workspace` \
+         (or `cargo build --workspace --examples`) before running this test",
+        path.display()
+    );
+    path
+}
+
+struct Ran {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ran {
+    fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    fn show(&self) -> String {
+        format!(
+            "{}\n--- stdout\n{}--- stderr\n{}",
+            self.status, self.stdout, self.stderr
+        )
+    }
+}
+
+/// A command with a predictable environment: not inside a job, warnings
+/// logged, no panic backtraces.
+fn command(program: impl Into<PathBuf>) -> Command {
+    let mut cmd = Command::new(program.into());
+    for var in [
+        threadwire::env::JOB,
+        threadwire::env::NODE,
+        threadwire::env::NODES,
+        threadwire::env::RENDEZVOUS,
+        threadwire::env::SECRET,
+        threadwire::env::BIND,
+        threadwire::env::PROGRESS,
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env(threadwire::env::LOG, "warn")
+        .env("RUST_BACKTRACE", "0");
+    cmd
+}
+
+fn threadwire() -> Command {
+    command(env!("CARGO_BIN_EXE_threadwire"))
+}
+
+/// Runs `cmd` to its end; kills it and fails if it hangs.
+fn run(cmd: &mut Command) -> Ran {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("start the command");
+    let reader = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_string(&mut s);
+            }
+            s
+        })
+    };
+    let out = reader(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = reader(child.stderr.take().map(|p| Box::new(p) as _));
+    let deadline = Instant::now() + HANG;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the command") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} hung; killed after {HANG:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Ran {
+        status,
+        stdout: out.join().expect("stdout reader"),
+        stderr: err.join().expect("stderr reader"),
+    }
+}
+
+#[test]
+fn run_hello_prefixes_every_line_with_its_node() {
+    let ran = run(threadwire()
+        .args(["run", "-n", "3", "--"])
+        .arg(example("hello")));
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    let lines: Vec<&str> = ran.stdout.lines().collect();
+    for line in &lines {
+        let node = line
+            .strip_prefix("[n")
+            .and_then(|r| r.split_once("] "))
+            .map(|(n, _)| n);
+        assert!(
+            matches!(node, Some("0" | "1" | "2")),
+            "line without a node prefix: {line:?}\n{}",
+            ran.show()
+        );
+    }
+    // n0.t0 is greeted by every other thread: 3 nodes × 4 threads − itself.
+    let mut greeters: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("[n0] n0.t0 got: hello from "))
+        .collect();
+    greeters.sort();
+    let mut expected: Vec<String> = (0..3)
+        .flat_map(|n| (0..4).map(move |t| format!("n{n}.t{t}")))
+        .filter(|a| a != "n0.t0")
+        .collect();
+    expected.sort();
+    assert_eq!(greeters, expected, "{}", ran.show());
+}
+
+#[test]
+fn failing_node_sets_the_status_and_is_named() {
+    let ran = run(threadwire()
+        .args(["run", "-n", "3", "--"])
+        .arg(example("node-misbehave"))
+        .args(["exit-on", "1", "3"]));
+    assert_eq!(ran.code(), Some(3), "{}", ran.show());
+    assert!(
+        ran.stderr
+            .lines()
+            .any(|l| l.starts_with("threadwire: ") && l.contains("n1") && l.contains("status 3")),
+        "no message naming the failed node:\n{}",
+        ran.show()
+    );
+}
+
+#[test]
+fn keep_going_lets_the_others_finish() {
+    let ran = run(threadwire()
+        .args(["run", "-n", "3", "--keep-going", "--"])
+        .arg(example("node-misbehave"))
+        .args(["exit-on", "1", "3"]));
+    assert_eq!(ran.code(), Some(3), "{}", ran.show());
+    assert!(
+        ran.stderr.contains("the other nodes run on"),
+        "{}",
+        ran.show()
+    );
+    for node in [0, 2] {
+        assert!(
+            ran.stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("[n{node}] n{node}: receive: node n1"))),
+            "n{node} did not see the loss of n1:\n{}",
+            ran.show()
+        );
+    }
+}
+
+#[test]
+fn timeout_ends_a_hung_job_with_status_124() {
+    let ran = run(threadwire()
+        .args(["run", "-n", "2", "--timeout", "1", "--"])
+        .arg(example("node-misbehave"))
+        .arg("sleep"));
+    assert_eq!(ran.code(), Some(124), "{}", ran.show());
+    assert!(ran.stderr.contains("timeout"), "{}", ran.show());
+}
+
+#[test]
+fn stats_prints_one_row_per_node() {
+    let ran = run(threadwire()
+        .args(["run", "-n", "3", "--stats", "--"])
+        .arg(example("hello")));
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    assert!(
+        ran.stdout
+            .lines()
+            .any(|l| l.contains("node") && l.contains("msgs sent") && l.contains("msgs recv")),
+        "no table header:\n{}",
+        ran.show()
+    );
+    // Columns: node, msgs sent, bytes sent, msgs recv, bytes recv, mean size.
+    let row = |node: &str| -> Vec<f64> {
+        let rows: Vec<Vec<&str>> = ran
+            .stdout
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|w| w.first() == Some(&node))
+            .collect();
+        assert_eq!(rows.len(), 1, "rows for {node}:\n{}", ran.show());
+        rows[0][1..]
+            .iter()
+            .map(|w| {
+                w.parse()
+                    .unwrap_or_else(|_| panic!("{node}: {w:?} is not a number\n{}", ran.show()))
+            })
+            .collect()
+    };
+    let (n0, n1, n2) = (row("n0"), row("n1"), row("n2"));
+    assert_eq!(n0.len(), 5);
+    // hello: every thread but n0.t0 greets n0.t0; a node has 4 threads.
+    assert_eq!((n0[0], n0[2]), (3.0, 11.0), "n0 sends 3 and receives 11");
+    assert_eq!((n1[0], n1[2]), (4.0, 0.0), "n1 sends 4 and receives none");
+    assert_eq!((n2[0], n2[2]), (4.0, 0.0), "n2 sends 4 and receives none");
+}
+
+#[test]
+fn apps_matmul_verifies() {
+    let ran = run(threadwire().args(["apps", "matmul", "-n", "3", "--size", "64"]));
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    assert!(ran.stdout.contains("verified"), "{}", ran.show());
+}
+
+#[test]
+fn a_node_program_alone_says_to_use_threadwire_run() {
+    let ran = run(&mut command(example("hello")));
+    assert_ne!(ran.code(), Some(0), "{}", ran.show());
+    assert!(
+        ran.stderr.contains("threadwire run"),
+        "no hint to start it with `threadwire run`:\n{}",
+        ran.show()
+    );
+}
+
+#[test]
+fn a_missing_program_is_an_error() {
+    let ran = run(threadwire().args(["run", "-n", "2", "--", "/nonexistent/threadwire-node"]));
+    assert_eq!(ran.code(), Some(1), "{}", ran.show());
+    assert!(
+        ran.stderr.contains("/nonexistent/threadwire-node"),
+        "{}",
+        ran.show()
+    );
+}

@@ -1,0 +1,73 @@
+//! All-to-all exchange between every thread of a real multi-node job: random
+//! tags, sizes from 0 B to 4 MiB, wildcard receives; every message arrives
+//! intact, in order per sender, exactly once (see `nodes/alltoall.rs`).
+
+mod support;
+
+/// Fixed so that a failure replays; `THREADWIRE_TEST_SEED` overrides it.
+fn seed() -> u64 {
+    std::env::var("THREADWIRE_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x7357_a110)
+}
+
+fn all_to_all(nodes: u32, threads: u32, per_pair: u64, progress: &str) {
+    let seed = seed();
+    let spec = support::job(nodes, "node-alltoall")
+        .args([threads.to_string(), per_pair.to_string(), seed.to_string()])
+        .env(threadwire::env::PROGRESS, progress);
+    let out = support::run(spec);
+    out.assert_success();
+    // Each thread hears from every other thread of the job.
+    let per_node = u64::from(threads) * per_pair * u64::from(nodes * threads - 1);
+    for node in 0..nodes {
+        let line = out.line(node, &format!("alltoall n{node}: "));
+        let field = |name: &str| -> u64 {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no {name}= in {line:?}"))
+        };
+        assert!(line.contains(": ok "), "{}", out.transcript());
+        assert_eq!(field("received"), per_node, "{line}");
+        assert_eq!(field("sent"), per_node, "{line}");
+        // The launcher's copy of the node's counters agrees.
+        let stats = out.report.stats[node as usize]
+            .unwrap_or_else(|| panic!("n{node} reported no counters:\n{}", out.transcript()));
+        assert_eq!(stats.messages_received, per_node, "n{node}: {stats:?}");
+        assert_eq!(stats.messages_sent, per_node, "n{node}: {stats:?}");
+        assert_eq!(stats.bytes_received, field("bytes"), "n{node}: {stats:?}");
+    }
+    let sent: u64 = out
+        .report
+        .stats
+        .iter()
+        .flatten()
+        .map(|s| s.bytes_sent)
+        .sum();
+    let received: u64 = out
+        .report
+        .stats
+        .iter()
+        .flatten()
+        .map(|s| s.bytes_received)
+        .sum();
+    assert_eq!(sent, received, "bytes sent and received across the job");
+}
+
+#[test]
+fn three_nodes_of_three_threads() {
+    all_to_all(3, 3, 40, "poll");
+}
+
+#[test]
+fn two_nodes_of_four_threads() {
+    all_to_all(2, 4, 40, "poll");
+}
+
+/// The same with a communication thread per node doing the progress.
+#[test]
+fn four_nodes_of_two_threads_with_progress_thread() {
+    all_to_all(4, 2, 30, "thread");
+}
