@@ -2,6 +2,7 @@
 
 use crate::error::{InitError, InitErrorKind, RecvError, SendError};
 use crate::mailbox::{Mailbox, Posting, MAX_THREADS};
+use crate::progress::Origin;
 use crate::request::{RecvRequest, Request, SendRequest, State};
 use crate::{Address, Message, Node, Source, Status, Tag, TagMatch};
 use std::marker::PhantomData;
@@ -128,10 +129,7 @@ impl Endpoint {
                 Ok(())
             }
             Err((e, payload)) => {
-                s.lose_peer(
-                    to.node,
-                    crate::error::LossCause::Failed(format!("connection failed: {e}")),
-                );
+                s.lose_peer(to.node, crate::error::LossCause::Failed(e.to_string()));
                 let lost = peer.lost().cloned().expect("just marked lost");
                 Err(SendError::PeerLost { to, lost, payload })
             }
@@ -166,8 +164,12 @@ impl Endpoint {
             .map(|l| RecvError::PeerLost(l.clone()))
     }
 
-    fn is_remote(&self, from: Source) -> bool {
-        from.node() != Some(self.address.node)
+    fn origin(&self, from: Source) -> Origin {
+        match from.node() {
+            Some(n) if n == self.address.node => Origin::Local,
+            Some(n) => Origin::Peer(n),
+            None => Origin::Anywhere,
+        }
     }
 
     /// Starts a receive of the first message matching `from` and `tag`.
@@ -192,7 +194,7 @@ impl Endpoint {
                         shared: self.node.shared.clone(),
                         thread: self.address.thread,
                         slot,
-                        remote: self.is_remote(from),
+                        origin: self.origin(from),
                     },
                     _not_send: PhantomData,
                 }
@@ -228,7 +230,7 @@ impl Endpoint {
         if let Some(status) = self.mailbox().probe(from, tag) {
             return Ok(Some(status));
         }
-        if self.is_remote(from) {
+        if self.origin(from) != Origin::Local {
             s.engine.try_progress(s);
         }
         if let Some(status) = self.mailbox().probe(from, tag) {
@@ -252,7 +254,7 @@ impl Endpoint {
         let s = &*self.node.shared;
         let failures = s.failures.load(Ordering::SeqCst);
         let mut found = None;
-        s.engine.wait_until(s, self.is_remote(from), || {
+        s.engine.wait_until(s, self.origin(from), || {
             found = self.mailbox().probe(from, tag);
             found.is_some()
                 || self.loss_of(from).is_some()

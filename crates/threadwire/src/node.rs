@@ -3,7 +3,7 @@
 use crate::error::{InitError, InitErrorKind, LossCause, PeerLost};
 use crate::launch::protocol::{self, Control, LAUNCHER};
 use crate::mailbox::{remote_message, MailboxTable, MAX_THREADS};
-use crate::progress::{Driver, ProgressEngine, Tokens};
+use crate::progress::{Driver, Origin, ProgressEngine, Tokens};
 use crate::stats::Counters;
 use crate::{Address, Endpoint, Stats};
 use std::net::{SocketAddr, TcpListener};
@@ -508,10 +508,7 @@ impl Node {
             if let (Some(c), false) = (p.channel(), failed) {
                 let bye = FrameHeader::control(FrameKind::Bye, 0, 0);
                 if let Err((e, _)) = c.send(&bye, Payload::from_vec(Vec::new())) {
-                    s.lose_peer(
-                        j as u32,
-                        LossCause::Failed(format!("connection failed: {e}")),
-                    );
+                    s.lose_peer(j as u32, LossCause::Failed(e.to_string()));
                 }
             }
         }
@@ -528,7 +525,7 @@ impl Node {
                 Some(_) => p.channel().is_none_or(|c| c.queued_bytes() == 0),
             })
         };
-        s.engine.wait_until(s, true, all_quiet);
+        s.engine.wait_until(s, Origin::Anywhere, all_quiet);
         if let Some(control) = s.control.get() {
             let (h, p) = Control::Stats(s.counters.snapshot()).encode();
             let _ = control.send(&h, p);
@@ -536,7 +533,7 @@ impl Node {
                 &FrameHeader::control(FrameKind::Bye, 0, 0),
                 Payload::from_vec(Vec::new()),
             );
-            s.engine.wait_until(s, true, || {
+            s.engine.wait_until(s, Origin::Anywhere, || {
                 control.queued_bytes() == 0 || control.flush().is_err()
             });
         }

@@ -3,6 +3,7 @@
 use crate::error::{RecvError, SendError};
 use crate::mailbox::RecvSlot;
 use crate::node::NodeShared;
+use crate::progress::Origin;
 use crate::Message;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ pub(crate) enum State<T, E> {
         shared: Arc<NodeShared>,
         thread: u32,
         slot: Arc<RecvSlot>,
-        remote: bool,
+        origin: Origin,
     },
     Taken,
 }
@@ -95,8 +96,11 @@ where
         }
     }
 
-    fn remote(&self) -> bool {
-        matches!(self.state, State::Receiving { remote: true, .. })
+    fn origin(&self) -> Origin {
+        match self.state {
+            State::Receiving { origin, .. } => origin,
+            _ => Origin::Local,
+        }
     }
 
     fn shared(&self) -> Option<&Arc<NodeShared>> {
@@ -109,8 +113,8 @@ where
     /// Blocks the calling thread until the operation completes.
     pub fn wait(mut self) -> Result<T, E> {
         if let Some(shared) = self.shared().cloned() {
-            let remote = self.remote();
-            shared.engine.wait_until(&shared, remote, || self.is_done());
+            let origin = self.origin();
+            shared.engine.wait_until(&shared, origin, || self.is_done());
         }
         self.take()
     }
@@ -167,9 +171,9 @@ where
         .iter()
         .find_map(|r| r.shared().cloned())
         .expect("a pending request has a node");
-    let remote = requests.iter().any(Request::remote);
+    let origin = Origin::combine(requests.iter().map(Request::origin));
     let mut found = None;
-    shared.engine.wait_until(&shared, remote, || {
+    shared.engine.wait_until(&shared, origin, || {
         found = requests.iter().position(Request::is_done);
         found.is_some()
     });

@@ -265,6 +265,11 @@ impl Driver {
         }
     }
 
+    /// Reads what `peer` has sent, without asking epoll first.
+    pub(crate) fn poll_peer(&mut self, node: &NodeShared, peer: u32) {
+        self.read_peer(node, peer);
+    }
+
     fn read_peer(&mut self, node: &NodeShared, peer: u32) {
         let Some(channel) = node.peers[peer as usize].channel() else {
             return;
@@ -327,5 +332,5 @@ impl Driver {
 }
 
 fn failure_cause(e: &ChannelError) -> LossCause {
-    LossCause::Failed(format!("connection failed: {e}"))
+    LossCause::Failed(e.to_string())
 }
