@@ -61,4 +61,10 @@ pub use message::{Message, Status};
 pub use node::{init, Config, Node, ThreadHandle, DEFAULT_MAX_FRAME};
 pub use request::{wait_all, wait_any, Completion, RecvRequest, Request, SendRequest};
 pub use stats::Stats;
+
+/// Locks `m`, ignoring poisoning: every critical section in this crate leaves
+/// its data consistent before anything that could panic.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 pub use threadwire_wire::{ByteOrder, Encoding, Packer, Payload, UnpackError, Unpacker};

@@ -16,10 +16,11 @@
 //!    on delivery), also when a withdrawn receive gives its message back.
 
 use crate::error::{PeerLost, RecvError};
+use crate::lock;
 use crate::{Address, Message, Source, Status, TagMatch};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use threadwire_fiber::Unparker;
 
 /// Where a posted receive's result lands.
@@ -202,10 +203,6 @@ fn take_unexpected(q: &mut Queues, source: Source, tag: TagMatch) -> Option<Mess
         .iter()
         .position(|(_, m)| source.matches(m.source) && tag.matches(m.tag))?;
     q.unexpected.remove(i).map(|(_, m)| m)
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 const CHUNK: usize = 256;

@@ -1,7 +1,8 @@
 //! A node: this process's membership in its job, shared by all its threads.
 
 use crate::error::{InitError, InitErrorKind, LossCause, PeerLost};
-use crate::launch::protocol::{self, Control, LAUNCHER};
+use crate::launch::protocol::{self, Control};
+use crate::lock;
 use crate::mailbox::{remote_message, MailboxTable, MAX_THREADS};
 use crate::progress::{Driver, Origin, ProgressEngine, Tokens};
 use crate::stats::Counters;
@@ -568,11 +569,3 @@ impl<T> ThreadHandle<T> {
         self.inner.join()
     }
 }
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The launcher's node number in handshakes, re-exported for tests.
-#[allow(dead_code)]
-pub(crate) const LAUNCHER_NODE: u32 = LAUNCHER;

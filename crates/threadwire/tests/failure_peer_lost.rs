@@ -82,19 +82,24 @@ fn assert_no_process_left(out: &JobOutput) {
     }
 }
 
+/// Survivor `node` printed `last` and ended with `exit`.
+fn assert_survivor(out: &JobOutput, node: u32, last: &str, exit: NodeExit) {
+    out.line(node, last);
+    assert_eq!(
+        out.report.exits[node as usize],
+        exit,
+        "survivor n{node} did not end as expected:\n{}",
+        out.transcript()
+    );
+}
+
 /// The default policy: the survivors see the loss, finish cleanly, and the
 /// job reports node 2's death.
 #[test]
 fn sigkill_is_reported_as_peer_lost() {
     let out = run_failure("abort", FailurePolicy::Abort);
     for node in 0..2 {
-        out.line(node, &format!("n{node}: done"));
-        assert_eq!(
-            out.report.exits[node as usize],
-            NodeExit::Code(0),
-            "survivor n{node} did not finish cleanly:\n{}",
-            out.transcript()
-        );
+        assert_survivor(&out, node, &format!("n{node}: done"), NodeExit::Code(0));
     }
 }
 
@@ -107,13 +112,7 @@ fn survivors_continue_after_a_loss() {
         for who in lines {
             out.line(node, &format!("{who}: continued: 50 rounds"));
         }
-        out.line(node, &format!("n{node}: done"));
-        assert_eq!(
-            out.report.exits[node as usize],
-            NodeExit::Code(0),
-            "{}",
-            out.transcript()
-        );
+        assert_survivor(&out, node, &format!("n{node}: done"), NodeExit::Code(0));
     }
 }
 
@@ -123,12 +122,11 @@ fn survivors_continue_after_a_loss() {
 fn abort_ends_survivors_that_ignore_the_loss() {
     let out = run_failure("stubborn", FailurePolicy::Abort);
     for node in 0..2 {
-        out.line(node, &format!("n{node}: ignoring the loss"));
-        assert_eq!(
-            out.report.exits[node as usize],
+        assert_survivor(
+            &out,
+            node,
+            &format!("n{node}: ignoring the loss"),
             NodeExit::Signal(9),
-            "{}",
-            out.transcript()
         );
     }
 }

@@ -26,6 +26,7 @@ mod driver;
 
 pub(crate) use driver::{Driver, Tokens};
 
+use crate::lock;
 use crate::node::NodeShared;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
@@ -186,7 +187,9 @@ impl ProgressEngine {
                             // read cost two (measured: ~0.4 µs per message
                             // on the development VM). A full poll every few
                             // rounds keeps writes and other peers moving.
-                            Origin::Peer(peer) if !round.is_multiple_of(8) => d.poll_peer(node, peer),
+                            Origin::Peer(peer) if !round.is_multiple_of(8) => {
+                                d.poll_peer(node, peer)
+                            }
                             _ => {
                                 d.poll(node, Some(Duration::ZERO));
                             }
@@ -241,8 +244,4 @@ impl ProgressEngine {
             d.poll(node, Some(IDLE_TIMEOUT));
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
