@@ -13,9 +13,8 @@
 //! A notification is never lost: it is either seen by the parker's CAS
 //! (step 1/2 fails) or delivered to the sleeping parker (step 3).
 
+use crate::loom::{futex_wait, futex_wake_one, lock, Arc, AtomicU32, Mutex, Ordering};
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const EMPTY: u32 = 0;
@@ -31,19 +30,28 @@ pub trait Wake: Send + Sync {
 
 struct Inner {
     state: AtomicU32,
-    external: Mutex<Option<Arc<dyn Wake>>>,
+    external: Mutex<Option<std::sync::Arc<dyn Wake>>>,
 }
 
-/// The parking side, owned by the one thread that waits.
+/// The parking side of an OS thread, owned by the one thread that waits.
+/// Fibers park through [`park`] instead, which switches to their scheduler.
 pub struct Parker {
     inner: Arc<Inner>,
     _not_send: PhantomData<*const ()>,
 }
 
-/// The waking side: cheap to clone, callable from any thread.
+/// The waking side of a thread — an OS thread or a fiber: cheap to clone,
+/// callable from any thread.
 #[derive(Clone)]
 pub struct Unparker {
-    inner: Arc<Inner>,
+    target: Target,
+}
+
+#[derive(Clone)]
+enum Target {
+    Thread(Arc<Inner>),
+    #[cfg(not(loom))]
+    Fiber(std::sync::Arc<crate::scheduler::FiberShared>),
 }
 
 impl Default for Parker {
@@ -67,7 +75,7 @@ impl Parker {
     /// The handle others use to wake this parker.
     pub fn unparker(&self) -> Unparker {
         Unparker {
-            inner: self.inner.clone(),
+            target: Target::Thread(self.inner.clone()),
         }
     }
 
@@ -94,12 +102,10 @@ impl Parker {
         match timeout {
             None => {
                 while state.load(Ordering::Acquire) == PARKED {
-                    atomic_wait::wait(state, PARKED);
+                    futex_wait(state, PARKED);
                 }
             }
             Some(timeout) => {
-                // atomic-wait has no timed wait; a helper thread would cost
-                // more than a condvar, which only this slow path uses.
                 let deadline = std::time::Instant::now() + timeout;
                 while state.load(Ordering::Acquire) == PARKED {
                     let now = std::time::Instant::now();
@@ -116,12 +122,8 @@ impl Parker {
     /// Parks by running `block`, an external blocking call that `waker` can
     /// interrupt (for example `epoll_wait` with an eventfd). `block` is not
     /// run if a notification is already pending.
-    pub fn park_external(&self, waker: &Arc<dyn Wake>, block: impl FnOnce()) {
-        *self
-            .inner
-            .external
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(waker.clone());
+    pub fn park_external(&self, waker: &std::sync::Arc<dyn Wake>, block: impl FnOnce()) {
+        *lock(&self.inner.external) = Some(waker.clone());
         let state = &self.inner.state;
         if state
             .compare_exchange(EMPTY, PARKED_EXTERNAL, Ordering::AcqRel, Ordering::Acquire)
@@ -134,32 +136,49 @@ impl Parker {
 }
 
 impl Unparker {
-    /// Wakes the parker, or makes its next park return at once.
+    /// Wakes the thread, or makes its next park return at once.
     pub fn unpark(&self) {
-        match self.inner.state.swap(NOTIFIED, Ordering::Release) {
-            PARKED => atomic_wait::wake_one(&self.inner.state),
-            PARKED_EXTERNAL => {
-                let waker = self
-                    .inner
-                    .external
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone();
-                if let Some(waker) = waker {
-                    waker.wake();
+        match &self.target {
+            Target::Thread(inner) => match inner.state.swap(NOTIFIED, Ordering::Release) {
+                PARKED => futex_wake_one(&inner.state),
+                PARKED_EXTERNAL => {
+                    let waker = lock(&inner.external).clone();
+                    if let Some(waker) = waker {
+                        waker.wake();
+                    }
                 }
-            }
-            _ => {}
+                _ => {}
+            },
+            #[cfg(not(loom))]
+            Target::Fiber(fiber) => fiber.unpark(),
         }
     }
 
-    /// Whether both handles belong to the same parker.
+    /// Whether both handles wake the same thread.
     pub fn same_as(&self, other: &Unparker) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
+        match (&self.target, &other.target) {
+            (Target::Thread(a), Target::Thread(b)) => Arc::ptr_eq(a, b),
+            #[cfg(not(loom))]
+            (Target::Fiber(a), Target::Fiber(b)) => std::sync::Arc::ptr_eq(a, b),
+            #[cfg(not(loom))]
+            _ => false,
+        }
+    }
+
+    #[cfg(not(loom))]
+    pub(crate) fn fiber(fiber: std::sync::Arc<crate::scheduler::FiberShared>) -> Unparker {
+        Unparker {
+            target: Target::Fiber(fiber),
+        }
     }
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(loom)]
+fn futex_wait_timeout(word: &AtomicU32, expected: u32, _timeout: Duration) {
+    futex_wait(word, expected)
+}
+
+#[cfg(all(target_os = "linux", not(loom)))]
 fn futex_wait_timeout(word: &AtomicU32, expected: u32, timeout: Duration) {
     let ts = libc_timespec(timeout);
     // SAFETY: FUTEX_WAIT reads the aligned u32 behind `word`, which outlives
@@ -174,12 +193,12 @@ fn futex_wait_timeout(word: &AtomicU32, expected: u32, timeout: Duration) {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(not(target_os = "linux"), not(loom)))]
 fn futex_wait_timeout(_word: &AtomicU32, _expected: u32, timeout: Duration) {
     std::thread::sleep(timeout.min(Duration::from_millis(1)));
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(loom)))]
 fn libc_timespec(d: Duration) -> sys::Timespec {
     sys::Timespec {
         tv_sec: d.as_secs() as i64,
@@ -187,7 +206,7 @@ fn libc_timespec(d: Duration) -> sys::Timespec {
     }
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(loom)))]
 mod sys {
     //! The one raw syscall of this crate: a timed futex wait.
     #[repr(C)]
@@ -216,7 +235,7 @@ mod sys {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
@@ -282,12 +301,48 @@ thread_local! {
     static CURRENT: Parker = Parker::new();
 }
 
-/// Runs `f` with the calling thread's parker.
-pub fn with_current<R>(f: impl FnOnce(&Parker) -> R) -> R {
+/// Runs `f` with the calling OS thread's parker. Inside a fiber this is
+/// the worker's parker: parking it would stall every fiber of the worker,
+/// so fibers wait through [`park`] instead.
+pub fn with_thread_parker<R>(f: impl FnOnce(&Parker) -> R) -> R {
     CURRENT.with(f)
 }
 
-/// The unparker of the calling thread's parker.
+/// Whether the caller runs in a fiber (rather than on an OS thread of its own).
+pub fn in_fiber() -> bool {
+    #[cfg(not(loom))]
+    return crate::scheduler::in_fiber();
+    #[cfg(loom)]
+    false
+}
+
+/// The unparker of the calling thread: its fiber if it runs in one,
+/// otherwise its OS thread.
 pub fn current_unparker() -> Unparker {
+    #[cfg(not(loom))]
+    if let Some(fiber) = crate::scheduler::current_fiber() {
+        return Unparker::fiber(fiber);
+    }
     CURRENT.with(Parker::unparker)
+}
+
+/// Parks the calling thread until its [`current_unparker`] is used: a
+/// fiber switches to its scheduler (the worker runs other fibers), an OS
+/// thread sleeps in the kernel. Returns at once if a notification is
+/// pending; may return spuriously, so callers re-check their condition.
+pub fn park() {
+    #[cfg(not(loom))]
+    if crate::scheduler::in_fiber() {
+        return crate::scheduler::park_fiber(None);
+    }
+    CURRENT.with(Parker::park)
+}
+
+/// Like [`park`], but returns after `timeout` at the latest.
+pub fn park_timeout(timeout: Duration) {
+    #[cfg(not(loom))]
+    if crate::scheduler::in_fiber() {
+        return crate::scheduler::park_fiber(Some(timeout));
+    }
+    CURRENT.with(|p| p.park_timeout(timeout))
 }

@@ -19,6 +19,7 @@
 //! | `THREADWIRE_PROGRESS`    | `poll` (default: waiting threads drive progress) or `thread` (a communication thread as well) |
 //! | `THREADWIRE_MAX_FRAME`   | largest frame accepted from a peer, in bytes (default 1 GiB) |
 //! | `THREADWIRE_SPIN_US`     | how long a waiter spins before it sleeps (default 50)     |
+//! | `THREADWIRE_WORKERS`     | fiber worker threads of a node (default: one per core)    |
 //! | `THREADWIRE_LOG`         | log filter for the default log output (default `warn`)     |
 
 use std::net::{IpAddr, SocketAddr};
@@ -41,6 +42,8 @@ pub const PROGRESS: &str = "THREADWIRE_PROGRESS";
 pub const MAX_FRAME: &str = "THREADWIRE_MAX_FRAME";
 /// Name of the log filter variable.
 pub const LOG: &str = "THREADWIRE_LOG";
+/// Name of the fiber worker count variable.
+pub const WORKERS: &str = "THREADWIRE_WORKERS";
 
 /// What a launched node learns from its environment.
 #[derive(Clone)]

@@ -14,6 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use threadwire_transport::handshake::{self, Credentials};
 use threadwire_transport::{Channel, Frame, TcpChannel};
+use threadwire_fiber::{JoinError, JoinHandle as FiberHandle, Priority, Scheduler};
 use threadwire_wire::{FrameHeader, FrameKind, Payload};
 
 /// Default largest frame accepted from a peer: 1 GiB.
@@ -55,6 +56,9 @@ impl Peer {
 type Subscriber = Arc<dyn Fn(&PeerLost) + Send + Sync>;
 
 pub(crate) struct NodeShared {
+    /// First, so that it stops its workers while the engine still exists.
+    scheduler: OnceLock<Scheduler>,
+    workers: Option<usize>,
     pub(crate) id: u32,
     pub(crate) nodes: u32,
     pub(crate) job_id: u64,
@@ -91,6 +95,7 @@ impl std::fmt::Debug for Node {
 pub struct Config {
     standalone: bool,
     progress_thread: Option<bool>,
+    workers: Option<usize>,
     max_frame: Option<u64>,
     log: bool,
 }
@@ -109,6 +114,7 @@ impl Config {
         Config {
             standalone: false,
             progress_thread: None,
+            workers: None,
             max_frame: None,
             log: true,
         }
@@ -125,6 +131,14 @@ impl Config {
     /// application thread computes (default: `THREADWIRE_PROGRESS`, else off).
     pub fn progress_thread(mut self, yes: bool) -> Config {
         self.progress_thread = Some(yes);
+        self
+    }
+
+    /// Worker OS threads that run this node's fibers (default
+    /// `THREADWIRE_WORKERS`, else one per core). Started at the first
+    /// [`Node::spawn`].
+    pub fn workers(mut self, n: usize) -> Config {
+        self.workers = Some(n.max(1));
         self
     }
 
@@ -176,8 +190,13 @@ impl Config {
                 .map(|v| v == "thread")
                 .unwrap_or(false)
         });
+        let workers = self.workers.or_else(|| {
+            std::env::var(crate::env::WORKERS)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+        });
         let shared = match crate::env::JobEnv::from_env() {
-            Ok(env) => bootstrap(&env, max_frame)?,
+            Ok(env) => bootstrap(&env, max_frame, workers)?,
             Err(crate::env::EnvError::NotLaunched) if self.standalone => {
                 let driver = Driver::new(None, None)?;
                 Arc::new(NodeShared::new(
@@ -187,6 +206,7 @@ impl Config {
                     max_frame,
                     ProgressEngine::new(driver)?,
                     None,
+                    workers,
                 ))
             }
             Err(e) => return Err(e.into()),
@@ -206,6 +226,21 @@ pub fn init() -> Result<Endpoint, InitError> {
 }
 
 impl NodeShared {
+    /// The node's fiber scheduler, started on first use.
+    fn scheduler(self: &Arc<Self>) -> &Scheduler {
+        self.scheduler.get_or_init(|| {
+            let mut builder = Scheduler::builder()
+                .name(format!("n{}-worker", self.id))
+                .idle(Arc::new(crate::progress::WorkerIdle(Arc::downgrade(self))));
+            if let Some(n) = self.workers {
+                builder = builder.workers(n);
+            }
+            builder
+                .build()
+                .expect("the OS refused to start the fiber workers")
+        })
+    }
+
     fn new(
         id: u32,
         nodes: u32,
@@ -213,8 +248,11 @@ impl NodeShared {
         max_frame: u64,
         engine: ProgressEngine,
         listen: Option<SocketAddr>,
+        workers: Option<usize>,
     ) -> NodeShared {
         NodeShared {
+            scheduler: OnceLock::new(),
+            workers,
             id,
             nodes,
             job_id,
@@ -304,7 +342,11 @@ impl NodeShared {
 /// Joins the job described by `env`: rendezvous, then a full mesh of
 /// authenticated connections (node i connects to every j < i and accepts
 /// every j > i).
-fn bootstrap(env: &crate::env::JobEnv, max_frame: u64) -> Result<Arc<NodeShared>, InitError> {
+fn bootstrap(
+    env: &crate::env::JobEnv,
+    max_frame: u64,
+    workers: Option<usize>,
+) -> Result<Arc<NodeShared>, InitError> {
     let creds = Credentials {
         job_id: env.job_id,
         secret: env.secret,
@@ -346,6 +388,7 @@ fn bootstrap(env: &crate::env::JobEnv, max_frame: u64) -> Result<Arc<NodeShared>
         max_frame,
         engine,
         Some(my_addr),
+        workers,
     ));
     {
         let driver = shared.engine.lock_driver();
@@ -438,10 +481,55 @@ impl Node {
         Endpoint::bind(self.clone(), thread)
     }
 
-    /// Starts a new OS thread as an endpoint and runs `f` on it. Thread
-    /// numbers are given in the order of the `spawn` calls, so a program
-    /// that spawns deterministically has the same addresses on every run.
+    /// Starts a fiber with an endpoint of its own and returns its handle.
+    /// Fibers are cheap (a pooled stack, no system call): a node runs
+    /// thousands on its workers (one per core by default, see
+    /// [`Config::workers`]). A fiber that waits — `recv`, `wait`, `probe`,
+    /// a [`threadwire_fiber::sync`] primitive — parks only itself; its worker runs
+    /// other fibers meanwhile and, with nothing to run, drives the node's
+    /// progress. Code that blocks in the kernel belongs in
+    /// [`threadwire_fiber::bound`] or on an OS thread ([`spawn_os`](Self::spawn_os)).
+    /// Thread numbers are given in the order of the spawn calls, so a
+    /// program that spawns deterministically has the same addresses on
+    /// every run.
     pub fn spawn<F, T>(&self, f: F) -> ThreadHandle<T>
+    where
+        F: FnOnce(Endpoint) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.spawn_with(Priority::NORMAL, f)
+    }
+
+    /// Like [`spawn`](Self::spawn), at a given priority (16 levels; higher
+    /// runs first on its worker).
+    pub fn spawn_with<F, T>(&self, priority: Priority, f: F) -> ThreadHandle<T>
+    where
+        F: FnOnce(Endpoint) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let node = self.clone();
+        let thread = self.shared.next_thread();
+        let address = Address::new(self.shared.id, thread);
+        let fiber = self
+            .shared
+            .scheduler()
+            .handle()
+            .fiber()
+            .priority(priority)
+            .name(address.to_string())
+            .spawn(move || {
+                let ep = Endpoint::bind(node, thread).expect("a fresh thread number is free");
+                f(ep)
+            });
+        ThreadHandle {
+            address,
+            inner: Joinable::Fiber(fiber),
+        }
+    }
+
+    /// Starts an OS thread with an endpoint of its own: for code that
+    /// blocks in the kernel or must not share a worker.
+    pub fn spawn_os<F, T>(&self, f: F) -> ThreadHandle<T>
     where
         F: FnOnce(Endpoint) -> T + Send + 'static,
         T: Send + 'static,
@@ -456,7 +544,10 @@ impl Node {
                 f(ep)
             })
             .expect("the OS refused to start a thread");
-        ThreadHandle { address, inner }
+        ThreadHandle {
+            address,
+            inner: Joinable::Os(inner),
+        }
     }
 
     /// Counters of this node so far.
@@ -526,7 +617,7 @@ impl Node {
                 Some(_) => p.channel().is_none_or(|c| c.queued_bytes() == 0),
             })
         };
-        s.engine.wait_until(s, Origin::Anywhere, all_quiet);
+        s.engine.wait_polling(s, Origin::Anywhere, all_quiet);
         if let Some(control) = s.control.get() {
             let (h, p) = Control::Stats(s.counters.snapshot()).encode();
             let _ = control.send(&h, p);
@@ -534,7 +625,7 @@ impl Node {
                 &FrameHeader::control(FrameKind::Bye, 0, 0),
                 Payload::from_vec(Vec::new()),
             );
-            s.engine.wait_until(s, Origin::Anywhere, || {
+            s.engine.wait_polling(s, Origin::Anywhere, || {
                 control.queued_bytes() == 0 || control.flush().is_err()
             });
         }
@@ -555,7 +646,13 @@ impl Node {
 #[derive(Debug)]
 pub struct ThreadHandle<T> {
     address: Address,
-    inner: JoinHandle<T>,
+    inner: Joinable<T>,
+}
+
+#[derive(Debug)]
+enum Joinable<T> {
+    Fiber(FiberHandle<T>),
+    Os(JoinHandle<T>),
 }
 
 impl<T> ThreadHandle<T> {
@@ -564,8 +661,19 @@ impl<T> ThreadHandle<T> {
         self.address
     }
 
-    /// Waits for the thread; `Err` carries its panic.
-    pub fn join(self) -> std::thread::Result<T> {
-        self.inner.join()
+    /// Waits for the thread (from a fiber or an OS thread); `Err` carries
+    /// its panic's message.
+    pub fn join(self) -> Result<T, JoinError> {
+        match self.inner {
+            Joinable::Fiber(f) => f.join(),
+            Joinable::Os(t) => t.join().map_err(|panic| {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic without a message".into());
+                JoinError::Panicked(message.into())
+            }),
+        }
     }
 }

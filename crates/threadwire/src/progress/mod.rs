@@ -20,6 +20,11 @@
 //!    progress continues while every application thread computes, at the
 //!    price of a kernel wake-up per delivery.
 //!
+//! 6. A fiber that waits polls once if the driver is free, then parks: its
+//!    worker runs other fibers, and a worker with nothing to run polls the
+//!    engine and sleeps in `epoll_wait` as in step 2 ([`WorkerIdle`]). A
+//!    delivery makes the fiber runnable again on its worker.
+//!
 //! No thread spins when nothing is pending: idle waits end in the kernel.
 
 mod driver;
@@ -29,9 +34,9 @@ pub(crate) use driver::{Driver, Tokens};
 use crate::lock;
 use crate::node::NodeShared;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 use std::time::Duration;
-use threadwire_fiber::{Parker, SpinWait, Unparker, Wake};
+use threadwire_fiber::{Idle, Parker, SpinWait, Unparker, Wake};
 
 /// Longest sleep without re-checking: a safety net, never the wake-up path.
 const IDLE_TIMEOUT: Duration = Duration::from_millis(200);
@@ -163,14 +168,61 @@ impl ProgressEngine {
     }
 
     /// Waits until `done()` holds; `origin` says where what makes it true
-    /// can come from (and so whether this thread may have to poll).
-    pub(crate) fn wait_until(
+    /// can come from (and so whether this thread may have to poll). Whatever
+    /// makes `done()` true must wake the waiter (a delivery or failure
+    /// wakes its mailbox's owner); see [`wait_polling`](Self::wait_polling)
+    /// otherwise.
+    pub(crate) fn wait_until(&self, node: &NodeShared, origin: Origin, done: impl FnMut() -> bool) {
+        if threadwire_fiber::in_fiber() {
+            return self.wait_in_fiber(node, origin, done, None);
+        }
+        self.wait_on_thread(node, origin, done)
+    }
+
+    /// Like [`wait_until`](Self::wait_until), for a condition that nothing
+    /// wakes (queued bytes draining): a fiber re-checks it periodically.
+    pub(crate) fn wait_polling(&self, node: &NodeShared, origin: Origin, done: impl FnMut() -> bool) {
+        if threadwire_fiber::in_fiber() {
+            return self.wait_in_fiber(node, origin, done, Some(Duration::from_millis(1)));
+        }
+        self.wait_on_thread(node, origin, done)
+    }
+
+    /// Step 6.
+    fn wait_in_fiber(
         &self,
         node: &NodeShared,
         origin: Origin,
         mut done: impl FnMut() -> bool,
+        recheck: Option<Duration>,
     ) {
-        threadwire_fiber::with_current(|parker| {
+        let polls = origin != Origin::Local && !self.comm_thread.load(Ordering::Relaxed);
+        loop {
+            if done() {
+                return;
+            }
+            if polls {
+                if let Some(mut d) = self.try_driver() {
+                    match origin {
+                        Origin::Peer(peer) => d.poll_peer(node, peer),
+                        _ => {
+                            d.poll(node, Some(Duration::ZERO));
+                        }
+                    }
+                }
+                if done() {
+                    return;
+                }
+            }
+            match recheck {
+                Some(t) => threadwire_fiber::park_timeout(t),
+                None => threadwire_fiber::park(),
+            }
+        }
+    }
+
+    fn wait_on_thread(&self, node: &NodeShared, origin: Origin, mut done: impl FnMut() -> bool) {
+        threadwire_fiber::with_thread_parker(|parker| {
             let mut spin = SpinWait::new();
             let polls = origin != Origin::Local && !self.comm_thread.load(Ordering::Relaxed);
             let mut round = 0u32;
@@ -209,7 +261,7 @@ impl ProgressEngine {
                     continue;
                 }
                 if polls {
-                    self.sleep_as_candidate(parker);
+                    self.sleep_as_candidate(parker, IDLE_TIMEOUT);
                 } else {
                     parker.park_timeout(IDLE_TIMEOUT);
                 }
@@ -218,7 +270,7 @@ impl ProgressEngine {
     }
 
     /// Steps 3 and 4: park, unless the driver became free meanwhile.
-    fn sleep_as_candidate(&self, parker: &Parker) {
+    fn sleep_as_candidate(&self, parker: &Parker, timeout: Duration) {
         let me = parker.unparker();
         lock(&self.sleepers).push(me.clone());
         self.sleeper_count.fetch_add(1, Ordering::SeqCst);
@@ -227,12 +279,38 @@ impl ProgressEngine {
             Ok(_) | Err(TryLockError::Poisoned(_))
         );
         if !free {
-            parker.park_timeout(IDLE_TIMEOUT);
+            parker.park_timeout(timeout);
         }
         let mut sleepers = lock(&self.sleepers);
         if let Some(i) = sleepers.iter().position(|u| u.same_as(&me)) {
             sleepers.swap_remove(i);
             self.sleeper_count.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// An idle fiber worker's poll (step 6): `true` if anything happened.
+    fn idle_poll(&self, node: &NodeShared) -> bool {
+        if self.comm_thread.load(Ordering::Relaxed) {
+            return false;
+        }
+        match self.try_driver() {
+            Some(mut d) => d.poll(node, Some(Duration::ZERO)),
+            None => false,
+        }
+    }
+
+    /// An idle fiber worker's sleep: inside `epoll_wait` if the driver is
+    /// free (step 2), otherwise as a candidate (step 3).
+    fn idle_sleep(&self, node: &NodeShared, parker: &Parker, timeout: Option<Duration>) {
+        let timeout = timeout.map_or(IDLE_TIMEOUT, |t| t.min(IDLE_TIMEOUT));
+        if self.comm_thread.load(Ordering::Relaxed) {
+            return parker.park_timeout(timeout);
+        }
+        match self.try_driver() {
+            Some(mut d) => parker.park_external(&self.waker, || {
+                d.poll(node, Some(timeout));
+            }),
+            None => self.sleep_as_candidate(parker, timeout),
         }
     }
 
@@ -242,6 +320,27 @@ impl ProgressEngine {
         while !stop.load(Ordering::Acquire) {
             let mut d = self.lock_driver();
             d.poll(node, Some(IDLE_TIMEOUT));
+        }
+    }
+}
+
+/// What the node's fiber workers do when they have nothing to run: drive
+/// this node's progress engine (step 6).
+pub(crate) struct WorkerIdle(pub(crate) Weak<NodeShared>);
+
+impl Idle for WorkerIdle {
+    fn poll(&self) -> bool {
+        match self.0.upgrade() {
+            Some(node) => node.engine.idle_poll(&node),
+            None => false,
+        }
+    }
+
+    fn sleep(&self, parker: &Parker, timeout: Option<Duration>) {
+        match self.0.upgrade() {
+            Some(node) => node.engine.idle_sleep(&node, parker, timeout),
+            // The node is going away; its workers are being stopped.
+            None => parker.park_timeout(timeout.unwrap_or(IDLE_TIMEOUT)),
         }
     }
 }

@@ -1,0 +1,154 @@
+//! Joining a fiber: any number of joiners, each told how the fiber ended.
+
+use crate::loom::lock;
+use crate::park::{current_unparker, park, Unparker};
+use std::any::Any;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Why a join did not produce the fiber's result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JoinError {
+    /// The fiber panicked; the panic's message.
+    Panicked(Arc<str>),
+    /// Another joiner already took the (non-`Clone`) result with
+    /// [`JoinHandle::join`].
+    Taken,
+}
+
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JoinError::Panicked(message) => write!(f, "the fiber panicked: {message}"),
+            JoinError::Taken => f.write_str("another joiner took the fiber's result"),
+        }
+    }
+}
+
+impl std::error::Error for JoinError {}
+
+/// The message of a caught panic.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> Arc<str> {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        Arc::from(*s)
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        Arc::from(s.as_str())
+    } else {
+        Arc::from("a panic without a message")
+    }
+}
+
+pub(crate) struct JoinState<T> {
+    done: AtomicBool,
+    result: Mutex<Option<Result<T, JoinError>>>,
+    joiners: Mutex<Vec<Unparker>>,
+}
+
+impl<T> JoinState<T> {
+    pub(crate) fn new() -> Arc<JoinState<T>> {
+        Arc::new(JoinState {
+            done: AtomicBool::new(false),
+            result: Mutex::new(None),
+            joiners: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Records how the fiber ended and wakes every joiner.
+    pub(crate) fn complete(&self, result: Result<T, JoinError>) {
+        *lock(&self.result) = Some(result);
+        self.done.store(true, Ordering::Release);
+        let joiners = std::mem::take(&mut *lock(&self.joiners));
+        for joiner in joiners {
+            joiner.unpark();
+        }
+    }
+
+    fn wait(&self) {
+        if self.done.load(Ordering::Acquire) {
+            return;
+        }
+        let me = current_unparker();
+        lock(&self.joiners).push(me);
+        // A completion after the push finds us in the list; one before it
+        // is seen here.
+        while !self.done.load(Ordering::Acquire) {
+            park();
+        }
+    }
+}
+
+/// A handle on a fiber: join it (from fibers and OS threads, as many
+/// joiners as you like) or let it run on its own.
+pub struct JoinHandle<T> {
+    pub(crate) state: Arc<JoinState<T>>,
+    pub(crate) id: u64,
+}
+
+impl<T> Clone for JoinHandle<T> {
+    fn clone(&self) -> Self {
+        JoinHandle {
+            state: self.state.clone(),
+            id: self.id,
+        }
+    }
+}
+
+impl<T> fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "JoinHandle(fiber #{})", self.id)
+    }
+}
+
+impl<T> JoinHandle<T> {
+    /// The fiber's number, unique in the process.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Whether the fiber has ended.
+    pub fn is_finished(&self) -> bool {
+        self.state.done.load(Ordering::Acquire)
+    }
+
+    /// Waits for the fiber to end; `Err` if it panicked.
+    pub fn wait(&self) -> Result<(), JoinError> {
+        self.state.wait();
+        match &*lock(&self.state.result) {
+            Some(Err(JoinError::Panicked(m))) => Err(JoinError::Panicked(m.clone())),
+            _ => Ok(()),
+        }
+    }
+
+    /// Waits for the fiber and moves its result out. A joiner that comes
+    /// after another took the result gets [`JoinError::Taken`]; use
+    /// [`join_cloned`](Self::join_cloned) when several need the value.
+    pub fn join(self) -> Result<T, JoinError> {
+        self.state.wait();
+        let mut result = lock(&self.state.result);
+        match &*result {
+            Some(Err(e)) => Err(e.clone()),
+            Some(Ok(_)) => match result.replace(Err(JoinError::Taken)) {
+                Some(taken) => taken,
+                None => unreachable!("checked just above"),
+            },
+            None => unreachable!("done is set after the result"),
+        }
+    }
+
+    /// Waits for the fiber; every caller gets its own copy of the result.
+    pub fn join_cloned(&self) -> Result<T, JoinError>
+    where
+        T: Clone,
+    {
+        self.state.wait();
+        lock(&self.state.result)
+            .clone()
+            .expect("done is set after the result")
+    }
+
+    /// Lets the fiber run on without anyone joining it (the same as
+    /// dropping every handle; a detached fiber's panic is logged nowhere
+    /// but its result is dropped when it ends).
+    pub fn detach(self) {}
+}

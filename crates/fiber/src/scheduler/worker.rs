@@ -1,0 +1,573 @@
+//! A worker: one OS thread running its fibers, highest priority first.
+//!
+//! # Rules
+//!
+//! 1. A fiber runs only on the worker that created it: its coroutine lives
+//!    in that worker's slab and is resumed only by the worker's loop, so
+//!    thread-locals seen by a fiber stay valid for its whole life. Only a
+//!    fiber's `Send` closure crosses threads, before it starts.
+//! 2. A fiber's `state` word goes `RUNNING → PARKED` only on its worker,
+//!    after the fiber has switched out (the CAS in [`WorkerLocal::run`]);
+//!    anyone goes `any → NOTIFIED` (swap) and, if the old state was
+//!    `PARKED`, makes the fiber runnable exactly once: pushed on the
+//!    worker's ready queue (same thread) or its inbox (other threads).
+//!    A fiber that finds `NOTIFIED` when it parks returns at once; one
+//!    whose CAS fails is requeued. So no wake-up is lost or doubled.
+//! 3. Worker-local state (`WorkerLocal`) is touched only by its thread;
+//!    nothing borrows it across a switch into a fiber.
+//! 4. A worker with nothing runnable drains its inbox, fires timers, polls
+//!    blocked predicates and the idle hook (the node's progress engine),
+//!    spins for the spin budget, then sleeps in the kernel (through the
+//!    idle hook, e.g. inside `epoll_wait`) until its parker is unparked or
+//!    the next timer is due.
+
+use super::stack::{guard_range, OverflowInfo, StackPool};
+use super::{Idle, Shared};
+use crate::park::{Parker, Unparker};
+use crate::spin::SpinWait;
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use std::cell::{Cell, RefCell};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+const RUNNING: u32 = 0;
+const PARKED: u32 = 1;
+const NOTIFIED: u32 = 3;
+
+pub(crate) const LEVELS: usize = 16;
+
+/// How often a busy worker also looks at timers and the idle hook.
+const HOUSEKEEPING_EVERY: u32 = 64;
+
+/// How often a worker re-tests blocked predicates while it has nothing
+/// else to do: predicates cannot wake anyone, so they are polled.
+const PREDICATE_POLL: Duration = Duration::from_micros(200);
+
+/// What a fiber asks of its worker when it switches out.
+pub(crate) enum Suspend {
+    Yield,
+    Park,
+}
+
+type FiberYielder = Yielder<(), Suspend>;
+
+/// The part of a fiber other threads may see: how to wake it.
+pub(crate) struct FiberShared {
+    state: AtomicU32,
+    worker: Arc<WorkerShared>,
+    slot: u32,
+    priority: u8,
+    yielder: AtomicPtr<FiberYielder>,
+    pub(crate) overflow: OverflowInfo,
+}
+
+impl FiberShared {
+    /// Rule 2.
+    pub(crate) fn unpark(&self) {
+        if self.state.swap(NOTIFIED, Ordering::AcqRel) == PARKED {
+            match current_worker() {
+                Some(local) if Arc::ptr_eq(&local.shared, &self.worker) => {
+                    local.push_ready(self.slot, self.priority)
+                }
+                _ => self.worker.push_remote(Remote::Wake(self.slot)),
+            }
+        }
+    }
+}
+
+/// A fiber not yet started: `Send`, so it may travel to its worker.
+pub(crate) struct NewFiber {
+    pub(crate) body: Box<dyn FnOnce() + Send>,
+    pub(crate) priority: u8,
+    pub(crate) name: Option<Arc<str>>,
+    pub(crate) id: u64,
+}
+
+pub(crate) enum Remote {
+    Wake(u32),
+    Spawn(NewFiber),
+}
+
+/// The part of a worker other threads use: its inbox and its parker.
+pub(crate) struct WorkerShared {
+    pub(crate) index: usize,
+    inbox: Mutex<Vec<Remote>>,
+    has_inbox: AtomicBool,
+    unparker: OnceLock<Unparker>,
+}
+
+impl WorkerShared {
+    pub(crate) fn new(index: usize) -> WorkerShared {
+        WorkerShared {
+            index,
+            inbox: Mutex::new(Vec::new()),
+            has_inbox: AtomicBool::new(false),
+            unparker: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn push_remote(&self, item: Remote) {
+        crate::loom::lock(&self.inbox).push(item);
+        self.has_inbox.store(true, Ordering::Release);
+        self.wake();
+    }
+
+    pub(crate) fn wake(&self) {
+        if let Some(u) = self.unparker.get() {
+            u.unpark();
+        }
+    }
+}
+
+/// Worker-local data touched only in short sections that call no user
+/// code and never nest (rule 3): cheaper than a `RefCell` on the switch
+/// path, which is measured in nanoseconds.
+struct LocalCell<T>(std::cell::UnsafeCell<T>);
+
+impl<T: Default> Default for LocalCell<T> {
+    fn default() -> Self {
+        LocalCell(Default::default())
+    }
+}
+
+impl<T> LocalCell<T> {
+    fn new(value: T) -> Self {
+        LocalCell(std::cell::UnsafeCell::new(value))
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        // SAFETY: WorkerLocal is !Sync and used only on its thread; the
+        // closures passed here call no user code and no other `with` on
+        // the same cell, so this is the only reference while it lives.
+        f(unsafe { &mut *self.0.get() })
+    }
+}
+
+struct Fiber {
+    coroutine: Coroutine<(), Suspend, (), DefaultStack>,
+    shared: Arc<FiberShared>,
+}
+
+#[derive(Default)]
+struct ReadyQueues {
+    levels: [VecDeque<u32>; LEVELS],
+    /// Bit `p` set when level `p` is non-empty.
+    occupied: u16,
+}
+
+impl ReadyQueues {
+    fn push(&mut self, slot: u32, priority: u8) {
+        self.levels[priority as usize].push_back(slot);
+        self.occupied |= 1 << priority;
+    }
+
+    fn pop(&mut self) -> Option<u32> {
+        if self.occupied == 0 {
+            return None;
+        }
+        let level = 15 - self.occupied.leading_zeros() as usize;
+        let slot = self.levels[level].pop_front();
+        if self.levels[level].is_empty() {
+            self.occupied &= !(1 << level);
+        }
+        slot
+    }
+}
+
+struct Timer {
+    deadline: Instant,
+    fiber: Arc<FiberShared>,
+}
+
+impl PartialEq for Timer {
+    fn eq(&self, other: &Self) -> bool {
+        self.deadline == other.deadline
+    }
+}
+impl Eq for Timer {}
+impl PartialOrd for Timer {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Timer {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.deadline.cmp(&other.deadline)
+    }
+}
+
+/// A predicate a parked fiber waits on (`block_until`); it lives on that
+/// fiber's stack until the fiber unregisters it.
+struct Blocked {
+    fiber: Arc<FiberShared>,
+    predicate: *const (dyn Fn() -> bool + 'static),
+}
+
+pub(crate) struct WorkerLocal {
+    pub(crate) shared: Arc<WorkerShared>,
+    pub(crate) scheduler: Arc<Shared>,
+    ready: LocalCell<ReadyQueues>,
+    slab: LocalCell<Vec<Option<Box<Fiber>>>>,
+    free_slots: LocalCell<Vec<u32>>,
+    timers: LocalCell<BinaryHeap<Reverse<Timer>>>,
+    /// Predicates are user code: a RefCell catches misuse instead of UB.
+    blocked: RefCell<Vec<Blocked>>,
+    blocked_count: Cell<usize>,
+    stacks: LocalCell<StackPool>,
+    parker: Parker,
+    live: Cell<usize>,
+}
+
+thread_local! {
+    static WORKER: Cell<*const WorkerLocal> = const { Cell::new(std::ptr::null()) };
+    static FIBER: Cell<*const FiberShared> = const { Cell::new(std::ptr::null()) };
+}
+
+/// The worker the calling thread is, if it is one.
+pub(crate) fn current_worker() -> Option<&'static WorkerLocal> {
+    let ptr = WORKER.with(Cell::get);
+    // SAFETY: WORKER points at the WorkerLocal on this thread's stack for
+    // the whole of its loop and is cleared before it returns; 'static is a
+    // lie only to callers on this thread, which cannot outlive the loop.
+    unsafe { ptr.as_ref() }
+}
+
+/// The fiber the calling thread runs, if any.
+pub(crate) fn current_fiber_ptr() -> *const FiberShared {
+    FIBER.with(Cell::get)
+}
+
+/// For the fault handler: the running fiber's stack facts.
+pub(crate) fn overflow_info() -> Option<&'static OverflowInfo> {
+    let ptr = FIBER.try_with(Cell::get).ok()?;
+    // SAFETY: FIBER is set only while the fiber runs on this thread, and
+    // its FiberShared is kept alive by the slab until after it is cleared.
+    unsafe { ptr.as_ref().map(|f| &f.overflow) }
+}
+
+/// Switches the running fiber out with `why`.
+pub(crate) fn suspend(why: Suspend) {
+    let fiber = current_fiber_ptr();
+    assert!(!fiber.is_null(), "suspend outside a fiber");
+    // SAFETY: the fiber is running (FIBER is set), so its FiberShared is
+    // alive and its yielder pointer was stored when its body started; the
+    // Yielder lives on the fiber's own stack for the fiber's whole life.
+    unsafe {
+        let yielder = (*fiber).yielder.load(Ordering::Relaxed);
+        (*yielder).suspend(why);
+    }
+}
+
+/// Parks the running fiber (rule 2); with a timeout, a timer unparks it.
+pub(crate) fn park_fiber(timeout: Option<Duration>) {
+    let fiber = current_fiber_ptr();
+    // SAFETY: as in `suspend`.
+    let fiber = unsafe { &*fiber };
+    if fiber.state.load(Ordering::Acquire) == NOTIFIED {
+        fiber.state.store(RUNNING, Ordering::Relaxed);
+        return;
+    }
+    if let Some(timeout) = timeout {
+        let local = current_worker().expect("a fiber runs on a worker");
+        let me = local.fiber_arc(fiber.slot);
+        let timer = Timer {
+            deadline: Instant::now() + timeout,
+            fiber: me,
+        };
+        local.timers.with(|t| t.push(Reverse(timer)));
+    }
+    suspend(Suspend::Park);
+    fiber.state.store(RUNNING, Ordering::Relaxed);
+}
+
+/// Parks the running fiber until `predicate()` holds, testing it whenever
+/// the worker looks for work.
+pub(crate) fn park_until(predicate: &dyn Fn() -> bool) {
+    let local = current_worker().expect("a fiber runs on a worker");
+    // SAFETY: the fiber is running, see `suspend`.
+    let slot = unsafe { (*current_fiber_ptr()).slot };
+    let fiber = local.fiber_arc(slot);
+    // SAFETY: only the lifetime is erased; the entry is removed below,
+    // before `predicate` goes out of scope, and nothing else keeps it.
+    let erased: *const (dyn Fn() -> bool + 'static) = unsafe { std::mem::transmute(predicate) };
+    local.blocked.borrow_mut().push(Blocked {
+        fiber: fiber.clone(),
+        predicate: erased,
+    });
+    local.blocked_count.set(local.blocked_count.get() + 1);
+    while !predicate() {
+        park_fiber(None);
+    }
+    local
+        .blocked
+        .borrow_mut()
+        .retain(|b| !Arc::ptr_eq(&b.fiber, &fiber));
+    local.blocked_count.set(local.blocked_count.get() - 1);
+}
+
+impl WorkerLocal {
+    pub(crate) fn new(shared: Arc<WorkerShared>, scheduler: Arc<Shared>) -> WorkerLocal {
+        let parker = Parker::new();
+        let _ = shared.unparker.set(parker.unparker());
+        let stack_size = scheduler.stack_size;
+        WorkerLocal {
+            shared,
+            scheduler,
+            ready: LocalCell::default(),
+            slab: LocalCell::default(),
+            free_slots: LocalCell::default(),
+            timers: LocalCell::default(),
+            blocked: RefCell::default(),
+            blocked_count: Cell::new(0),
+            stacks: LocalCell::new(StackPool::new(stack_size)),
+            parker,
+            live: Cell::new(0),
+        }
+    }
+
+    fn fiber_arc(&self, slot: u32) -> Arc<FiberShared> {
+        self.slab.with(|slab| {
+            slab[slot as usize]
+                .as_ref()
+                .expect("a live fiber's slot")
+                .shared
+                .clone()
+        })
+    }
+
+    pub(crate) fn push_ready(&self, slot: u32, priority: u8) {
+        self.ready.with(|r| r.push(slot, priority));
+    }
+
+    /// Creates a fiber on this worker and makes it runnable.
+    pub(crate) fn start(
+        &self,
+        priority: u8,
+        name: Option<Arc<str>>,
+        id: u64,
+        body: impl FnOnce() + 'static,
+    ) {
+        let stack = match self.stacks.with(StackPool::take) {
+            Ok(stack) => stack,
+            Err(e) => panic!("threadwire-fiber: cannot map a fiber stack: {e}"),
+        };
+        let slot = self.free_slots.with(Vec::pop).unwrap_or_else(|| {
+            self.slab.with(|slab| {
+                slab.push(None);
+                (slab.len() - 1) as u32
+            })
+        });
+        let shared = Arc::new(FiberShared {
+            state: AtomicU32::new(RUNNING),
+            worker: self.shared.clone(),
+            slot,
+            priority,
+            yielder: AtomicPtr::new(std::ptr::null_mut()),
+            overflow: OverflowInfo {
+                guard: guard_range(&stack),
+                id,
+                name,
+                stack_size: self.scheduler.stack_size,
+            },
+        });
+        let me = shared.clone();
+        let coroutine = Coroutine::with_stack(stack, move |yielder: &FiberYielder, ()| {
+            me.yielder
+                .store(yielder as *const _ as *mut _, Ordering::Relaxed);
+            drop(me);
+            body();
+        });
+        let fiber = Box::new(Fiber { coroutine, shared });
+        self.slab.with(|slab| slab[slot as usize] = Some(fiber));
+        self.live.set(self.live.get() + 1);
+        self.push_ready(slot, priority);
+    }
+
+    /// Runs one fiber until it switches out (rules 1–3).
+    fn run(&self, slot: u32) {
+        let fiber: *mut Fiber = match self.slab.with(|slab| {
+            slab[slot as usize]
+                .as_mut()
+                .map(|fiber| &mut **fiber as *mut Fiber)
+        }) {
+            Some(fiber) => fiber,
+            None => return,
+        };
+        // SAFETY: the Box stays in the slab until this function removes
+        // it; only this loop resumes coroutines, and no borrow of the slab
+        // is held across the resume (a running fiber may grow the slab,
+        // which moves the Box pointers, not the Fibers).
+        let fiber = unsafe { &mut *fiber };
+        FIBER.with(|f| f.set(Arc::as_ptr(&fiber.shared)));
+        let outcome = fiber.coroutine.resume(());
+        FIBER.with(|f| f.set(std::ptr::null()));
+        match outcome {
+            CoroutineResult::Yield(Suspend::Yield) => self.push_ready(slot, fiber.shared.priority),
+            CoroutineResult::Yield(Suspend::Park) => {
+                if fiber
+                    .shared
+                    .state
+                    .compare_exchange(RUNNING, PARKED, Ordering::AcqRel, Ordering::Acquire)
+                    .is_err()
+                {
+                    self.push_ready(slot, fiber.shared.priority);
+                }
+            }
+            CoroutineResult::Return(()) => {
+                let done = self
+                    .slab
+                    .with(|slab| slab[slot as usize].take())
+                    .expect("the fiber that just ran");
+                // A finished fiber is never PARKED again (rule 2).
+                done.shared.state.store(NOTIFIED, Ordering::Release);
+                let stack = done.coroutine.into_stack();
+                self.stacks.with(|pool| pool.give_back(stack));
+                self.free_slots.with(|free| free.push(slot));
+                self.live.set(self.live.get() - 1);
+            }
+        }
+    }
+
+    fn drain_inbox(&self) {
+        if !self.shared.has_inbox.load(Ordering::Acquire) {
+            return;
+        }
+        let items = {
+            let mut inbox = crate::loom::lock(&self.shared.inbox);
+            self.shared.has_inbox.store(false, Ordering::Relaxed);
+            std::mem::take(&mut *inbox)
+        };
+        for item in items {
+            match item {
+                Remote::Wake(slot) => {
+                    let priority = self
+                        .slab
+                        .with(|slab| slab[slot as usize].as_ref().map(|f| f.shared.priority));
+                    if let Some(priority) = priority {
+                        self.push_ready(slot, priority);
+                    }
+                }
+                Remote::Spawn(new) => self.start(new.priority, new.name, new.id, new.body),
+            }
+        }
+    }
+
+    /// Wakes fibers whose timers are due; returns the next deadline.
+    fn fire_timers(&self) -> Option<Instant> {
+        if self.timers.with(|t| t.is_empty()) {
+            return None;
+        }
+        let now = Instant::now();
+        loop {
+            let due = self.timers.with(|timers| match timers.peek() {
+                Some(Reverse(timer)) if timer.deadline > now => Err(Some(timer.deadline)),
+                Some(_) => Ok(timers.pop().map(|Reverse(t)| t.fiber)),
+                None => Err(None),
+            });
+            match due {
+                Err(next) => return next,
+                Ok(Some(fiber)) => {
+                    if fiber
+                        .state
+                        .compare_exchange(PARKED, NOTIFIED, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                    {
+                        self.push_ready(fiber.slot, fiber.priority);
+                    }
+                }
+                Ok(None) => return None,
+            }
+        }
+    }
+
+    fn poll_blocked(&self) {
+        if self.blocked_count.get() == 0 {
+            return;
+        }
+        let due: Vec<Arc<FiberShared>> = self
+            .blocked
+            .borrow()
+            .iter()
+            // SAFETY: an entry is removed by its fiber before the
+            // predicate it points to goes away (see `park_until`), and
+            // predicates run on this thread, where the fiber lives.
+            .filter(|b| unsafe { (*b.predicate)() })
+            .map(|b| b.fiber.clone())
+            .collect();
+        for fiber in due {
+            fiber.unpark();
+        }
+    }
+
+    /// The worker's loop; returns once the scheduler shuts down and
+    /// nothing is runnable.
+    pub(crate) fn run_loop(&self) {
+        WORKER.with(|w| w.set(self));
+        let idle: Option<&dyn Idle> = self.scheduler.idle.get().map(|i| &**i);
+        let mut spin = SpinWait::new();
+        let mut dispatched: u32 = 0;
+        loop {
+            self.drain_inbox();
+            self.poll_blocked();
+            let next = self.ready.with(ReadyQueues::pop);
+            if let Some(slot) = next {
+                self.run(slot);
+                dispatched = dispatched.wrapping_add(1);
+                if dispatched.is_multiple_of(HOUSEKEEPING_EVERY) {
+                    self.fire_timers();
+                    if let Some(idle) = idle {
+                        idle.poll();
+                    }
+                }
+                spin.reset();
+                continue;
+            }
+            let next_timer = self.fire_timers();
+            if self.ready.with(|r| r.occupied != 0) {
+                continue;
+            }
+            if self.scheduler.shutdown.load(Ordering::Acquire)
+                && !self.shared.has_inbox.load(Ordering::Acquire)
+            {
+                break;
+            }
+            if let Some(idle) = idle {
+                if idle.poll() {
+                    spin.reset();
+                    continue;
+                }
+            }
+            if spin.spin() {
+                continue;
+            }
+            let mut timeout = next_timer.map(|t| t.saturating_duration_since(Instant::now()));
+            if self.blocked_count.get() != 0 {
+                timeout = Some(timeout.map_or(PREDICATE_POLL, |t| t.min(PREDICATE_POLL)));
+            }
+            match idle {
+                Some(idle) => idle.sleep(&self.parker, timeout),
+                None => match timeout {
+                    Some(t) => self.parker.park_timeout(t),
+                    None => self.parker.park(),
+                },
+            }
+            spin.reset();
+        }
+        self.abandon_parked();
+        WORKER.with(|w| w.set(std::ptr::null()));
+    }
+
+    /// At shutdown, fibers still parked are leaked, not unwound: their
+    /// stacks may be borrowed by others (see `bound`), and a fiber that
+    /// never ends never reaches code that assumes it ended.
+    fn abandon_parked(&self) {
+        let fibers = self.slab.with(std::mem::take);
+        for fiber in fibers.into_iter().flatten() {
+            std::mem::forget(fiber);
+        }
+    }
+}
