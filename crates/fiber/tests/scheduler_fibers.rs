@@ -86,7 +86,10 @@ fn a_panic_reaches_every_joiner() {
     let other = bad.clone();
     let from_fiber = s.spawn(move || other.wait());
     let expected = Err(JoinError::Panicked("bad input 7".into()));
-    assert_eq!(from_fiber.join().unwrap(), Err(JoinError::Panicked("bad input 7".into())));
+    assert_eq!(
+        from_fiber.join().unwrap(),
+        Err(JoinError::Panicked("bad input 7".into()))
+    );
     assert_eq!(bad.join(), expected);
     // The worker survives and runs more fibers.
     assert_eq!(in_fiber(&s, || 5), 5);
@@ -167,9 +170,108 @@ fn spawning_from_a_fiber_stays_on_its_worker_unless_told() {
         let here = std::thread::current().name().map(String::from);
         let child = threadwire_fiber::spawn(|| std::thread::current().name().map(String::from));
         let handle = threadwire_fiber::Handle::current().unwrap();
-        let elsewhere = handle.fiber().worker(1).spawn(|| std::thread::current().name().map(String::from));
+        let elsewhere = handle
+            .fiber()
+            .worker(1)
+            .spawn(|| std::thread::current().name().map(String::from));
         (here, child.join().unwrap(), elsewhere.join().unwrap())
     });
     assert_eq!(names.0, names.1);
     assert_eq!(names.2.as_deref(), Some("tw-worker-1"));
+}
+
+#[test]
+fn a_stack_overflow_stops_the_process_naming_the_fiber() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "overflow_child",
+            "--include-ignored",
+            "--nocapture",
+        ])
+        .env("TW_OVERFLOW_CHILD", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        out.status.signal(),
+        Some(libc_sigabrt()),
+        "stderr: {stderr}"
+    );
+    assert!(
+        stderr.contains("fiber #")
+            && stderr.contains("'deep-recursion' overflowed its 64 KiB stack"),
+        "stderr: {stderr}"
+    );
+}
+
+fn libc_sigabrt() -> i32 {
+    6
+}
+
+#[test]
+#[ignore = "run by a_stack_overflow_stops_the_process_naming_the_fiber in a child process"]
+fn overflow_child() {
+    assert_eq!(std::env::var("TW_OVERFLOW_CHILD").as_deref(), Ok("1"));
+    fn recurse(depth: u64) -> u64 {
+        let pad = std::hint::black_box([depth; 64]);
+        recurse(depth + 1) + pad[3]
+    }
+    let s = Scheduler::builder()
+        .workers(1)
+        .stack_size(64 * 1024)
+        .build()
+        .unwrap();
+    let h = s
+        .handle()
+        .fiber()
+        .name("deep-recursion")
+        .spawn(|| recurse(0));
+    let _ = h.join();
+    unreachable!("the overflow aborts the process");
+}
+
+#[test]
+fn block_until_words_locks_and_predicates_from_fibers_and_threads() {
+    use threadwire_fiber::sync::{Mutex as FiberMutex, Word};
+    use threadwire_fiber::{block_until, Condition};
+    let s = Scheduler::builder().workers(2).build().unwrap();
+    let word = Arc::new(Word::new(10));
+    let lock = Arc::new(FiberMutex::new(()));
+    let flag = Arc::new(AtomicUsize::new(0));
+
+    let w = word.clone();
+    let equals = s.spawn(move || block_until(Condition::Equals(&w, 3)));
+    let w = word.clone();
+    let less = std::thread::spawn(move || block_until(Condition::LessThan(&w, 5)));
+    let guard = lock.lock();
+    let l = lock.clone();
+    let lockable = s.spawn(move || block_until(Condition::Lockable(&*l)));
+    let f = flag.clone();
+    let predicate = s.spawn(move || {
+        let f = f.clone();
+        block_until(Condition::Predicate(&move || {
+            f.load(Ordering::Acquire) == 1
+        }))
+    });
+    let f = flag.clone();
+    let predicate_os = std::thread::spawn(move || {
+        block_until(Condition::Predicate(&|| f.load(Ordering::Acquire) == 1))
+    });
+
+    std::thread::sleep(Duration::from_millis(20));
+    for h in [&equals, &lockable, &predicate] {
+        assert!(!h.is_finished());
+    }
+    for _ in 0..7 {
+        word.fetch_sub(1);
+    }
+    equals.join().unwrap();
+    less.join().unwrap();
+    drop(guard);
+    lockable.join().unwrap();
+    flag.store(1, Ordering::Release);
+    predicate.join().unwrap();
+    predicate_os.join().unwrap();
 }

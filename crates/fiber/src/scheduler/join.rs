@@ -42,7 +42,14 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> Arc<str> {
 pub(crate) struct JoinState<T> {
     done: AtomicBool,
     result: Mutex<Option<Result<T, JoinError>>>,
-    joiners: Mutex<Vec<Unparker>>,
+    joiners: Mutex<Joiners>,
+}
+
+/// Who waits: the usual single joiner needs no allocation.
+#[derive(Default)]
+struct Joiners {
+    first: Option<Unparker>,
+    more: Vec<Unparker>,
 }
 
 impl<T> JoinState<T> {
@@ -50,7 +57,7 @@ impl<T> JoinState<T> {
         Arc::new(JoinState {
             done: AtomicBool::new(false),
             result: Mutex::new(None),
-            joiners: Mutex::new(Vec::new()),
+            joiners: Mutex::new(Joiners::default()),
         })
     }
 
@@ -59,7 +66,7 @@ impl<T> JoinState<T> {
         *lock(&self.result) = Some(result);
         self.done.store(true, Ordering::Release);
         let joiners = std::mem::take(&mut *lock(&self.joiners));
-        for joiner in joiners {
+        for joiner in joiners.first.into_iter().chain(joiners.more) {
             joiner.unpark();
         }
     }
@@ -69,7 +76,14 @@ impl<T> JoinState<T> {
             return;
         }
         let me = current_unparker();
-        lock(&self.joiners).push(me);
+        {
+            let mut joiners = lock(&self.joiners);
+            if joiners.first.is_none() {
+                joiners.first = Some(me);
+            } else {
+                joiners.more.push(me);
+            }
+        }
         // A completion after the push finds us in the list; one before it
         // is seen here.
         while !self.done.load(Ordering::Acquire) {

@@ -139,9 +139,7 @@ impl Builder {
             .workers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let shared = Arc::new(Shared {
-            workers: (0..count)
-                .map(|i| Arc::new(WorkerShared::new(i)))
-                .collect(),
+            workers: (0..count).map(|i| Arc::new(WorkerShared::new(i))).collect(),
             next_worker: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             idle: OnceLock::new(),
@@ -237,8 +235,8 @@ impl Drop for Scheduler {
         for w in &self.handle.shared.workers {
             w.wake();
         }
-        let on_own_worker = current_worker()
-            .is_some_and(|w| Arc::ptr_eq(&w.scheduler, &self.handle.shared));
+        let on_own_worker =
+            current_worker().is_some_and(|w| Arc::ptr_eq(&w.scheduler, &self.handle.shared));
         if on_own_worker {
             // Joining our own thread would deadlock; the workers stop by
             // themselves.
@@ -322,28 +320,52 @@ impl FiberBuilder<'_> {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let shared = &self.handle.shared;
+        spawn_on(
+            &self.handle.shared,
+            self.priority,
+            self.name,
+            self.worker,
+            f,
+        )
+    }
+}
+
+fn spawn_on<F, T>(
+    shared: &Arc<Shared>,
+    priority: Priority,
+    name: Option<Arc<str>>,
+    worker: Option<usize>,
+    f: F,
+) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    {
         let state = JoinState::new();
         let id = NEXT_FIBER_ID.fetch_add(1, Ordering::Relaxed);
         let completion = state.clone();
         let body = move || {
-            let result = catch_unwind(AssertUnwindSafe(f)).map_err(|p| JoinError::Panicked(panic_message(&*p)));
+            let result = catch_unwind(AssertUnwindSafe(f))
+                .map_err(|p| JoinError::Panicked(panic_message(&*p)));
             completion.complete(result);
         };
         let here = current_worker().filter(|w| Arc::ptr_eq(&w.scheduler, shared));
-        let target = match (self.worker, here) {
+        let target = match (worker, here) {
             (Some(i), _) => i,
             (None, Some(w)) => w.shared.index,
-            (None, None) => shared.next_worker.fetch_add(1, Ordering::Relaxed) % shared.workers.len(),
+            (None, None) => {
+                shared.next_worker.fetch_add(1, Ordering::Relaxed) % shared.workers.len()
+            }
         };
         match here {
             Some(w) if w.shared.index == target => {
-                w.start(self.priority.0, self.name, id, body);
+                w.start(priority.0, name, id, body);
             }
             _ => shared.workers[target].push_remote(Remote::Spawn(NewFiber {
                 body: Box::new(body),
-                priority: self.priority.0,
-                name: self.name,
+                priority: priority.0,
+                name,
                 id,
             })),
         }
@@ -360,9 +382,9 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    Handle::current()
-        .expect("threadwire_fiber::spawn called outside a fiber; use Scheduler::spawn or a Handle")
-        .spawn(f)
+    let worker = current_worker()
+        .expect("threadwire_fiber::spawn called outside a fiber; use Scheduler::spawn or a Handle");
+    spawn_on(&worker.scheduler, Priority::NORMAL, None, None, f)
 }
 
 /// The running fiber, if the caller is one.

@@ -43,15 +43,17 @@ impl StackPool {
     }
 }
 
-/// The guard page of a stack: `[start, end)`.
+/// The guard page of a stack: `[start, end)`. corosensei's `limit` is the
+/// start of the mapping, whose first page is the guard.
 pub(crate) fn guard_range(stack: &DefaultStack) -> (usize, usize) {
-    let limit = stack.limit().get();
-    (limit - page_size(), limit)
+    let start = stack.limit().get();
+    (start, start + page_size())
 }
 
 fn page_size() -> usize {
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     // SAFETY: sysconf has no preconditions.
-    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+    *PAGE.get_or_init(|| unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize })
 }
 
 /// What the fault handler needs to know about the running fiber; read in a
@@ -80,8 +82,7 @@ pub(crate) fn install_overflow_handler() {
                 action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
                 libc::sigemptyset(&mut action.sa_mask);
                 let mut previous: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(signal, &action, &mut previous) == 0 && signal == libc::SIGSEGV
-                {
+                if libc::sigaction(signal, &action, &mut previous) == 0 && signal == libc::SIGSEGV {
                     PREVIOUS = Some(previous);
                 }
             }
@@ -115,7 +116,11 @@ pub(crate) fn ensure_alternate_stack() {
     }
 }
 
-extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+extern "C" fn on_fault(
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut libc::c_void,
+) {
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
     let address = unsafe { (*info).si_addr() } as usize;
     if let Some(fiber) = super::worker::overflow_info() {
@@ -134,8 +139,11 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
                 // SAFETY: the previous handler declared the SA_SIGINFO
                 // signature, and we pass it the kernel's arguments.
                 unsafe {
-                    let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
-                        std::mem::transmute(previous.sa_sigaction);
+                    let handler: extern "C" fn(
+                        libc::c_int,
+                        *mut libc::siginfo_t,
+                        *mut libc::c_void,
+                    ) = std::mem::transmute(previous.sa_sigaction);
                     handler(signal, info, context);
                 }
             } else {
