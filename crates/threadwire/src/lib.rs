@@ -67,8 +67,8 @@ pub use stats::Stats;
 pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
-pub use threadwire_wire::{ByteOrder, Encoding, Packer, Payload, UnpackError, Unpacker};
 /// Fibers, their scheduler and synchronization, re-exported: the same
 /// primitives work in fibers and OS threads.
 pub use threadwire_fiber as fiber;
 pub use threadwire_fiber::{JoinError, Priority};
+pub use threadwire_wire::{ByteOrder, Encoding, Packer, Payload, UnpackError, Unpacker};

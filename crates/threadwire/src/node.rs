@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use threadwire_fiber::{JoinError, JoinHandle as FiberHandle, Priority, Scheduler};
 use threadwire_transport::handshake::{self, Credentials};
 use threadwire_transport::{Channel, Frame, TcpChannel};
-use threadwire_fiber::{JoinError, JoinHandle as FiberHandle, Priority, Scheduler};
 use threadwire_wire::{FrameHeader, FrameKind, Payload};
 
 /// Default largest frame accepted from a peer: 1 GiB.

@@ -20,10 +20,11 @@
 //!    progress continues while every application thread computes, at the
 //!    price of a kernel wake-up per delivery.
 //!
-//! 6. A fiber that waits polls once if the driver is free, then parks: its
-//!    worker runs other fibers, and a worker with nothing to run polls the
-//!    engine and sleeps in `epoll_wait` as in step 2 ([`WorkerIdle`]). A
-//!    delivery makes the fiber runnable again on its worker.
+//! 6. A fiber that waits parks at once: its worker runs other fibers, also
+//!    polls the engine every 64 switches, and with nothing to run polls it
+//!    for the spin budget and then sleeps in `epoll_wait` as in step 2
+//!    ([`WorkerIdle`]). A delivery makes the fiber runnable again on its
+//!    worker.
 //!
 //! No thread spins when nothing is pending: idle waits end in the kernel.
 
@@ -174,46 +175,31 @@ impl ProgressEngine {
     /// otherwise.
     pub(crate) fn wait_until(&self, node: &NodeShared, origin: Origin, done: impl FnMut() -> bool) {
         if threadwire_fiber::in_fiber() {
-            return self.wait_in_fiber(node, origin, done, None);
+            return Self::wait_in_fiber(done, None);
         }
         self.wait_on_thread(node, origin, done)
     }
 
     /// Like [`wait_until`](Self::wait_until), for a condition that nothing
     /// wakes (queued bytes draining): a fiber re-checks it periodically.
-    pub(crate) fn wait_polling(&self, node: &NodeShared, origin: Origin, done: impl FnMut() -> bool) {
+    pub(crate) fn wait_polling(
+        &self,
+        node: &NodeShared,
+        origin: Origin,
+        done: impl FnMut() -> bool,
+    ) {
         if threadwire_fiber::in_fiber() {
-            return self.wait_in_fiber(node, origin, done, Some(Duration::from_millis(1)));
+            return Self::wait_in_fiber(done, Some(Duration::from_millis(1)));
         }
         self.wait_on_thread(node, origin, done)
     }
 
-    /// Step 6.
-    fn wait_in_fiber(
-        &self,
-        node: &NodeShared,
-        origin: Origin,
-        mut done: impl FnMut() -> bool,
-        recheck: Option<Duration>,
-    ) {
-        let polls = origin != Origin::Local && !self.comm_thread.load(Ordering::Relaxed);
-        loop {
-            if done() {
-                return;
-            }
-            if polls {
-                if let Some(mut d) = self.try_driver() {
-                    match origin {
-                        Origin::Peer(peer) => d.poll_peer(node, peer),
-                        _ => {
-                            d.poll(node, Some(Duration::ZERO));
-                        }
-                    }
-                }
-                if done() {
-                    return;
-                }
-            }
+    /// Step 6. The fiber does not poll: parking is a switch (tens of
+    /// nanoseconds) and a worker with nothing else to run polls at once,
+    /// while a poll here would cost a system call even when the message
+    /// comes from a fiber of this node.
+    fn wait_in_fiber(mut done: impl FnMut() -> bool, recheck: Option<Duration>) {
+        while !done() {
             match recheck {
                 Some(t) => threadwire_fiber::park_timeout(t),
                 None => threadwire_fiber::park(),
