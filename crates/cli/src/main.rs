@@ -8,6 +8,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 use threadwire::launch::{FailurePolicy, JobSpec};
+use threadwire_bench::threads;
 
 #[derive(Parser)]
 #[command(
@@ -98,6 +99,15 @@ enum Bench {
         #[arg(long, default_value_t = 100)]
         ms: u64,
     },
+    /// Mutex, semaphore, switches, create+join and message round trip: fibers beside OS threads.
+    Threads {
+        /// Operations per repetition of the cheapest rows (costlier rows run a fixed fraction).
+        #[arg(long, default_value_t = 200_000)]
+        iterations: u64,
+        /// Timed repetitions per row and column.
+        #[arg(long, default_value_t = 5)]
+        repetitions: u32,
+    },
 }
 
 fn main() {
@@ -167,6 +177,22 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 bail!("the benchmark job failed with status {}", report.status);
             }
             render::pingpong_table(&results);
+            Ok(0)
+        }
+        Command::Bench(Bench::Threads {
+            iterations,
+            repetitions,
+        }) => {
+            let options = threads::Options {
+                iterations: iterations.max(1),
+                repetitions: repetitions.max(1),
+                ..threads::Options::default()
+            };
+            let ep = threads::node_config()
+                .init()
+                .context("starting a standalone node")?;
+            let report = threads::run(&ep, &options)?;
+            render::threads_table(&report);
             Ok(0)
         }
         Command::Info => {

@@ -4,6 +4,7 @@ use anyhow::Result;
 use std::io::Write;
 use threadwire::launch::{Event, JobReport, OutputStream};
 use threadwire_bench::pingpong::{self, Budget, Sample};
+use threadwire_bench::threads;
 
 pub fn event(ev: &Event) {
     match ev {
@@ -157,4 +158,35 @@ pub fn pingpong_table(rows: &[Row]) {
             r.size as f64 / (r.ns[0] / 1e9) / 1e6
         );
     }
+}
+
+/// `bench threads`: one row per measurement, then the idle cost.
+pub fn threads_table(report: &threads::Report) {
+    let spread =
+        |t: &threads::Timing| format!("{:.1} ({:.1}–{:.1})", t.median_ns, t.min_ns, t.max_ns);
+    println!(
+        "{:<22}  {:>26}  {:>26}  {:>8}  {:>9}  note",
+        "ns per operation", "fibers (min–max)", "OS threads (min–max)", "OS/fiber", "1998"
+    );
+    for row in &report.rows {
+        println!(
+            "{:<22}  {:>26}  {:>26}  {:>7.1}×  {:>9}  {}",
+            row.measurement.name(),
+            spread(&row.fibers),
+            spread(&row.os),
+            row.ratio(),
+            row.measurement
+                .reference_1998_ns()
+                .map_or_else(|| "–".to_string(), |ns| format!("{ns:.0}")),
+            row.note.as_deref().unwrap_or("")
+        );
+    }
+    let idle = &report.idle;
+    println!(
+        "idle: {} parked fibers, no traffic: {:.2}% of a core ({:.1} ms CPU in {:.1} s, whole process)",
+        idle.fibers,
+        idle.percent_of_core(),
+        idle.cpu.as_secs_f64() * 1e3,
+        idle.window.as_secs_f64()
+    );
 }

@@ -1,5 +1,5 @@
-//! The `threadwire` command end to end: `run` with its options, `apps`, and
-//! what a node program says when started without it.
+//! The `threadwire` command end to end: `run` with its options, `apps`,
+//! `bench threads`, and what a node program says when started without it.
 //!
 //! The node programs are examples of other workspace crates (`hello` of
 //! threadwire-apps, `node-misbehave` of threadwire's tests), which
@@ -255,6 +255,41 @@ fn a_missing_program_is_an_error() {
     assert!(
         ran.stderr.contains("/nonexistent/threadwire-node"),
         "{}",
+        ran.show()
+    );
+}
+
+#[test]
+fn bench_threads_prints_every_row() {
+    let ran = run(threadwire().args([
+        "bench",
+        "threads",
+        "--iterations",
+        "1000",
+        "--repetitions",
+        "1",
+    ]));
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    for row in [
+        "mutex",
+        "semaphore",
+        "context switch",
+        "thread switch",
+        "thread synchronization",
+        "create + join",
+        "message round trip",
+    ] {
+        assert!(
+            ran.stdout.lines().any(|l| l.starts_with(row)),
+            "no {row:?} row:\n{}",
+            ran.show()
+        );
+    }
+    assert!(
+        ran.stdout
+            .lines()
+            .any(|l| l.starts_with("idle: 10000 parked fibers") && l.contains("% of a core")),
+        "no idle line:\n{}",
         ran.show()
     );
 }

@@ -1,0 +1,350 @@
+//! The classic thread-package measurements, each run twice in the same
+//! process: with threadwire's fibers and with OS threads and `std::sync`
+//! (pthreads underneath), so the ratio is measured on this machine rather
+//! than quoted.
+//!
+//! | Row                    | One operation                                            |
+//! |------------------------|----------------------------------------------------------|
+//! | mutex                  | lock + unlock, uncontended, one thread                   |
+//! | semaphore              | post + wait, uncontended, one thread                     |
+//! | context switch         | one handoff of two threads ping-ponging on semaphores     |
+//! | thread switch          | one yield of two threads yielding in turn                 |
+//! | thread synchronization | one hop round a ring of 10 threads, each waking the next  |
+//! | create + join          | start a thread that returns at once, and join it          |
+//! | message round trip     | 8 bytes there and back between two endpoints of a node    |
+//!
+//! Fibers run on a scheduler of one worker, so every switch is a switch on
+//! one core; for the same reason the OS threads of the three switching rows
+//! are pinned to one CPU (the row's note says which, or that pinning
+//! failed). The semaphore of the OS column is a `std::sync::Mutex` and
+//! `Condvar` that notifies only when someone waits, as a pthreads
+//! semaphore built from a mutex and a condition variable would.
+//!
+//! The reference figures are the 1998 thread-package measurements the rows
+//! are named after: 0.126 µs mutex, 0.354 µs semaphore, 0.81 µs context
+//! switch, 2.33 µs thread switch, 2.54 µs thread synchronization.
+//!
+//! Apart from the rows, [`IdleCost`] is what 10,000 parked fibers cost a
+//! process with nothing to do: CPU time over a window, as a share of a core.
+
+mod fibers;
+mod idle;
+mod messages;
+mod os_threads;
+mod system;
+
+pub use idle::IdleCost;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use threadwire::fiber::Scheduler;
+use threadwire::{Endpoint, JoinError, RecvError, SendError};
+
+/// Threads in the synchronization ring, as in the 1998 measurements.
+const RING: usize = 10;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Operations per repetition of the cheapest rows; costlier rows run a
+    /// fixed fraction of it (see [`Measurement::share`]).
+    pub iterations: u64,
+    /// Timed repetitions per row and column (after one untimed warm-up).
+    pub repetitions: u32,
+    /// Parked fibers in the idle measurement.
+    pub idle_fibers: usize,
+    /// How long the idle measurement watches the process's CPU time.
+    pub idle_window: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            iterations: 200_000,
+            repetitions: 5,
+            idle_fibers: 10_000,
+            idle_window: Duration::from_secs(2),
+        }
+    }
+}
+
+/// The node configuration [`run`] expects: a standalone one-node job whose
+/// fibers run on one worker. `init` may be called once per process, so the
+/// caller initializes and passes the endpoint in.
+pub fn node_config() -> threadwire::Config {
+    threadwire::Config::new()
+        .standalone(true)
+        .workers(1)
+        .progress_thread(false)
+        .log(false)
+}
+
+/// The rows, in the order they are reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measurement {
+    /// Lock and unlock a mutex nobody else wants.
+    Mutex,
+    /// Post and wait on a semaphore nobody else uses.
+    Semaphore,
+    /// Two threads ping-ponging on a pair of semaphores; per handoff.
+    ContextSwitch,
+    /// Two threads yielding in turn; per yield.
+    ThreadSwitch,
+    /// A ring of ten threads, each woken by the one before; per hop.
+    ThreadSynchronization,
+    /// Start a thread that returns at once and join it.
+    CreateJoin,
+    /// Eight bytes there and back between two endpoints of one node.
+    MessageRoundTrip,
+}
+
+impl Measurement {
+    /// Every row, in report order.
+    pub const ALL: [Measurement; 7] = [
+        Measurement::Mutex,
+        Measurement::Semaphore,
+        Measurement::ContextSwitch,
+        Measurement::ThreadSwitch,
+        Measurement::ThreadSynchronization,
+        Measurement::CreateJoin,
+        Measurement::MessageRoundTrip,
+    ];
+
+    /// The row's name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Measurement::Mutex => "mutex",
+            Measurement::Semaphore => "semaphore",
+            Measurement::ContextSwitch => "context switch",
+            Measurement::ThreadSwitch => "thread switch",
+            Measurement::ThreadSynchronization => "thread synchronization",
+            Measurement::CreateJoin => "create + join",
+            Measurement::MessageRoundTrip => "message round trip",
+        }
+    }
+
+    /// The 1998 figure, in nanoseconds, where the paper has one.
+    pub fn reference_1998_ns(self) -> Option<f64> {
+        match self {
+            Measurement::Mutex => Some(126.0),
+            Measurement::Semaphore => Some(354.0),
+            Measurement::ContextSwitch => Some(810.0),
+            Measurement::ThreadSwitch => Some(2330.0),
+            Measurement::ThreadSynchronization => Some(2540.0),
+            Measurement::CreateJoin | Measurement::MessageRoundTrip => None,
+        }
+    }
+
+    /// The divisors of `iterations` for the fiber and the OS column: a
+    /// repetition should take tens of milliseconds whatever the cost.
+    pub fn share(self) -> (u64, u64) {
+        match self {
+            Measurement::Mutex | Measurement::Semaphore => (1, 1),
+            Measurement::ContextSwitch | Measurement::ThreadSynchronization => (1, 20),
+            Measurement::ThreadSwitch => (1, 10),
+            Measurement::CreateJoin => (2, 50),
+            Measurement::MessageRoundTrip => (2, 20),
+        }
+    }
+
+    /// Operations come in rounds of this many (two threads, or ten).
+    fn granularity(self) -> u64 {
+        match self {
+            Measurement::ContextSwitch | Measurement::ThreadSwitch => 2,
+            Measurement::ThreadSynchronization => RING as u64,
+            _ => 1,
+        }
+    }
+
+    fn ops(self, iterations: u64, divisor: u64) -> u64 {
+        let g = self.granularity();
+        (iterations / divisor).max(g) / g * g
+    }
+}
+
+/// Nanoseconds per operation over the repetitions of one column.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    /// Operations per repetition.
+    pub ops: u64,
+    /// The median repetition (the upper one for an even count).
+    pub median_ns: f64,
+    /// The fastest repetition.
+    pub min_ns: f64,
+    /// The slowest repetition.
+    pub max_ns: f64,
+}
+
+/// One row: the operation with fibers and with OS threads.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// Which operation.
+    pub measurement: Measurement,
+    /// With fibers.
+    pub fibers: Timing,
+    /// With OS threads and `std::sync`.
+    pub os: Timing,
+    /// How the OS column ran, where that matters (pinning).
+    pub note: Option<String>,
+}
+
+impl Row {
+    /// OS time over fiber time, at the medians: how many times faster
+    /// fibers are.
+    pub fn ratio(&self) -> f64 {
+        self.os.median_ns / self.fibers.median_ns
+    }
+}
+
+/// Everything [`run`] measured.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// One per [`Measurement`], in [`Measurement::ALL`] order.
+    pub rows: Vec<Row>,
+    /// What parked fibers cost when nothing happens.
+    pub idle: IdleCost,
+}
+
+/// Why a run failed.
+#[derive(Debug)]
+pub enum Error {
+    /// A fiber scheduler did not start.
+    Scheduler(std::io::Error),
+    /// A send of the message row failed.
+    Send(SendError),
+    /// A receive of the message row failed.
+    Recv(RecvError),
+    /// A measured thread or fiber panicked; its message.
+    Panicked(Arc<str>),
+    /// The process's CPU time could not be read.
+    CpuTime(std::io::Error),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Scheduler(e) => write!(f, "starting a fiber scheduler: {e}"),
+            Error::Send(e) => write!(f, "send: {e}"),
+            Error::Recv(e) => write!(f, "receive: {e}"),
+            Error::Panicked(m) => write!(f, "a measured thread panicked: {m}"),
+            Error::CpuTime(e) => write!(f, "reading the process's CPU time: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Scheduler(e) | Error::CpuTime(e) => Some(e),
+            Error::Send(e) => Some(e),
+            Error::Recv(e) => Some(e),
+            Error::Panicked(_) => None,
+        }
+    }
+}
+
+impl From<JoinError> for Error {
+    fn from(e: JoinError) -> Self {
+        match e {
+            JoinError::Panicked(m) => Error::Panicked(m),
+            JoinError::Taken => Error::Panicked("a result was taken twice".into()),
+        }
+    }
+}
+
+/// Runs every row, then the idle measurement. `ep` must come from
+/// [`node_config`] (one worker); the message row spawns endpoints on its
+/// node.
+pub fn run(ep: &Endpoint, options: &Options) -> Result<Report, Error> {
+    let scheduler = Scheduler::builder()
+        .workers(1)
+        .name("tw-bench")
+        .build()
+        .map_err(Error::Scheduler)?;
+    let mut rows = Vec::with_capacity(Measurement::ALL.len());
+    for measurement in Measurement::ALL {
+        let (fiber_share, os_share) = measurement.share();
+        let fiber_ops = measurement.ops(options.iterations, fiber_share);
+        let os_ops = measurement.ops(options.iterations, os_share);
+        let warm_up = |ops: u64| measurement.ops(ops / 10, 1);
+        let fibers = measure(options.repetitions, fiber_ops, warm_up(fiber_ops), |ops| {
+            fiber_column(measurement, &scheduler, ep, ops)
+        })?;
+        let affinity = os_threads::Affinity::first_allowed_cpu();
+        let os = measure(options.repetitions, os_ops, warm_up(os_ops), |ops| {
+            os_column(measurement, &affinity, ep, ops)
+        })?;
+        let note = match measurement {
+            Measurement::ContextSwitch
+            | Measurement::ThreadSwitch
+            | Measurement::ThreadSynchronization => Some(affinity.note()),
+            _ => None,
+        };
+        rows.push(Row {
+            measurement,
+            fibers,
+            os,
+            note,
+        });
+    }
+    drop(scheduler);
+    let idle = idle::measure(options.idle_fibers, options.idle_window)?;
+    Ok(Report { rows, idle })
+}
+
+fn fiber_column(
+    measurement: Measurement,
+    scheduler: &Scheduler,
+    ep: &Endpoint,
+    ops: u64,
+) -> Result<Duration, Error> {
+    match measurement {
+        Measurement::Mutex => fibers::mutex(scheduler, ops),
+        Measurement::Semaphore => fibers::semaphore(scheduler, ops),
+        Measurement::ContextSwitch => fibers::context_switch(scheduler, ops),
+        Measurement::ThreadSwitch => fibers::thread_switch(scheduler, ops),
+        Measurement::ThreadSynchronization => fibers::ring(scheduler, ops),
+        Measurement::CreateJoin => fibers::create_join(scheduler, ops),
+        Measurement::MessageRoundTrip => messages::round_trips(ep, messages::Threads::Fibers, ops),
+    }
+}
+
+fn os_column(
+    measurement: Measurement,
+    affinity: &os_threads::Affinity,
+    ep: &Endpoint,
+    ops: u64,
+) -> Result<Duration, Error> {
+    match measurement {
+        Measurement::Mutex => Ok(os_threads::mutex(ops)),
+        Measurement::Semaphore => Ok(os_threads::semaphore(ops)),
+        Measurement::ContextSwitch => os_threads::context_switch(affinity, ops),
+        Measurement::ThreadSwitch => os_threads::thread_switch(affinity, ops),
+        Measurement::ThreadSynchronization => os_threads::ring(affinity, ops),
+        Measurement::CreateJoin => os_threads::create_join(ops),
+        Measurement::MessageRoundTrip => messages::round_trips(ep, messages::Threads::Os, ops),
+    }
+}
+
+/// One untimed warm-up (stacks pooled, pages and caches warm), then
+/// `repetitions` timed runs of `ops` operations.
+fn measure(
+    repetitions: u32,
+    ops: u64,
+    warm_up_ops: u64,
+    mut once: impl FnMut(u64) -> Result<Duration, Error>,
+) -> Result<Timing, Error> {
+    once(warm_up_ops)?;
+    let mut per_op = Vec::with_capacity(repetitions as usize);
+    for _ in 0..repetitions.max(1) {
+        per_op.push(once(ops)?.as_nanos() as f64 / ops as f64);
+    }
+    per_op.sort_by(f64::total_cmp);
+    Ok(Timing {
+        ops,
+        median_ns: per_op[per_op.len() / 2],
+        min_ns: per_op[0],
+        max_ns: per_op[per_op.len() - 1],
+    })
+}
