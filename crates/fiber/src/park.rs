@@ -96,7 +96,10 @@ impl Parker {
             .compare_exchange(EMPTY, PARKED, Ordering::Acquire, Ordering::Acquire)
             .is_err()
         {
-            state.store(EMPTY, Ordering::Relaxed);
+            // A swap, not a store: a second unpark landing after the CAS
+            // must be read (and acquired), or what it published could be
+            // missed and its wake-up lost (found by the loom model).
+            state.swap(EMPTY, Ordering::Acquire);
             return;
         }
         match timeout {

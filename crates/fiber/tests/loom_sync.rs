@@ -12,17 +12,21 @@ use loom::sync::Arc;
 use loom::thread;
 use threadwire_fiber::sync::{Barrier, Condvar, Event, Lockable, Mutex, Semaphore, Word};
 
-/// Runs `f` under loom with a preemption bound that keeps each model to
-/// seconds while still covering the interleavings of two or three threads.
-fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+/// Runs `f` under loom: every interleaving (`None`), or those with at most
+/// `bound` preemptions, which keeps the models of three threads (and the
+/// barrier's four waits) to seconds.
+fn model(bound: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(bound);
+    builder.preemption_bound = bound;
     builder.check(f);
 }
 
+const EXHAUSTIVE: Option<usize> = None;
+const BOUNDED: Option<usize> = Some(3);
+
 #[test]
 fn mutex_two_lockers() {
-    model(3, || {
+    model(EXHAUSTIVE, || {
         let m = Arc::new(Mutex::new(0));
         let t = {
             let m = m.clone();
@@ -36,7 +40,7 @@ fn mutex_two_lockers() {
 
 #[test]
 fn mutex_three_lockers() {
-    model(2, || {
+    model(BOUNDED, || {
         let m = Arc::new(Mutex::new(0));
         let threads: Vec<_> = (0..2)
             .map(|_| {
@@ -54,7 +58,7 @@ fn mutex_three_lockers() {
 
 #[test]
 fn mutex_unlock_wakes_acquirer_and_observer() {
-    model(2, || {
+    model(BOUNDED, || {
         let m = Arc::new(Mutex::new(0));
         let guard = m.lock();
         let acquirer = {
@@ -74,7 +78,7 @@ fn mutex_unlock_wakes_acquirer_and_observer() {
 
 #[test]
 fn event_set_releases_waiters() {
-    model(3, || {
+    model(BOUNDED, || {
         let event = Arc::new(Event::new());
         let data = Arc::new(AtomicUsize::new(0));
         let waiter = {
@@ -100,7 +104,7 @@ fn event_set_releases_waiters() {
 
 #[test]
 fn semaphore_post_wakes_waiter() {
-    model(3, || {
+    model(EXHAUSTIVE, || {
         let s = Arc::new(Semaphore::new(0));
         let t = {
             let s = s.clone();
@@ -116,7 +120,7 @@ fn semaphore_post_wakes_waiter() {
 /// waking it must not leave the other waiter asleep beside a permit.
 #[test]
 fn semaphore_two_waiters_two_posts() {
-    model(2, || {
+    model(BOUNDED, || {
         let s = Arc::new(Semaphore::new(0));
         let waiter = {
             let s = s.clone();
@@ -138,7 +142,7 @@ fn semaphore_two_waiters_two_posts() {
 
 #[test]
 fn condvar_notify_after_flag() {
-    model(3, || {
+    model(EXHAUSTIVE, || {
         let pair = Arc::new((Mutex::new(false), Condvar::new()));
         let t = {
             let pair = pair.clone();
@@ -157,7 +161,7 @@ fn condvar_notify_after_flag() {
 
 #[test]
 fn word_store_wakes_satisfied_waiter() {
-    model(3, || {
+    model(EXHAUSTIVE, || {
         let w = Arc::new(Word::new(0));
         let t = {
             let w = w.clone();
@@ -174,7 +178,7 @@ fn word_store_wakes_satisfied_waiter() {
 
 #[test]
 fn word_two_modifiers() {
-    model(2, || {
+    model(BOUNDED, || {
         let w = Arc::new(Word::new(0));
         let threads: Vec<_> = (0..2)
             .map(|_| {
@@ -193,7 +197,7 @@ fn word_two_modifiers() {
 
 #[test]
 fn barrier_two_rounds() {
-    model(2, || {
+    model(BOUNDED, || {
         let b = Arc::new(Barrier::new(2));
         let t = {
             let b = b.clone();

@@ -1,5 +1,6 @@
 //! The scheduler seen from its public API: priorities, round robin,
 //! joining, panics, binding, sleeping, and many fibers.
+#![cfg(not(loom))]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -214,6 +215,7 @@ fn libc_sigabrt() -> i32 {
 #[ignore = "run by a_stack_overflow_stops_the_process_naming_the_fiber in a child process"]
 fn overflow_child() {
     assert_eq!(std::env::var("TW_OVERFLOW_CHILD").as_deref(), Ok("1"));
+    #[allow(unconditional_recursion)] // the point: run off the stack
     fn recurse(depth: u64) -> u64 {
         let pad = std::hint::black_box([depth; 64]);
         recurse(depth + 1) + pad[3]

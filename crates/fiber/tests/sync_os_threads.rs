@@ -2,6 +2,10 @@
 //! several OS threads. No test asserts a time; each runs under a deadline
 //! so that a lost wake-up fails the test rather than hanging it.
 
+// Loom builds the crate without the scheduler, and its types work only
+// inside `loom::model`.
+#![cfg(not(loom))]
+
 mod support;
 
 use std::collections::VecDeque;
@@ -156,7 +160,9 @@ fn condvar_bounded_producer_consumer() {
             let ch = channel.clone();
             spawn_n(2, move |_| {
                 for item in 1..=PER_PRODUCER {
-                    let mut q = ch.not_full.wait_while(ch.queue.lock(), |q| q.len() == CAPACITY);
+                    let mut q = ch
+                        .not_full
+                        .wait_while(ch.queue.lock(), |q| q.len() == CAPACITY);
                     q.push_back(item);
                     drop(q);
                     ch.not_empty.notify_one();

@@ -267,8 +267,12 @@ pub(crate) fn park_fiber(timeout: Option<Duration>) {
     let fiber = current_fiber_ptr();
     // SAFETY: as in `suspend`.
     let fiber = unsafe { &*fiber };
-    if fiber.state.load(Ordering::Acquire) == NOTIFIED {
-        fiber.state.store(RUNNING, Ordering::Relaxed);
+    // Swaps, not stores, consume a notification: an unpark that lands in
+    // between must be acquired, or what it published could be missed (the
+    // same race the loom model found in the thread parker).
+    if fiber.state.load(Ordering::Relaxed) == NOTIFIED
+        && fiber.state.swap(RUNNING, Ordering::Acquire) == NOTIFIED
+    {
         return;
     }
     if let Some(timeout) = timeout {
@@ -281,7 +285,7 @@ pub(crate) fn park_fiber(timeout: Option<Duration>) {
         local.timers.with(|t| t.push(Reverse(timer)));
     }
     suspend(Suspend::Park);
-    fiber.state.store(RUNNING, Ordering::Relaxed);
+    fiber.state.swap(RUNNING, Ordering::Acquire);
 }
 
 /// Parks the running fiber until `predicate()` holds, testing it whenever

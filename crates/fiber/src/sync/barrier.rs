@@ -98,11 +98,7 @@ mod tests {
         let threads: Vec<_> = (0..3)
             .map(|_| {
                 let barrier = barrier.clone();
-                std::thread::spawn(move || {
-                    (0..50)
-                        .filter(|_| barrier.wait().is_leader())
-                        .count()
-                })
+                std::thread::spawn(move || (0..50).filter(|_| barrier.wait().is_leader()).count())
             })
             .collect();
         let leaders: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();

@@ -36,13 +36,66 @@
 //! go away while it is queued.
 
 use crate::loom::{lock, AtomicBool, AtomicU32, AtomicUsize, Mutex, Ordering};
-use crate::park::Unparker;
+use sleep::Unparker;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::marker::PhantomPinned;
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::time::Instant;
+
+/// How a waiter sleeps and is woken: through `crate::park`, so a fiber
+/// switches to its scheduler. Under loom, through a token per waiter on
+/// loom's `Mutex` and `Condvar`: the loom build of `crate::park` spins on
+/// `yield_now`, which makes models of three threads explode, and loom's
+/// own `thread::park` breaks when a stale unpark reaches a thread blocked in
+/// `join`. The contract is the same (one pending token, woken from any
+/// thread); `tests/loom_park.rs` models `crate::park` itself.
+#[cfg(not(loom))]
+mod sleep {
+    pub(super) use crate::park::{current_unparker as current, Unparker};
+
+    pub(super) fn park(_me: &Unparker) {
+        crate::park::park()
+    }
+
+    pub(super) fn park_timeout(_me: &Unparker, timeout: std::time::Duration) {
+        crate::park::park_timeout(timeout)
+    }
+}
+
+#[cfg(loom)]
+mod sleep {
+    use loom::sync::{Arc, Condvar, Mutex};
+
+    #[derive(Clone)]
+    pub(super) struct Unparker(Arc<(Mutex<bool>, Condvar)>);
+
+    impl Unparker {
+        pub(super) fn unpark(&self) {
+            *self.0 .0.lock().unwrap() = true;
+            self.0 .1.notify_one();
+        }
+    }
+
+    pub(super) fn current() -> Unparker {
+        Unparker(Arc::new((Mutex::new(false), Condvar::new())))
+    }
+
+    pub(super) fn park(me: &Unparker) {
+        let (token, condvar) = &*me.0;
+        let mut token = token.lock().unwrap();
+        while !*token {
+            token = condvar.wait(token).unwrap();
+        }
+        *token = false;
+    }
+
+    /// Loom has no time; no model times out.
+    pub(super) fn park_timeout(me: &Unparker, _timeout: std::time::Duration) {
+        park(me)
+    }
+}
 
 /// What a waiter waits for.
 #[derive(Clone, Copy)]
@@ -177,7 +230,7 @@ impl WaitQueue {
     }
 
     /// How many waiters are queued (a snapshot).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn len(&self) -> usize {
         self.len.load(Ordering::Relaxed)
     }
@@ -250,33 +303,21 @@ pub(crate) struct Waiter<'a> {
     node: Node<'a>,
     /// Owner only: pushed and not yet seen woken or removed.
     queued: Cell<bool>,
-    /// Under loom the thread-local parker of `crate::park` would outlive a
-    /// model run, so each wait brings its own.
-    #[cfg(loom)]
-    parker: crate::park::Parker,
     _pinned: PhantomPinned,
 }
 
 impl<'a> Waiter<'a> {
     /// A waiter for the calling thread (its fiber, if it runs in one).
     pub(crate) fn new(queue: &'a WaitQueue, interest: Interest<'a>) -> Waiter<'a> {
-        #[cfg(loom)]
-        let parker = crate::park::Parker::new();
-        #[cfg(loom)]
-        let unparker = parker.unparker();
-        #[cfg(not(loom))]
-        let unparker = crate::park::current_unparker();
         Waiter {
             queue,
             node: Node {
-                unparker,
+                unparker: sleep::current(),
                 interest,
                 woken: AtomicBool::new(false),
                 handed: AtomicU32::new(0),
             },
             queued: Cell::new(false),
-            #[cfg(loom)]
-            parker,
             _pinned: PhantomPinned,
         }
     }
@@ -313,7 +354,7 @@ impl<'a> Waiter<'a> {
     pub(crate) fn wait(self: Pin<&Self>) -> u32 {
         assert!(self.queued.get(), "wait without enqueue_if");
         while !self.node.woken.load(Ordering::Acquire) {
-            self.park();
+            sleep::park(&self.node.unparker);
         }
         self.queued.set(false);
         self.node.handed.load(Ordering::Relaxed)
@@ -332,7 +373,7 @@ impl<'a> Waiter<'a> {
             if now >= deadline {
                 break;
             }
-            self.park_timeout(deadline - now);
+            sleep::park_timeout(&self.node.unparker, deadline - now);
         }
         if self.cancel() {
             None
@@ -361,20 +402,6 @@ impl<'a> Waiter<'a> {
                 false
             }
         }
-    }
-
-    fn park(&self) {
-        #[cfg(loom)]
-        self.parker.park();
-        #[cfg(not(loom))]
-        crate::park::park();
-    }
-
-    fn park_timeout(&self, timeout: std::time::Duration) {
-        #[cfg(loom)]
-        self.parker.park_timeout(timeout);
-        #[cfg(not(loom))]
-        crate::park::park_timeout(timeout);
     }
 }
 
@@ -475,8 +502,8 @@ mod tests {
     #[test]
     fn conditions_pick_their_waiters() {
         let queue = WaitQueue::new();
-        let even = |v: u32| v % 2 == 0;
-        let odd = |v: u32| v % 2 == 1;
+        let even = |v: u32| v & 1 == 0;
+        let odd = |v: u32| v & 1 == 1;
         let e = pin!(Waiter::new(&queue, Interest::Condition(&even)));
         let o = pin!(Waiter::new(&queue, Interest::Condition(&odd)));
         assert!(e.as_ref().enqueue_if(|| true));

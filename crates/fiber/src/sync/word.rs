@@ -106,9 +106,9 @@ impl Word {
     /// on success (waking the waiters `new` satisfies), `Err(actual)` if it
     /// held another value.
     pub fn compare_exchange(&self, current: u32, new: u32) -> Result<u32, u32> {
-        let result =
-            self.value
-                .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire);
+        let result = self
+            .value
+            .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire);
         if result.is_ok() {
             self.changed();
         }
@@ -219,7 +219,10 @@ mod tests {
         w.store(0);
         assert_eq!(w.fetch_sub(1), 0);
         assert_eq!(w.load(), u32::MAX);
-        assert_eq!(format!("{w:?}"), format!("Word {{ value: {}, .. }}", u32::MAX));
+        assert_eq!(
+            format!("{w:?}"),
+            format!("Word {{ value: {}, .. }}", u32::MAX)
+        );
     }
 
     #[test]
