@@ -22,7 +22,7 @@
 //!    the next timer is due.
 
 use super::stack::{guard_range, OverflowInfo, StackPool};
-use super::{Idle, Shared};
+use super::Shared;
 use crate::park::{Parker, Unparker};
 use crate::spin::SpinWait;
 use corosensei::stack::DefaultStack;
@@ -511,34 +511,55 @@ impl WorkerLocal {
     /// nothing is runnable.
     pub(crate) fn run_loop(&self) {
         WORKER.with(|w| w.set(self));
-        let idle: Option<&dyn Idle> = self.scheduler.idle.get().map(|i| &**i);
-        let mut spin = SpinWait::new();
         let mut dispatched: u32 = 0;
         loop {
-            self.drain_inbox();
-            self.poll_blocked();
-            let next = self.ready.with(ReadyQueues::pop);
-            if let Some(slot) = next {
+            // Runnable fibers back to back; the checks between two are one
+            // load each (measured: the switch path is tens of nanoseconds).
+            while let Some(slot) = self.ready.with(ReadyQueues::pop) {
                 self.run(slot);
                 dispatched = dispatched.wrapping_add(1);
+                self.drain_inbox();
+                self.poll_blocked();
                 if dispatched.is_multiple_of(HOUSEKEEPING_EVERY) {
                     self.fire_timers();
-                    if let Some(idle) = idle {
+                    if let Some(idle) = self.scheduler.idle.get() {
                         idle.poll();
                     }
                 }
-                spin.reset();
+            }
+            if self.look_for_work() {
                 continue;
             }
-            let next_timer = self.fire_timers();
-            if self.ready.with(|r| r.occupied != 0) {
-                continue;
+            if !self.idle() {
+                break;
+            }
+        }
+        self.abandon_parked();
+        WORKER.with(|w| w.set(std::ptr::null()));
+    }
+
+    /// Inbox, timers, predicates: `true` if anything became runnable.
+    fn look_for_work(&self) -> bool {
+        self.drain_inbox();
+        self.poll_blocked();
+        self.fire_timers();
+        self.ready.with(|r| r.occupied != 0)
+    }
+
+    /// Rule 4, with nothing runnable: poll the idle hook while the spin
+    /// budget lasts, then sleep. `false` when the scheduler shuts down.
+    fn idle(&self) -> bool {
+        let mut spin = SpinWait::new();
+        loop {
+            if self.look_for_work() {
+                return true;
             }
             if self.scheduler.shutdown.load(Ordering::Acquire)
                 && !self.shared.has_inbox.load(Ordering::Acquire)
             {
-                break;
+                return false;
             }
+            let idle = self.scheduler.idle.get();
             if let Some(idle) = idle {
                 if idle.poll() {
                     spin.reset();
@@ -548,6 +569,7 @@ impl WorkerLocal {
             if spin.spin() {
                 continue;
             }
+            let next_timer = self.fire_timers();
             let mut timeout = next_timer.map(|t| t.saturating_duration_since(Instant::now()));
             if self.blocked_count.get() != 0 {
                 timeout = Some(timeout.map_or(PREDICATE_POLL, |t| t.min(PREDICATE_POLL)));
@@ -561,10 +583,7 @@ impl WorkerLocal {
             }
             spin.reset();
         }
-        self.abandon_parked();
-        WORKER.with(|w| w.set(std::ptr::null()));
     }
-
     /// At shutdown, fibers still parked are leaked, not unwound: their
     /// stacks may be borrowed by others (see `bound`), and a fiber that
     /// never ends never reaches code that assumes it ended.
