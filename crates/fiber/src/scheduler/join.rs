@@ -4,7 +4,7 @@ use crate::loom::lock;
 use crate::park::{current_unparker, park, Unparker};
 use std::any::Any;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Why a join did not produce the fiber's result.
@@ -39,11 +39,26 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> Arc<str> {
     }
 }
 
+/// How a fiber's end meets its joiners:
+///
+/// 1. The fiber stores its result, then swaps `state` to `DONE`; if the
+///    old state was `JOINERS` it takes the joiner list and wakes them all.
+/// 2. A joiner that finds `DONE` returns at once. Otherwise it adds itself
+///    to the list and, still holding the list's lock, moves `state` from
+///    `RUNNING` to `JOINERS` (or finds it there), then parks until `DONE`.
+///
+/// A joiner added before step 1's swap is woken by it (the swap sees
+/// `JOINERS`, and the lock orders the list read after the push); one that
+/// comes after sees `DONE`. A fiber nobody waits for takes no lock.
 pub(crate) struct JoinState<T> {
-    done: AtomicBool,
+    state: AtomicU8,
     result: Mutex<Option<Result<T, JoinError>>>,
     joiners: Mutex<Joiners>,
 }
+
+const RUNNING: u8 = 0;
+const JOINERS: u8 = 1;
+const DONE: u8 = 2;
 
 /// Who waits: the usual single joiner needs no allocation.
 #[derive(Default)]
@@ -55,24 +70,30 @@ struct Joiners {
 impl<T> JoinState<T> {
     pub(crate) fn new() -> Arc<JoinState<T>> {
         Arc::new(JoinState {
-            done: AtomicBool::new(false),
+            state: AtomicU8::new(RUNNING),
             result: Mutex::new(None),
             joiners: Mutex::new(Joiners::default()),
         })
     }
 
-    /// Records how the fiber ended and wakes every joiner.
+    /// Step 1.
     pub(crate) fn complete(&self, result: Result<T, JoinError>) {
         *lock(&self.result) = Some(result);
-        self.done.store(true, Ordering::Release);
-        let joiners = std::mem::take(&mut *lock(&self.joiners));
-        for joiner in joiners.first.into_iter().chain(joiners.more) {
-            joiner.unpark();
+        if self.state.swap(DONE, Ordering::AcqRel) == JOINERS {
+            let joiners = std::mem::take(&mut *lock(&self.joiners));
+            for joiner in joiners.first.into_iter().chain(joiners.more) {
+                joiner.unpark();
+            }
         }
     }
 
+    fn done(&self) -> bool {
+        self.state.load(Ordering::Acquire) == DONE
+    }
+
+    /// Step 2.
     fn wait(&self) {
-        if self.done.load(Ordering::Acquire) {
+        if self.done() {
             return;
         }
         let me = current_unparker();
@@ -83,10 +104,11 @@ impl<T> JoinState<T> {
             } else {
                 joiners.more.push(me);
             }
+            let _ =
+                self.state
+                    .compare_exchange(RUNNING, JOINERS, Ordering::AcqRel, Ordering::Acquire);
         }
-        // A completion after the push finds us in the list; one before it
-        // is seen here.
-        while !self.done.load(Ordering::Acquire) {
+        while !self.done() {
             park();
         }
     }
@@ -122,7 +144,7 @@ impl<T> JoinHandle<T> {
 
     /// Whether the fiber has ended.
     pub fn is_finished(&self) -> bool {
-        self.state.done.load(Ordering::Acquire)
+        self.state.done()
     }
 
     /// Waits for the fiber to end; `Err` if it panicked.
@@ -137,8 +159,14 @@ impl<T> JoinHandle<T> {
     /// Waits for the fiber and moves its result out. A joiner that comes
     /// after another took the result gets [`JoinError::Taken`]; use
     /// [`join_cloned`](Self::join_cloned) when several need the value.
-    pub fn join(self) -> Result<T, JoinError> {
+    pub fn join(mut self) -> Result<T, JoinError> {
         self.state.wait();
+        // The last handle, once the fiber has dropped its own reference,
+        // needs no lock: the usual case, and two atomic operations less.
+        if let Some(state) = Arc::get_mut(&mut self.state) {
+            let result = state.result.get_mut().unwrap_or_else(|e| e.into_inner());
+            return result.take().expect("done is set after the result");
+        }
         let mut result = lock(&self.state.result);
         match &*result {
             Some(Err(e)) => Err(e.clone()),

@@ -85,7 +85,25 @@ pub(crate) struct Shared {
     stack_size: usize,
 }
 
-static NEXT_FIBER_ID: AtomicU64 = AtomicU64::new(1);
+static NEXT_FIBER_IDS: AtomicU64 = AtomicU64::new(1);
+
+/// Fiber ids are handed to each thread in blocks, so spawning costs no
+/// shared atomic operation.
+fn next_fiber_id() -> u64 {
+    const BLOCK: u64 = 1024;
+    thread_local! {
+        static IDS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+    }
+    IDS.with(|ids| {
+        let (mut next, mut end) = ids.get();
+        if next == end {
+            next = NEXT_FIBER_IDS.fetch_add(BLOCK, Ordering::Relaxed);
+            end = next + BLOCK;
+        }
+        ids.set((next + 1, end));
+        next
+    })
+}
 
 /// Configures a [`Scheduler`].
 pub struct Builder {
@@ -343,7 +361,7 @@ where
 {
     {
         let state = JoinState::new();
-        let id = NEXT_FIBER_ID.fetch_add(1, Ordering::Relaxed);
+        let id = next_fiber_id();
         let completion = state.clone();
         let body = move || {
             let result = catch_unwind(AssertUnwindSafe(f))

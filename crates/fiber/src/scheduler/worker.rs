@@ -55,8 +55,14 @@ pub(crate) enum Suspend {
 
 type FiberYielder = Yielder<(), Suspend>;
 
-/// The part of a fiber other threads may see: how to wake it.
+type FiberCoroutine = Coroutine<(), Suspend, (), DefaultStack>;
+
+/// A fiber: what other threads may use (its state word, to wake it) and,
+/// in the same allocation, its coroutine, which only its worker touches.
 pub(crate) struct FiberShared {
+    /// Rule 1: accessed only by the worker that created the fiber, never
+    /// across a resume of this coroutine.
+    coroutine: std::cell::UnsafeCell<Option<FiberCoroutine>>,
     state: AtomicU32,
     worker: Arc<WorkerShared>,
     slot: u32,
@@ -64,6 +70,16 @@ pub(crate) struct FiberShared {
     yielder: AtomicPtr<FiberYielder>,
     pub(crate) overflow: OverflowInfo,
 }
+
+// SAFETY: every field but `coroutine` is Sync. The coroutine (not Send:
+// its stack holds the fiber's frames) is created, resumed, taken and
+// dropped only on the fiber's worker (rule 1); other threads reach a
+// FiberShared only through `unpark`, which reads `state`, `worker`, `slot`
+// and `priority`. A fiber still running when its worker stops is leaked
+// with its slab reference, so the coroutine is never dropped elsewhere.
+unsafe impl Send for FiberShared {}
+// SAFETY: as above.
+unsafe impl Sync for FiberShared {}
 
 impl FiberShared {
     /// Rule 2.
@@ -147,11 +163,6 @@ impl<T> LocalCell<T> {
     }
 }
 
-struct Fiber {
-    coroutine: Coroutine<(), Suspend, (), DefaultStack>,
-    shared: Arc<FiberShared>,
-}
-
 #[derive(Default)]
 struct ReadyQueues {
     levels: [VecDeque<u32>; LEVELS],
@@ -211,7 +222,7 @@ pub(crate) struct WorkerLocal {
     pub(crate) shared: Arc<WorkerShared>,
     pub(crate) scheduler: Arc<Shared>,
     ready: LocalCell<ReadyQueues>,
-    slab: LocalCell<Vec<Option<Box<Fiber>>>>,
+    slab: LocalCell<Vec<Option<Arc<FiberShared>>>>,
     free_slots: LocalCell<Vec<u32>>,
     timers: LocalCell<BinaryHeap<Reverse<Timer>>>,
     /// Predicates are user code: a RefCell catches misuse instead of UB.
@@ -334,13 +345,9 @@ impl WorkerLocal {
     }
 
     fn fiber_arc(&self, slot: u32) -> Arc<FiberShared> {
-        self.slab.with(|slab| {
-            slab[slot as usize]
-                .as_ref()
-                .expect("a live fiber's slot")
-                .shared
-                .clone()
-        })
+        self.slab
+            .with(|slab| slab[slot as usize].clone())
+            .expect("a live fiber's slot")
     }
 
     pub(crate) fn push_ready(&self, slot: u32, priority: u8) {
@@ -366,6 +373,7 @@ impl WorkerLocal {
             })
         });
         let shared = Arc::new(FiberShared {
+            coroutine: std::cell::UnsafeCell::new(None),
             state: AtomicU32::new(RUNNING),
             worker: self.shared.clone(),
             slot,
@@ -378,60 +386,63 @@ impl WorkerLocal {
                 stack_size: self.scheduler.stack_size,
             },
         });
-        let me = shared.clone();
         let coroutine = Coroutine::with_stack(stack, move |yielder: &FiberYielder, ()| {
-            me.yielder
-                .store(yielder as *const _ as *mut _, Ordering::Relaxed);
-            drop(me);
+            let me = current_fiber_ptr();
+            // SAFETY: the worker set FIBER to this fiber before resuming it.
+            unsafe {
+                (*me)
+                    .yielder
+                    .store(yielder as *const _ as *mut _, Ordering::Relaxed)
+            };
             body();
         });
-        let fiber = Box::new(Fiber { coroutine, shared });
-        self.slab.with(|slab| slab[slot as usize] = Some(fiber));
+        // SAFETY: rule 1; the fiber has not run, nobody else holds the cell.
+        unsafe { *shared.coroutine.get() = Some(coroutine) };
+        self.slab.with(|slab| slab[slot as usize] = Some(shared));
         self.live.set(self.live.get() + 1);
         self.push_ready(slot, priority);
     }
 
     /// Runs one fiber until it switches out (rules 1–3).
     fn run(&self, slot: u32) {
-        let fiber: *mut Fiber = match self.slab.with(|slab| {
-            slab[slot as usize]
-                .as_mut()
-                .map(|fiber| &mut **fiber as *mut Fiber)
-        }) {
-            Some(fiber) => fiber,
-            None => return,
+        let Some(fiber) = self
+            .slab
+            .with(|slab| slab[slot as usize].as_ref().map(Arc::as_ptr))
+        else {
+            return;
         };
-        // SAFETY: the Box stays in the slab until this function removes
-        // it; only this loop resumes coroutines, and no borrow of the slab
-        // is held across the resume (a running fiber may grow the slab,
-        // which moves the Box pointers, not the Fibers).
-        let fiber = unsafe { &mut *fiber };
-        FIBER.with(|f| f.set(Arc::as_ptr(&fiber.shared)));
-        let outcome = fiber.coroutine.resume(());
+        // SAFETY: the slab keeps the FiberShared alive until this function
+        // removes it below; only this loop resumes coroutines (rule 1) and
+        // nothing else touches the cell while it runs.
+        let fiber = unsafe { &*fiber };
+        let coroutine = unsafe { (*fiber.coroutine.get()).as_mut() }.expect("a live fiber");
+        FIBER.with(|f| f.set(fiber));
+        let outcome = coroutine.resume(());
         FIBER.with(|f| f.set(std::ptr::null()));
         match outcome {
-            CoroutineResult::Yield(Suspend::Yield) => self.push_ready(slot, fiber.shared.priority),
+            CoroutineResult::Yield(Suspend::Yield) => self.push_ready(slot, fiber.priority),
             CoroutineResult::Yield(Suspend::Park) => {
                 if fiber
-                    .shared
                     .state
                     .compare_exchange(RUNNING, PARKED, Ordering::AcqRel, Ordering::Acquire)
                     .is_err()
                 {
-                    self.push_ready(slot, fiber.shared.priority);
+                    self.push_ready(slot, fiber.priority);
                 }
             }
             CoroutineResult::Return(()) => {
-                let done = self
-                    .slab
-                    .with(|slab| slab[slot as usize].take())
-                    .expect("the fiber that just ran");
                 // A finished fiber is never PARKED again (rule 2).
-                done.shared.state.store(NOTIFIED, Ordering::Release);
-                let stack = done.coroutine.into_stack();
-                self.stacks.with(|pool| pool.give_back(stack));
+                fiber.state.store(NOTIFIED, Ordering::Release);
+                // SAFETY: rule 1, and the coroutine has returned.
+                let coroutine = unsafe { (*fiber.coroutine.get()).take() };
+                if let Some(coroutine) = coroutine {
+                    let stack = coroutine.into_stack();
+                    self.stacks.with(|pool| pool.give_back(stack));
+                }
+                let done = self.slab.with(|slab| slab[slot as usize].take());
                 self.free_slots.with(|free| free.push(slot));
                 self.live.set(self.live.get() - 1);
+                drop(done);
             }
         }
     }
@@ -450,7 +461,7 @@ impl WorkerLocal {
                 Remote::Wake(slot) => {
                     let priority = self
                         .slab
-                        .with(|slab| slab[slot as usize].as_ref().map(|f| f.shared.priority));
+                        .with(|slab| slab[slot as usize].as_ref().map(|f| f.priority));
                     if let Some(priority) = priority {
                         self.push_ready(slot, priority);
                     }
