@@ -81,8 +81,7 @@ impl Endpoint {
         }
         let len = payload.len();
         if to.node == s.id {
-            s.counters.sent(len);
-            s.counters.received(len);
+            self.mailbox().counters.sent(len);
             let mailbox = s
                 .mailboxes
                 .get(to.thread)
@@ -122,7 +121,7 @@ impl Endpoint {
         );
         match channel.send(&header, payload) {
             Ok(outcome) => {
-                s.counters.sent(len);
+                self.mailbox().counters.sent(len);
                 if outcome == SendOutcome::Queued {
                     s.engine.try_progress(s);
                 }

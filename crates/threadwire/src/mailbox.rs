@@ -17,25 +17,35 @@
 
 use crate::error::{PeerLost, RecvError};
 use crate::lock;
+use crate::stats::Counters;
 use crate::{Address, Message, Source, Status, TagMatch};
+use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use threadwire_fiber::Unparker;
 
 /// Where a posted receive's result lands.
+///
+/// Completed exactly once (by the delivery that matches it, under the
+/// mailbox lock, or by `fail_for` after removing it under that lock), read
+/// only by the owner after `done` — so the result needs no lock of its own.
 pub(crate) struct RecvSlot {
     done: AtomicBool,
-    result: Mutex<Option<Result<Message, RecvError>>>,
+    result: UnsafeCell<Option<Result<Message, RecvError>>>,
     /// Arrival stamp of the message that completed it (rule 5).
     arrival: AtomicU64,
 }
+
+// SAFETY: `result` is written once before `done` is set (Release) and read
+// only by the owner after seeing `done` (Acquire); see the type's docs.
+unsafe impl Sync for RecvSlot {}
 
 impl RecvSlot {
     fn new() -> Arc<RecvSlot> {
         Arc::new(RecvSlot {
             done: AtomicBool::new(false),
-            result: Mutex::new(None),
+            result: UnsafeCell::new(None),
             arrival: AtomicU64::new(0),
         })
     }
@@ -44,14 +54,21 @@ impl RecvSlot {
         self.done.load(Ordering::Acquire)
     }
 
+    /// Once per slot, by whoever removed it from the posted queue.
     fn complete(&self, result: Result<Message, RecvError>) {
-        *lock(&self.result) = Some(result);
+        // SAFETY: the only writer (see above), and no reader before `done`.
+        unsafe { *self.result.get() = Some(result) };
         self.done.store(true, Ordering::Release);
     }
 
-    /// The result, once [`is_done`](Self::is_done).
+    /// The result, once [`is_done`](Self::is_done); by the owner only.
     pub(crate) fn take(&self) -> Option<Result<Message, RecvError>> {
-        lock(&self.result).take()
+        if !self.is_done() {
+            return None;
+        }
+        // SAFETY: `done` was seen, so the write is complete and visible;
+        // the owner is the only reader.
+        unsafe { (*self.result.get()).take() }
     }
 }
 
@@ -75,6 +92,8 @@ struct Queues {
 pub(crate) struct Mailbox {
     queues: Mutex<Queues>,
     owner: OnceLock<Unparker>,
+    /// Sent by the owner, received under `queues`' lock.
+    pub(crate) counters: Counters,
 }
 
 /// The outcome of posting a receive.
@@ -100,6 +119,7 @@ impl Mailbox {
     pub(crate) fn deliver(&self, message: Message) {
         {
             let mut q = lock(&self.queues);
+            self.counters.received(message.len());
             let arrival = q.arrivals;
             q.arrivals += 1;
             let at = q

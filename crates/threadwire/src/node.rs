@@ -5,7 +5,6 @@ use crate::launch::protocol::{self, Control};
 use crate::lock;
 use crate::mailbox::{remote_message, MailboxTable, MAX_THREADS};
 use crate::progress::{Driver, Origin, ProgressEngine, Tokens};
-use crate::stats::Counters;
 use crate::{Address, Endpoint, Stats};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -67,7 +66,6 @@ pub(crate) struct NodeShared {
     pub(crate) peers: Box<[Peer]>,
     pub(crate) control: OnceLock<Channel>,
     pub(crate) engine: ProgressEngine,
-    pub(crate) counters: Counters,
     pub(crate) max_frame: u64,
     pub(crate) finalized: AtomicBool,
     /// Bumped on every failure, so waits on wildcards notice one.
@@ -226,6 +224,13 @@ pub fn init() -> Result<Endpoint, InitError> {
 }
 
 impl NodeShared {
+    /// The node's counters: the sum over its mailboxes.
+    pub(crate) fn stats(&self) -> Stats {
+        let mut total = Stats::default();
+        self.mailboxes.for_each(|m| m.counters.add_to(&mut total));
+        total
+    }
+
     /// The node's fiber scheduler, started on first use.
     fn scheduler(self: &Arc<Self>) -> &Scheduler {
         self.scheduler.get_or_init(|| {
@@ -261,7 +266,6 @@ impl NodeShared {
             peers: (0..nodes).map(|_| Peer::new()).collect(),
             control: OnceLock::new(),
             engine,
-            counters: Counters::default(),
             max_frame,
             finalized: AtomicBool::new(false),
             failures: AtomicU64::new(0),
@@ -283,7 +287,6 @@ impl NodeShared {
                         h.dest_thread
                     ));
                 };
-                self.counters.received(frame.payload.len());
                 let payload = Payload::from_wire(h.format, frame.payload);
                 mailbox.deliver(remote_message(peer, h.source_thread, h.tag, payload));
                 Ok(())
@@ -552,7 +555,7 @@ impl Node {
 
     /// Counters of this node so far.
     pub fn stats(&self) -> Stats {
-        self.shared.counters.snapshot()
+        self.shared.stats()
     }
 
     /// Nodes lost so far, with the cause.
@@ -619,7 +622,7 @@ impl Node {
         };
         s.engine.wait_polling(s, Origin::Anywhere, all_quiet);
         if let Some(control) = s.control.get() {
-            let (h, p) = Control::Stats(s.counters.snapshot()).encode();
+            let (h, p) = Control::Stats(s.stats()).encode();
             let _ = control.send(&h, p);
             let _ = control.send(
                 &FrameHeader::control(FrameKind::Bye, 0, 0),

@@ -1,4 +1,5 @@
-//! Per-node counters, readable at run time and reported to the launcher.
+//! Per-node counters, readable at run time and reported to the launcher:
+//! kept per mailbox (one writer each, see [`Counters`]) and summed on demand.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -27,6 +28,12 @@ impl Stats {
     }
 }
 
+/// One mailbox's counters. Rule: each pair of fields has one writer at a
+/// time — `sent` the mailbox's owner (an endpoint never leaves its thread),
+/// `received` whoever holds the mailbox lock — so an update is a plain
+/// load and store, not a locked read-modify-write: two of those per message
+/// were a measurable part of a 0.4 µs fiber round trip. Readers (`stats`)
+/// may see a message counted a moment late, never twice or torn.
 #[derive(Default)]
 pub(crate) struct Counters {
     messages_sent: AtomicU64,
@@ -35,25 +42,30 @@ pub(crate) struct Counters {
     bytes_received: AtomicU64,
 }
 
+fn bump(counter: &AtomicU64, by: u64) {
+    counter.store(counter.load(Relaxed).wrapping_add(by), Relaxed);
+}
+
 impl Counters {
+    /// By the mailbox's owner only.
     #[inline]
     pub(crate) fn sent(&self, bytes: usize) {
-        self.messages_sent.fetch_add(1, Relaxed);
-        self.bytes_sent.fetch_add(bytes as u64, Relaxed);
+        bump(&self.messages_sent, 1);
+        bump(&self.bytes_sent, bytes as u64);
     }
 
+    /// Under the mailbox lock only.
     #[inline]
     pub(crate) fn received(&self, bytes: usize) {
-        self.messages_received.fetch_add(1, Relaxed);
-        self.bytes_received.fetch_add(bytes as u64, Relaxed);
+        bump(&self.messages_received, 1);
+        bump(&self.bytes_received, bytes as u64);
     }
 
-    pub(crate) fn snapshot(&self) -> Stats {
-        Stats {
-            messages_sent: self.messages_sent.load(Relaxed),
-            bytes_sent: self.bytes_sent.load(Relaxed),
-            messages_received: self.messages_received.load(Relaxed),
-            bytes_received: self.bytes_received.load(Relaxed),
-        }
+    /// Adds these counters to `total`.
+    pub(crate) fn add_to(&self, total: &mut Stats) {
+        total.messages_sent += self.messages_sent.load(Relaxed);
+        total.bytes_sent += self.bytes_sent.load(Relaxed);
+        total.messages_received += self.messages_received.load(Relaxed);
+        total.bytes_received += self.bytes_received.load(Relaxed);
     }
 }
