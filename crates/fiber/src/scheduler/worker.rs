@@ -16,9 +16,10 @@
 //! 3. Worker-local state (`WorkerLocal`) is touched only by its thread;
 //!    nothing borrows it across a switch into a fiber.
 //! 4. A worker with nothing runnable drains its inbox, fires timers, polls
-//!    blocked predicates and the idle hook (the node's progress engine),
-//!    spins for the spin budget, then sleeps in the kernel (through the
-//!    idle hook, e.g. inside `epoll_wait`) until its parker is unparked or
+//!    blocked predicates and — if it has fibers at all — the idle hook (the
+//!    node's progress engine), spins for the spin budget, then sleeps in
+//!    the kernel (through the idle hook, e.g. inside `epoll_wait`, or on
+//!    its own futex when it has no fibers) until its parker is unparked or
 //!    the next timer is due.
 
 use super::stack::{guard_range, OverflowInfo, StackPool};
@@ -570,7 +571,12 @@ impl WorkerLocal {
             {
                 return false;
             }
-            let idle = self.scheduler.idle.get();
+            // A worker without fibers has nobody to make progress for: it
+            // leaves the hook (the node's poller) to the threads that wait
+            // on it, instead of sleeping inside it (measured: an idle
+            // worker asleep in `epoll_wait` turned an OS thread's 5 µs TCP
+            // ping-pong into a 12–60 µs relay through the worker).
+            let idle = self.scheduler.idle.get().filter(|_| self.live.get() > 0);
             if let Some(idle) = idle {
                 if idle.poll() {
                     spin.reset();
