@@ -26,6 +26,9 @@
 #![warn(missing_docs)]
 
 pub mod handshake;
+mod loom;
+#[doc(hidden)]
+pub mod shm;
 mod tcp;
 
 pub use tcp::{ChannelError, Frame, ReadOutcome, SendOutcome, TcpChannel};

@@ -1,0 +1,144 @@
+//! The consumer's side of the ring: receiving records and the sleeping
+//! handshake (module docs of [`super`], consumer steps and sleeping steps).
+
+use super::{record, RecvError, Ring};
+use crate::loom::{fence, Ordering};
+
+/// The one consumer of a ring. Receiving takes `&mut self`, so one
+/// `Consumer` reads at a time; the protocol also needs at most one
+/// `Consumer` per ring across both processes, which the caller ensures.
+#[derive(Debug)]
+pub struct Consumer {
+    ring: Ring,
+    /// The next position to read. The consumer is the only writer of the
+    /// shared `head`, so it trusts this copy and only ever stores the word.
+    head: u64,
+}
+
+/// A complete record, readable until the closure given to
+/// [`Consumer::try_recv_with`] returns; its slots are released afterwards.
+#[derive(Debug)]
+pub struct Record<'a> {
+    ring: &'a Ring,
+    first: u64,
+    len: usize,
+    kind: u32,
+}
+
+impl Consumer {
+    /// Becomes the consumer of `ring`, reading from its current `head`.
+    pub fn new(ring: Ring) -> Consumer {
+        let head = ring.memory.atomic(super::HEAD_AT).load(Ordering::Acquire);
+        Consumer { ring, head }
+    }
+
+    /// The ring.
+    pub fn ring(&self) -> &Ring {
+        &self.ring
+    }
+
+    /// Receives the next record into `out` (replacing its contents) and
+    /// returns its kind, or `None` if the next record is not there yet.
+    pub fn try_recv(&mut self, out: &mut Vec<u8>) -> Result<Option<u32>, RecvError> {
+        self.try_recv_with(|record| {
+            out.clear();
+            out.resize(record.len(), 0);
+            record.read(0, out);
+            record.kind()
+        })
+    }
+
+    /// Hands the next record to `f` and releases its slots when `f`
+    /// returns; `None` if the next record is not there yet. Lets the caller
+    /// read a frame header first and copy the payload straight to its
+    /// destination.
+    pub fn try_recv_with<R>(
+        &mut self,
+        f: impl FnOnce(&Record<'_>) -> R,
+    ) -> Result<Option<R>, RecvError> {
+        let ring = &self.ring;
+        let first = self.head;
+        let seq = ring.seq(first).load(Ordering::Acquire);
+        if seq == first {
+            return Ok(None);
+        }
+        if seq != first.wrapping_add(1) {
+            return Err(RecvError::Corrupt("slot sequence word out of step"));
+        }
+        let header = record::read_header(ring, first).map_err(RecvError::Corrupt)?;
+        let positions = (0..header.count).map(|j| first.wrapping_add(j));
+        for pos in positions.clone().skip(1) {
+            if ring.seq(pos).load(Ordering::Relaxed) != pos.wrapping_add(1) {
+                return Err(RecvError::Corrupt("continuation slot not published"));
+            }
+        }
+        let out = f(&Record {
+            ring,
+            first,
+            len: header.len,
+            kind: header.kind,
+        });
+        for pos in positions {
+            ring.seq(pos)
+                .store(pos.wrapping_add(ring.geometry.slots), Ordering::Relaxed);
+        }
+        self.head = first.wrapping_add(header.count);
+        ring.memory
+            .atomic(super::HEAD_AT)
+            .store(self.head, Ordering::Release);
+        Ok(Some(out))
+    }
+
+    /// Sleeping step 1: announces that the consumer is about to sleep and
+    /// checks again for a record. `true`: sleep until the doorbell rings
+    /// (then call [`Consumer::woke`]); `false`: something arrived (a record
+    /// or garbage), receive instead.
+    pub fn prepare_to_sleep(&self) -> bool {
+        let sleeping = self.ring.sleeping();
+        sleeping.store(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if self.ring.seq(self.head).load(Ordering::Acquire) != self.head {
+            sleeping.store(0, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// Sleeping step 4: the consumer is awake (doorbell or not); producers
+    /// stop ringing.
+    pub fn woke(&self) {
+        self.ring.sleeping().store(0, Ordering::Relaxed);
+    }
+}
+
+impl Record<'_> {
+    /// The kind the producer gave.
+    pub fn kind(&self) -> u32 {
+        self.kind
+    }
+
+    /// The length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the record has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies bytes `offset..offset + dst.len()` of the record into `dst`.
+    ///
+    /// # Panics
+    ///
+    /// If the range is not within the record.
+    pub fn read(&self, offset: usize, dst: &mut [u8]) {
+        assert!(
+            offset <= self.len && dst.len() <= self.len - offset,
+            "range {offset}+{} outside a record of {} bytes",
+            dst.len(),
+            self.len
+        );
+        record::read(self.ring, self.first, offset, dst);
+    }
+}
