@@ -182,6 +182,30 @@ fn spawning_from_a_fiber_stays_on_its_worker_unless_told() {
 }
 
 #[test]
+fn a_fiber_forking_many_children_gets_every_worker() {
+    let s = Scheduler::builder().workers(2).build().unwrap();
+    let names = in_fiber(&s, || {
+        let children: Vec<_> = (0..16)
+            .map(|_| {
+                threadwire_fiber::spawn(|| {
+                    // Busy for a moment, so that siblings queue up.
+                    let start = Instant::now();
+                    while start.elapsed() < Duration::from_millis(2) {
+                        std::hint::spin_loop();
+                    }
+                    std::thread::current().name().map(String::from)
+                })
+            })
+            .collect();
+        let mut names: Vec<_> = children.into_iter().map(|c| c.join().unwrap()).collect();
+        names.sort();
+        names.dedup();
+        names
+    });
+    assert_eq!(names.len(), 2, "children ran on {names:?}");
+}
+
+#[test]
 fn a_stack_overflow_stops_the_process_naming_the_fiber() {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([

@@ -7,8 +7,9 @@
 //! never leaves the worker that started it.
 //!
 //! Where a new fiber goes: spawned from a fiber, onto the spawner's worker
-//! (creation and a later join cost no cross-core traffic); spawned from an
-//! OS thread, onto the workers in turn; [`FiberBuilder::worker`] chooses.
+//! while that worker has little else to run (creation and a later join then
+//! cost no cross-core traffic), else onto the workers in turn; spawned from
+//! an OS thread, onto the workers in turn; [`FiberBuilder::worker`] chooses.
 
 mod join;
 mod stack;
@@ -84,6 +85,13 @@ pub(crate) struct Shared {
     idle: OnceLock<Arc<dyn Idle>>,
     stack_size: usize,
 }
+
+/// A fiber spawned from a fiber stays on the spawner's worker while fewer
+/// than this many fibers wait to run there; beyond, spawns spread over the
+/// workers in turn, so that a fiber forking many children gets every core
+/// (a started fiber never moves, rule 1 of `worker.rs`, so spreading is
+/// decided here).
+const SPILL_AT: usize = 2;
 
 static NEXT_FIBER_IDS: AtomicU64 = AtomicU64::new(1);
 
@@ -371,10 +379,8 @@ where
         let here = current_worker().filter(|w| Arc::ptr_eq(&w.scheduler, shared));
         let target = match (worker, here) {
             (Some(i), _) => i,
-            (None, Some(w)) => w.shared.index,
-            (None, None) => {
-                shared.next_worker.fetch_add(1, Ordering::Relaxed) % shared.workers.len()
-            }
+            (None, Some(w)) if w.ready_len() < SPILL_AT => w.shared.index,
+            _ => shared.next_worker.fetch_add(1, Ordering::Relaxed) % shared.workers.len(),
         };
         match here {
             Some(w) if w.shared.index == target => {

@@ -169,12 +169,14 @@ struct ReadyQueues {
     levels: [VecDeque<u32>; LEVELS],
     /// Bit `p` set when level `p` is non-empty.
     occupied: u16,
+    len: usize,
 }
 
 impl ReadyQueues {
     fn push(&mut self, slot: u32, priority: u8) {
         self.levels[priority as usize].push_back(slot);
         self.occupied |= 1 << priority;
+        self.len += 1;
     }
 
     fn pop(&mut self) -> Option<u32> {
@@ -183,6 +185,7 @@ impl ReadyQueues {
         }
         let level = 15 - self.occupied.leading_zeros() as usize;
         let slot = self.levels[level].pop_front();
+        self.len -= 1;
         if self.levels[level].is_empty() {
             self.occupied &= !(1 << level);
         }
@@ -349,6 +352,11 @@ impl WorkerLocal {
         self.slab
             .with(|slab| slab[slot as usize].clone())
             .expect("a live fiber's slot")
+    }
+
+    /// Fibers waiting to run on this worker.
+    pub(crate) fn ready_len(&self) -> usize {
+        self.ready.with(|r| r.len)
     }
 
     pub(crate) fn push_ready(&self, slot: u32, priority: u8) {
