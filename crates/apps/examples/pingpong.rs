@@ -1,6 +1,8 @@
 //! Ping-pong between n0.t0 and its partner — n1.t0, or n0.t1 in a one-node
 //! job — printing one-way latency and bandwidth per size:
-//! `threadwire run -n 2 -- target/release/examples/pingpong`.
+//! `threadwire run -n 2 -- target/release/examples/pingpong`. With the
+//! argument `fibers`, two fibers (n0.t1 and n1.t1) play instead of the main
+//! threads.
 use std::time::Instant;
 use threadwire::{Address, Endpoint};
 
@@ -49,13 +51,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         bounce(&ep, Address::new(0, 1), true, &sizes, iters)?;
         partner.join().expect("partner panicked")?;
     } else if node.id() < 2 {
-        bounce(
-            &ep,
-            Address::new(1 - node.id(), 0),
-            node.id() == 0,
-            &sizes,
-            iters,
-        )?;
+        let fibers = std::env::args().nth(1).as_deref() == Some("fibers");
+        let (me, partner) = (node.id(), Address::new(1 - node.id(), u32::from(fibers)));
+        if fibers {
+            node.spawn(move |ep| bounce(&ep, partner, me == 0, &sizes, iters))
+                .join()
+                .expect("the fiber panicked")?;
+        } else {
+            bounce(&ep, partner, me == 0, &sizes, iters)?;
+        }
     }
     Ok(())
 }
