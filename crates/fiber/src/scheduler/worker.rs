@@ -424,6 +424,8 @@ impl WorkerLocal {
         // removes it below; only this loop resumes coroutines (rule 1) and
         // nothing else touches the cell while it runs.
         let fiber = unsafe { &*fiber };
+        // SAFETY: rule 1 — only this worker touches the cell, and no other
+        // reference to it exists while the coroutine runs.
         let coroutine = unsafe { (*fiber.coroutine.get()).as_mut() }.expect("a live fiber");
         FIBER.with(|f| f.set(fiber));
         let outcome = coroutine.resume(());
