@@ -510,9 +510,7 @@ impl Node {
         F: FnOnce(Endpoint) -> T + Send + 'static,
         T: Send + 'static,
     {
-        let node = self.clone();
-        let thread = self.shared.next_thread();
-        let address = Address::new(self.shared.id, thread);
+        let (address, body) = self.endpoint_body(f);
         let fiber = self
             .shared
             .scheduler()
@@ -520,10 +518,7 @@ impl Node {
             .fiber()
             .priority(priority)
             .name(address.to_string())
-            .spawn(move || {
-                let ep = Endpoint::bind(node, thread).expect("a fresh thread number is free");
-                f(ep)
-            });
+            .spawn(body);
         ThreadHandle {
             address,
             inner: Joinable::Fiber(fiber),
@@ -537,20 +532,31 @@ impl Node {
         F: FnOnce(Endpoint) -> T + Send + 'static,
         T: Send + 'static,
     {
-        let node = self.clone();
-        let thread = self.shared.next_thread();
-        let address = Address::new(self.shared.id, thread);
+        let (address, body) = self.endpoint_body(f);
         let inner = std::thread::Builder::new()
             .name(address.to_string())
-            .spawn(move || {
-                let ep = Endpoint::bind(node, thread).expect("a fresh thread number is free");
-                f(ep)
-            })
+            .spawn(body)
             .expect("the OS refused to start a thread");
         ThreadHandle {
             address,
             inner: Joinable::Os(inner),
         }
+    }
+
+    /// A fresh thread number, and `f` wrapped to run as its endpoint on
+    /// whatever thread (fiber or OS) runs it.
+    fn endpoint_body<F, T>(&self, f: F) -> (Address, impl FnOnce() -> T + Send + 'static)
+    where
+        F: FnOnce(Endpoint) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let node = self.clone();
+        let thread = self.shared.next_thread();
+        let body = move || {
+            let ep = Endpoint::bind(node, thread).expect("a fresh thread number is free");
+            f(ep)
+        };
+        (Address::new(self.shared.id, thread), body)
     }
 
     /// Counters of this node so far.
@@ -669,14 +675,7 @@ impl<T> ThreadHandle<T> {
     pub fn join(self) -> Result<T, JoinError> {
         match self.inner {
             Joinable::Fiber(f) => f.join(),
-            Joinable::Os(t) => t.join().map_err(|panic| {
-                let message = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "a panic without a message".into());
-                JoinError::Panicked(message.into())
-            }),
+            Joinable::Os(t) => t.join().map_err(|panic| JoinError::from_panic(&*panic)),
         }
     }
 }

@@ -28,8 +28,16 @@ impl fmt::Display for JoinError {
 
 impl std::error::Error for JoinError {}
 
+impl JoinError {
+    /// The error for a caught panic's payload, as `catch_unwind` or
+    /// `std::thread::JoinHandle::join` give it.
+    pub fn from_panic(payload: &(dyn Any + Send)) -> JoinError {
+        JoinError::Panicked(panic_message(payload))
+    }
+}
+
 /// The message of a caught panic.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> Arc<str> {
+fn panic_message(payload: &(dyn Any + Send)) -> Arc<str> {
     if let Some(s) = payload.downcast_ref::<&str>() {
         Arc::from(*s)
     } else if let Some(s) = payload.downcast_ref::<String>() {

@@ -18,11 +18,11 @@ mod worker;
 pub use join::{JoinError, JoinHandle};
 pub(crate) use worker::FiberShared;
 
-use join::{panic_message, JoinState};
+use join::JoinState;
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use worker::{current_worker, NewFiber, Remote, WorkerLocal, WorkerShared};
 
@@ -82,7 +82,7 @@ pub(crate) struct Shared {
     workers: Vec<Arc<WorkerShared>>,
     next_worker: AtomicUsize,
     shutdown: AtomicBool,
-    idle: OnceLock<Arc<dyn Idle>>,
+    idle: Option<Arc<dyn Idle>>,
     stack_size: usize,
 }
 
@@ -168,12 +168,9 @@ impl Builder {
             workers: (0..count).map(|i| Arc::new(WorkerShared::new(i))).collect(),
             next_worker: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
-            idle: OnceLock::new(),
+            idle: self.idle,
             stack_size: self.stack_size,
         });
-        if let Some(idle) = self.idle {
-            let _ = shared.idle.set(idle);
-        }
         let mut threads = Vec::with_capacity(count);
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         for worker in &shared.workers {
@@ -243,15 +240,6 @@ impl Scheduler {
     /// Number of workers.
     pub fn workers(&self) -> usize {
         self.handle.shared.workers.len()
-    }
-
-    /// Sets what idle workers do, if no hook was set yet; `false` if one was.
-    pub fn set_idle(&self, idle: Arc<dyn Idle>) -> bool {
-        let set = self.handle.shared.idle.set(idle).is_ok();
-        for w in &self.handle.shared.workers {
-            w.wake();
-        }
-        set
     }
 }
 
@@ -367,34 +355,31 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    {
-        let state = JoinState::new();
-        let id = next_fiber_id();
-        let completion = state.clone();
-        let body = move || {
-            let result = catch_unwind(AssertUnwindSafe(f))
-                .map_err(|p| JoinError::Panicked(panic_message(&*p)));
-            completion.complete(result);
-        };
-        let here = current_worker().filter(|w| Arc::ptr_eq(&w.scheduler, shared));
-        let target = match (worker, here) {
-            (Some(i), _) => i,
-            (None, Some(w)) if w.ready_len() < SPILL_AT => w.shared.index,
-            _ => shared.next_worker.fetch_add(1, Ordering::Relaxed) % shared.workers.len(),
-        };
-        match here {
-            Some(w) if w.shared.index == target => {
-                w.start(priority.0, name, id, body);
-            }
-            _ => shared.workers[target].push_remote(Remote::Spawn(NewFiber {
-                body: Box::new(body),
-                priority: priority.0,
-                name,
-                id,
-            })),
+    let state = JoinState::new();
+    let id = next_fiber_id();
+    let completion = state.clone();
+    let body = move || {
+        let result = catch_unwind(AssertUnwindSafe(f)).map_err(|p| JoinError::from_panic(&*p));
+        completion.complete(result);
+    };
+    let here = current_worker().filter(|w| Arc::ptr_eq(&w.scheduler, shared));
+    let target = match (worker, here) {
+        (Some(i), _) => i,
+        (None, Some(w)) if w.ready_len() < SPILL_AT => w.shared.index,
+        _ => shared.next_worker.fetch_add(1, Ordering::Relaxed) % shared.workers.len(),
+    };
+    match here {
+        Some(w) if w.shared.index == target => {
+            w.start(priority.0, name, id, body);
         }
-        JoinHandle { state, id }
+        _ => shared.workers[target].push_remote(Remote::Spawn(NewFiber {
+            body: Box::new(body),
+            priority: priority.0,
+            name,
+            id,
+        })),
     }
+    JoinHandle { state, id }
 }
 
 /// Spawns a fiber on the scheduler the caller runs on.

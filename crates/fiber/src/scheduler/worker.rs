@@ -234,7 +234,6 @@ pub(crate) struct WorkerLocal {
     blocked_count: Cell<usize>,
     stacks: LocalCell<StackPool>,
     parker: Parker,
-    live: Cell<usize>,
 }
 
 thread_local! {
@@ -344,7 +343,6 @@ impl WorkerLocal {
             blocked_count: Cell::new(0),
             stacks: LocalCell::new(StackPool::new(stack_size)),
             parker,
-            live: Cell::new(0),
         }
     }
 
@@ -352,6 +350,12 @@ impl WorkerLocal {
         self.slab
             .with(|slab| slab[slot as usize].clone())
             .expect("a live fiber's slot")
+    }
+
+    /// Whether any fiber lives on this worker (running, ready or parked).
+    fn has_fibers(&self) -> bool {
+        let slots = self.slab.with(|slab| slab.len());
+        slots > self.free_slots.with(|free| free.len())
     }
 
     /// Fibers waiting to run on this worker.
@@ -408,7 +412,6 @@ impl WorkerLocal {
         // SAFETY: rule 1; the fiber has not run, nobody else holds the cell.
         unsafe { *shared.coroutine.get() = Some(coroutine) };
         self.slab.with(|slab| slab[slot as usize] = Some(shared));
-        self.live.set(self.live.get() + 1);
         self.push_ready(slot, priority);
     }
 
@@ -452,7 +455,6 @@ impl WorkerLocal {
                 }
                 let done = self.slab.with(|slab| slab[slot as usize].take());
                 self.free_slots.with(|free| free.push(slot));
-                self.live.set(self.live.get() - 1);
                 drop(done);
             }
         }
@@ -544,7 +546,7 @@ impl WorkerLocal {
                 self.poll_blocked();
                 if dispatched.is_multiple_of(HOUSEKEEPING_EVERY) {
                     self.fire_timers();
-                    if let Some(idle) = self.scheduler.idle.get() {
+                    if let Some(idle) = self.scheduler.idle.as_deref() {
                         idle.poll();
                     }
                 }
@@ -586,7 +588,7 @@ impl WorkerLocal {
             // on it, instead of sleeping inside it (measured: an idle
             // worker asleep in `epoll_wait` turned an OS thread's 5 µs TCP
             // ping-pong into a 12–60 µs relay through the worker).
-            let idle = self.scheduler.idle.get().filter(|_| self.live.get() > 0);
+            let idle = self.scheduler.idle.as_deref().filter(|_| self.has_fibers());
             if let Some(idle) = idle {
                 if idle.poll() {
                     spin.reset();
