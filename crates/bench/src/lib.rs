@@ -8,3 +8,14 @@
 
 pub mod pingpong;
 pub mod threads;
+
+/// Median, minimum and maximum of the repetitions of one measurement.
+fn spread<T: Copy + PartialOrd>(values: &mut [T]) -> (T, T, T) {
+    assert!(!values.is_empty(), "a measurement has repetitions");
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    (
+        values[values.len() / 2],
+        values[0],
+        values[values.len() - 1],
+    )
+}

@@ -116,12 +116,12 @@ pub fn run(
             reps.push(t.elapsed() / (2 * rounds as u32));
         }
         if leader {
-            reps.sort();
+            let (one_way, min, max) = crate::spread(&mut reps);
             samples.push(Sample {
                 size,
-                one_way: reps[reps.len() / 2],
-                min: reps[0],
-                max: reps[reps.len() - 1],
+                one_way,
+                min,
+                max,
             });
         }
     }

@@ -340,11 +340,11 @@ fn measure(
     for _ in 0..repetitions.max(1) {
         per_op.push(once(ops)?.as_nanos() as f64 / ops as f64);
     }
-    per_op.sort_by(f64::total_cmp);
+    let (median_ns, min_ns, max_ns) = crate::spread(&mut per_op);
     Ok(Timing {
         ops,
-        median_ns: per_op[per_op.len() / 2],
-        min_ns: per_op[0],
-        max_ns: per_op[per_op.len() - 1],
+        median_ns,
+        min_ns,
+        max_ns,
     })
 }

@@ -7,14 +7,15 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
+use threadwire_transport::shm::region::Region;
 use threadwire_transport::shm::ring::{
     required_len, Consumer, Publish, RecvError, Ring, RingMemory, SendError, DEFAULT_SLOT_SIZE,
 };
 
 const PAGE: usize = 4096;
 
-/// A `MAP_SHARED` mapping of a memfd, or of anonymous memory between two
-/// inaccessible guard pages with the ring's bytes ending at the second, so
+/// A `MAP_SHARED` mapping of anonymous memory between two inaccessible
+/// guard pages with the ring's bytes ending at the second, so
 /// that a read past either end faults.
 struct Mapping {
     base: *mut u8,
@@ -29,32 +30,6 @@ unsafe impl Send for Mapping {}
 unsafe impl Sync for Mapping {}
 
 impl Mapping {
-    fn of_fd(fd: RawFd, len: usize) -> Mapping {
-        // SAFETY: a fresh shared mapping of `len` bytes of the file.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        assert_ne!(
-            base,
-            libc::MAP_FAILED,
-            "mmap: {}",
-            std::io::Error::last_os_error()
-        );
-        Mapping {
-            base: base.cast(),
-            map_len: len,
-            ring_at: 0,
-            len,
-        }
-    }
-
     fn guarded(len: usize) -> Mapping {
         let inner = len.div_ceil(PAGE) * PAGE;
         let map_len = inner + 2 * PAGE;
@@ -260,30 +235,29 @@ const CROSS_PRODUCERS: u32 = 2;
 const CROSS_COUNT: u32 = 50_000;
 const CROSS_TAG: u64 = 0x5eed;
 
+/// The ring over a whole region.
+fn region_memory(region: &Region) -> RingMemory {
+    // SAFETY: a page-aligned shared mapping of `len` bytes that outlives
+    // every ring of the test, touched only through rings.
+    unsafe { RingMemory::from_raw(region.as_ptr(), region.len()) }
+}
+
 #[test]
 fn producers_in_another_process() {
     let len = required_len(256, DEFAULT_SLOT_SIZE).unwrap();
-    // SAFETY: plain syscalls; the results are checked and owned below.
-    let memfd = unsafe { libc::memfd_create(c"tw-ring-test".as_ptr(), libc::MFD_CLOEXEC) };
-    assert!(memfd >= 0);
-    // SAFETY: a fresh descriptor this test owns.
-    let memfd = unsafe { OwnedFd::from_raw_fd(memfd) };
-    // SAFETY: as above.
-    assert_eq!(
-        unsafe { libc::ftruncate(memfd.as_raw_fd(), len as libc::off_t) },
-        0
-    );
-    // SAFETY: as above.
+    // The child opens the region as a peer node does: through
+    // /proc/<our pid>/fd/<fd>.
+    let region = Region::create("tw-ring-test", len).unwrap();
+    // SAFETY: plain syscall; the result is checked and owned below.
     let doorbell = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
     assert!(doorbell >= 0);
-    // SAFETY: as above.
+    // SAFETY: a fresh descriptor this test owns.
     let doorbell = unsafe { OwnedFd::from_raw_fd(doorbell) };
 
-    let mapping = Mapping::of_fd(memfd.as_raw_fd(), len);
     let mut consumer =
-        Consumer::new(Ring::create(mapping.memory(), DEFAULT_SLOT_SIZE, CROSS_TAG).unwrap());
+        Consumer::new(Ring::create(region_memory(&region), DEFAULT_SLOT_SIZE, CROSS_TAG).unwrap());
 
-    let inherited = [memfd.as_raw_fd(), doorbell.as_raw_fd()];
+    let inherited = doorbell.as_raw_fd();
     let mut child = Command::new(std::env::current_exe().unwrap());
     child
         .args([
@@ -292,17 +266,15 @@ fn producers_in_another_process() {
             "--include-ignored",
             "--test-threads=1",
         ])
-        .env(CHILD_FD, inherited[0].to_string())
-        .env(CHILD_DOORBELL, inherited[1].to_string())
+        .env(CHILD_FD, region.raw_fd().unwrap().to_string())
+        .env(CHILD_DOORBELL, inherited.to_string())
         .env(CHILD_LEN, len.to_string())
         .stdout(Stdio::piped());
     // SAFETY: the closure only calls fcntl, which is async-signal-safe.
     unsafe {
         child.pre_exec(move || {
-            for fd in inherited {
-                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
+            if libc::fcntl(inherited, libc::F_SETFD, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
             }
             Ok(())
         });
@@ -332,8 +304,9 @@ fn producers_in_another_process() {
     );
 }
 
-/// The child of `producers_in_another_process`: attaches to the ring in the
-/// inherited memfd (mapped at its own address) and sends from two threads.
+/// The child of `producers_in_another_process`: opens its parent's region
+/// (mapped at its own address), attaches to the ring and sends from two
+/// threads.
 #[test]
 #[ignore = "run by producers_in_another_process as its child"]
 fn child_producers() {
@@ -343,8 +316,8 @@ fn child_producers() {
     let fd: RawFd = fd.parse().unwrap();
     let bell: RawFd = std::env::var(CHILD_DOORBELL).unwrap().parse().unwrap();
     let len: usize = std::env::var(CHILD_LEN).unwrap().parse().unwrap();
-    let mapping = Mapping::of_fd(fd, len);
-    let ring = Ring::attach(mapping.memory(), CROSS_TAG).unwrap();
+    let region = Region::open_peer(std::os::unix::process::parent_id(), fd, len).unwrap();
+    let ring = Ring::attach(region_memory(&region), CROSS_TAG).unwrap();
     std::thread::scope(|s| {
         for producer in 0..CROSS_PRODUCERS {
             let ring = &ring;
