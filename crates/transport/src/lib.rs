@@ -27,7 +27,6 @@
 
 pub mod handshake;
 mod loom;
-#[doc(hidden)]
 pub mod shm;
 mod tcp;
 

@@ -37,6 +37,12 @@ pub enum FrameKind {
     Bye = 2,
     /// A message between a node and its launcher (payload is portable-packed).
     Control = 3,
+    /// Setting up a shared-memory channel between two nodes on one host
+    /// (payload defined by the transport; `aux` says which message).
+    Shm = 4,
+    /// "Look at the shared-memory rings": sent on a pair's TCP connection
+    /// only when the peer sleeps in the kernel; no payload.
+    Doorbell = 5,
 }
 
 impl FrameKind {
@@ -45,6 +51,8 @@ impl FrameKind {
             1 => Some(FrameKind::Data),
             2 => Some(FrameKind::Bye),
             3 => Some(FrameKind::Control),
+            4 => Some(FrameKind::Shm),
+            5 => Some(FrameKind::Doorbell),
             _ => None,
         }
     }

@@ -1,20 +1,29 @@
 //! The shared-memory channel between two nodes on one host.
 //!
-//! [`ring`] is its lock-free core: a multi-producer, single-consumer ring of
-//! variable-length records in memory mapped by both processes.
-//! [`region`] makes that memory: an anonymous memfd, opened by the peer
-//! through `/proc/<pid>/fd`, so no name ever exists in `/dev/shm`.
+//! - [`ring`] is its lock-free core: a multi-producer, single-consumer ring
+//!   of variable-length records in memory mapped by both processes, with
+//!   its flow-control, sleeping and waiting-for-space steps.
+//! - [`region`] makes that memory: an anonymous memfd, opened by the peer
+//!   through `/proc/<pid>/fd`, so no name ever exists in `/dev/shm` and
+//!   nothing outlives the two processes, however they end.
+//! - [`setup`] is the offer and acceptance over the pair's TCP connection,
+//!   which also tells whether both nodes share a host and whether each may
+//!   read the other's memory.
+//! - [`ShmChannel`] carries frames: small ones inline in the ring, large
+//!   ones by rendezvous and one cross-memory copy (`process_vm_readv`), or
+//!   in chunks where the kernel refuses that.
 //!
-//! The channel built on them (next) keeps the pair's authenticated TCP
-//! connection for what is not data: setting up (the region offer and its
-//! acceptance, which also tells whether both nodes share a host), the
-//! consumer's doorbell (a frame sent only when the ring's `sleeping` flag
-//! says the peer sleeps in `epoll_wait`), goodbye and loss detection.
-//! Frames too large for one record go by cross-memory attach
-//! (`process_vm_readv`) when the kernel allows it, else in fragments.
+//! The pair's TCP connection stays open beside it for what is not data:
+//! the doorbell (a frame sent only when the ring's `sleeping` or `wanted`
+//! word says the peer waits in `epoll_wait`) and loss detection (end of
+//! stream; the engine drains the ring before it believes one).
 
-#[doc(hidden)]
-pub mod ring;
-
+mod channel;
+mod cma;
 #[doc(hidden)]
 pub mod region;
+#[doc(hidden)]
+pub mod ring;
+pub mod setup;
+
+pub use channel::{Progress, Received, ShmChannel, ShmConfig, ShmError};

@@ -14,6 +14,7 @@
 //! offset 64   tail      u64   next position to reserve   (producers)
 //! offset 128  head      u64   next position to consume   (consumer)
 //! offset 192  sleeping  u32   consumer asleep or about to (a futex word)
+//! offset 200  wanted    u64   a producer waits for free slots
 //! offset 256  slots × slot_size bytes; the slot of position p is p % slots:
 //!               seq u64 | data…
 //!             the first slot of a record carries its header after seq:
@@ -82,6 +83,21 @@
 //! 4. Woken, the consumer calls [`Consumer::woke`], which clears the flag,
 //!    and receives until the ring is empty.
 //!
+//! # Waiting for space
+//!
+//! A producer that found the ring full and keeps the record in a backlog
+//! of its own needs to hear when the consumer frees slots:
+//!
+//! 1. The producer stores `wanted = 1` ([`Ring::want_space`], SeqCst),
+//!    issues a SeqCst fence and tries to send again (which loads `head`).
+//! 2. The consumer, after releasing slots (its step 4 stores `head`),
+//!    issues a SeqCst fence and loads `wanted`
+//!    ([`Consumer::space_wanted`]); if set, it clears it and rings the
+//!    producer's doorbell.
+//! 3. As for sleeping, both sides store, fence, then load: either the
+//!    producer's retry sees the freed slots or the consumer sees the flag.
+//!    A flag left set after a successful retry costs one spurious doorbell.
+//!
 //! # A hostile peer
 //!
 //! Every byte read from the memory may have been written by a faulty or
@@ -107,7 +123,7 @@ use crate::loom::{fence, AtomicU32, AtomicU64, Ordering};
 pub const DEFAULT_SLOT_SIZE: usize = 256;
 
 const MAGIC: u64 = u64::from_be_bytes(*b"tw-ring\0");
-const VERSION: u64 = 1;
+const VERSION: u64 = 2;
 
 const MAGIC_AT: usize = 0;
 const VERSION_AT: usize = 8;
@@ -117,6 +133,7 @@ const SLOT_SIZE_AT: usize = 32;
 const TAIL_AT: usize = 64;
 const HEAD_AT: usize = 128;
 const SLEEPING_AT: usize = 192;
+const WANTED_AT: usize = 200;
 const CONTROL_LEN: usize = 256;
 
 /// The sequence word at the start of every slot.
@@ -279,6 +296,7 @@ impl Ring {
         word(TAIL_AT).store(0, Ordering::Relaxed);
         word(HEAD_AT).store(0, Ordering::Relaxed);
         ring.sleeping().store(0, Ordering::Relaxed);
+        word(WANTED_AT).store(0, Ordering::Relaxed);
         for pos in 0..slots {
             ring.seq(pos).store(pos, Ordering::Relaxed);
         }
@@ -363,6 +381,14 @@ impl Ring {
         fence(Ordering::SeqCst);
         let wake_consumer = self.sleeping().load(Ordering::Relaxed) != 0;
         Ok(Publish { wake_consumer })
+    }
+
+    /// Waiting-for-space step 1: asks the consumer to ring this side's
+    /// doorbell once it frees slots. Call it after a [`SendError::Full`],
+    /// then try to send again before relying on the doorbell.
+    pub fn want_space(&self) {
+        self.memory.atomic(WANTED_AT).store(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
     }
 
     /// Steps 1–2: reserves `count` consecutive positions, returning the

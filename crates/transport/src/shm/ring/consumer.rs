@@ -104,6 +104,15 @@ impl Consumer {
         true
     }
 
+    /// Waiting-for-space step 2, after receiving: whether a producer asked
+    /// to hear of freed slots (the flag is cleared); if so, ring the
+    /// producer's doorbell.
+    pub fn space_wanted(&self) -> bool {
+        fence(Ordering::SeqCst);
+        let wanted = self.ring.memory.atomic(super::WANTED_AT);
+        wanted.load(Ordering::Relaxed) != 0 && wanted.swap(0, Ordering::Relaxed) != 0
+    }
+
     /// Sleeping step 4: the consumer is awake (doorbell or not); producers
     /// stop ringing.
     pub fn woke(&self) {
