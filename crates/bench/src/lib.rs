@@ -1,12 +1,15 @@
 //! Benchmarks of threadwire, written against its public API.
 //!
 //! - [`pingpong`]: one-way latency and bandwidth between two endpoints.
+//! - [`rate`]: 8-byte message rate from T threads of one node to T of
+//!   another, as MPI's msgrate / osu_mbw_mr.
 //! - [`threads`]: the classic thread-package measurements, fibers beside
 //!   OS threads.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
 pub mod pingpong;
+pub mod rate;
 pub mod threads;
 
 /// Median, minimum and maximum of the repetitions of one measurement.

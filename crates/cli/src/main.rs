@@ -61,6 +61,13 @@ struct JobArgs {
     /// Start a communication thread in every node (THREADWIRE_PROGRESS=thread).
     #[arg(long)]
     progress_thread: bool,
+    /// Channel between nodes on one host: auto (shared memory), tcp or shm
+    /// (THREADWIRE_CHANNEL).
+    #[arg(long, value_parser = ["auto", "tcp", "shm"])]
+    channel: Option<String>,
+    /// Print the channel each node uses to each peer.
+    #[arg(short, long)]
+    verbose: bool,
 }
 
 #[derive(Subcommand)]
@@ -98,6 +105,29 @@ enum Bench {
         /// Milliseconds per repetition.
         #[arg(long, default_value_t = 100)]
         ms: u64,
+    },
+    /// 8-byte message rate from T threads of node 0 to T threads of node 1 (as MPI's msgrate).
+    Rate {
+        /// Thread counts T, comma-separated.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "1,2,4,8",
+            value_parser = clap::value_parser!(u32).range(1..=64)
+        )]
+        threads: Vec<u32>,
+        /// Messages per thread per repetition (msgrate.c's N is 200000).
+        #[arg(long, default_value_t = 50_000)]
+        messages: u64,
+        /// Timed repetitions per thread count (after one untimed warm-up).
+        #[arg(long, default_value_t = 5)]
+        repetitions: u32,
+        /// Sends (receives) started before they are completed together.
+        #[arg(long, default_value_t = 64)]
+        window: usize,
+        /// Kinds of threads to measure, comma-separated: os (as msgrate.c's pthreads), fibers.
+        #[arg(long, value_delimiter = ',', default_value = "os")]
+        kinds: Vec<threadwire_bench::rate::ThreadKind>,
     },
     /// Mutex, semaphore, switches, create+join and message round trip: fibers beside OS threads.
     Threads {
@@ -144,6 +174,8 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 stats: true,
                 keep_going: false,
                 progress_thread: false,
+                channel: None,
+                verbose: false,
             };
             let args = vec![
                 "apps".into(),
@@ -177,6 +209,36 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 bail!("the benchmark job failed with status {}", report.status);
             }
             render::pingpong_table(&results);
+            Ok(0)
+        }
+        Command::Bench(Bench::Rate {
+            threads,
+            messages,
+            repetitions,
+            window,
+            kinds,
+        }) => {
+            let options = threadwire_bench::rate::Options {
+                threads,
+                messages,
+                repetitions,
+                window,
+                kinds,
+                ..threadwire_bench::rate::Options::default()
+            };
+            if under_launcher() {
+                return render::rate_node(&options);
+            }
+            let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+            let spec = JobSpec::new(2, std::env::current_exe()?).args(args);
+            let mut results = Vec::new();
+            let report = threadwire::launch::run(&spec, |ev| {
+                render::collect_rate_results(ev, &mut results)
+            })?;
+            if report.status != 0 {
+                bail!("the benchmark job failed with status {}", report.status);
+            }
+            render::rate_table(&options, &results);
             Ok(0)
         }
         Command::Bench(Bench::Threads {
@@ -222,7 +284,11 @@ fn launch(job: &JobArgs, program: PathBuf, args: Vec<OsString>) -> Result<i32> {
     if job.progress_thread {
         spec = spec.env(threadwire::env::PROGRESS, "thread");
     }
-    let report = threadwire::launch::run(&spec, render::event)
+    if let Some(c) = &job.channel {
+        spec = spec.env(threadwire::env::CHANNEL, c);
+    }
+    let verbose = job.verbose;
+    let report = threadwire::launch::run(&spec, |e| render::event(e, verbose))
         .with_context(|| format!("starting {}", spec.program.display()))?;
     if job.stats {
         render::stats(&report);

@@ -4,9 +4,10 @@ use anyhow::Result;
 use std::io::Write;
 use threadwire::launch::{Event, JobReport, OutputStream};
 use threadwire_bench::pingpong::{self, Budget, Sample};
+use threadwire_bench::rate;
 use threadwire_bench::threads;
 
-pub fn event(ev: &Event) {
+pub fn event(ev: &Event, verbose: bool) {
     match ev {
         Event::Output {
             node,
@@ -33,6 +34,13 @@ pub fn event(ev: &Event) {
             ..
         } => eprintln!("threadwire: {cause}; the other nodes run on"),
         Event::TimedOut => eprintln!("threadwire: the job ran past its timeout; killing it"),
+        Event::Channels { node, routes } if verbose => {
+            for (peer, route) in routes.iter().enumerate() {
+                if peer as u32 != *node {
+                    eprintln!("threadwire: n{node} -> n{peer}: {route}");
+                }
+            }
+        }
         _ => {}
     }
 }
@@ -140,7 +148,7 @@ pub fn collect_results(ev: &Event, rows: &mut Vec<Row>) {
             return;
         }
     }
-    event(ev);
+    event(ev, false);
 }
 
 pub fn pingpong_table(rows: &[Row]) {
@@ -158,6 +166,108 @@ pub fn pingpong_table(rows: &[Row]) {
             r.size as f64 / (r.ns[0] / 1e9) / 1e6
         );
     }
+}
+
+const RATE_RESULT: &str = "rate-result";
+
+/// Node side of `bench rate`: node 0 sends and prints one machine-readable
+/// line per kind and thread count, node 1 receives.
+pub fn rate_node(options: &rate::Options) -> Result<i32> {
+    let ep = threadwire::init()?;
+    let (side, partner) = match ep.address().node {
+        0 => (rate::Side::Sender, threadwire::Address::new(1, 0)),
+        1 => (rate::Side::Receiver, threadwire::Address::new(0, 0)),
+        _ => return Ok(0),
+    };
+    for s in rate::run(&ep, partner, side, options)? {
+        println!(
+            "{RATE_RESULT} {} {} {} {} {} {} {} {} {}",
+            s.kind,
+            s.threads,
+            s.messages,
+            s.send.median,
+            s.send.min,
+            s.send.max,
+            s.end_to_end.median,
+            s.end_to_end.min,
+            s.end_to_end.max
+        );
+    }
+    Ok(0)
+}
+
+/// Takes `bench rate`'s result lines out of the job's output; shows the
+/// rest as [`event`] does.
+pub fn collect_rate_results(ev: &Event, samples: &mut Vec<rate::Sample>) {
+    if let Event::Output { line, .. } = ev {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() == 10 && f[0] == RATE_RESULT {
+            if let (Ok(kind), Ok(threads), Ok(messages)) =
+                (f[1].parse(), f[2].parse(), f[3].parse())
+            {
+                let p = |s: &str| s.parse::<f64>().unwrap_or(f64::NAN);
+                let r = |i: usize| rate::Rate {
+                    median: p(f[i]),
+                    min: p(f[i + 1]),
+                    max: p(f[i + 2]),
+                };
+                samples.push(rate::Sample {
+                    kind,
+                    threads,
+                    messages,
+                    send: r(4),
+                    end_to_end: r(7),
+                });
+                return;
+            }
+        }
+    }
+    event(ev, false);
+}
+
+/// `bench rate`: one row per kind and thread count, in millions of
+/// messages per second over all threads.
+pub fn rate_table(options: &rate::Options, samples: &[rate::Sample]) {
+    println!(
+        "8-byte messages, T threads of n0 -> T threads of n1: {} per thread, windows of {}, \
+         median (min–max) of {} repetitions",
+        options.messages,
+        options.window,
+        options.repetitions.max(1)
+    );
+    println!(
+        "{:<7} {:>7}  {:>30}  {:>30}",
+        "kind", "threads", "send-side Mmsg/s (min–max)", "end-to-end Mmsg/s (min–max)"
+    );
+    let spread = |r: &rate::Rate| {
+        format!(
+            "{} ({}–{})",
+            millions(r.median),
+            millions(r.min),
+            millions(r.max)
+        )
+    };
+    for s in samples {
+        println!(
+            "{:<7} {:>7}  {:>30}  {:>30}",
+            s.kind.name(),
+            s.threads,
+            spread(&s.send),
+            spread(&s.end_to_end)
+        );
+    }
+}
+
+/// Messages per second in millions, to three significant digits, so that a
+/// slow rate shows as small rather than as zero.
+fn millions(per_second: f64) -> String {
+    let m = per_second / 1e6;
+    let decimals = if m > 0.0 && m.is_finite() {
+        (2.0 - m.log10().floor()).clamp(0.0, 9.0) as usize
+    } else {
+        2
+    };
+    format!("{m:.decimals$}")
 }
 
 /// `bench threads`: one row per measurement, then the idle cost.

@@ -1,5 +1,6 @@
 //! The `threadwire` command end to end: `run` with its options, `apps`,
-//! `bench threads`, and what a node program says when started without it.
+//! `bench threads`, `bench rate`, and what a node program says when started
+//! without it.
 //!
 //! The node programs are examples of other workspace crates (`hello` of
 //! threadwire-apps, `node-misbehave` of threadwire's tests), which
@@ -292,4 +293,115 @@ fn bench_threads_prints_every_row() {
         "no idle line:\n{}",
         ran.show()
     );
+}
+
+#[test]
+fn bench_rate_reports_every_kind_and_thread_count() {
+    // 300 messages in windows of 64 end on a partial window.
+    let ran = run(threadwire().args([
+        "bench",
+        "rate",
+        "--threads",
+        "1,3",
+        "--messages",
+        "300",
+        "--repetitions",
+        "2",
+        "--kinds",
+        "os,fibers",
+    ]));
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    // Rows: kind, threads, send median, (min–max), end-to-end median, (min–max).
+    let rows: Vec<Vec<&str>> = ran
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| matches!(w.first(), Some(&("os" | "fibers"))))
+        .collect();
+    let kinds: Vec<(&str, &str)> = rows.iter().map(|w| (w[0], w[1])).collect();
+    assert_eq!(
+        kinds,
+        [("os", "1"), ("os", "3"), ("fibers", "1"), ("fibers", "3")],
+        "{}",
+        ran.show()
+    );
+    for row in &rows {
+        assert_eq!(row.len(), 6, "{row:?}\n{}", ran.show());
+        let mut figures = vec![row[2], row[4]];
+        for cell in [row[3], row[5]] {
+            let (min, max) = cell
+                .strip_prefix('(')
+                .and_then(|c| c.strip_suffix(')'))
+                .and_then(|c| c.split_once('–'))
+                .unwrap_or_else(|| panic!("{cell:?} is not (min–max)\n{}", ran.show()));
+            figures.extend([min, max]);
+        }
+        for figure in figures {
+            let rate: f64 = figure
+                .parse()
+                .unwrap_or_else(|_| panic!("{figure:?} is not a number\n{}", ran.show()));
+            assert!(
+                rate.is_finite() && rate > 0.0,
+                "{figure:?} is not a rate\n{}",
+                ran.show()
+            );
+        }
+    }
+}
+
+/// The launcher killed with SIGKILL while its nodes share memory: the nodes
+/// notice, end, and leave no shared memory behind (regions are anonymous
+/// memfds, freed with the last process that maps them).
+#[test]
+fn a_killed_launcher_leaves_no_shared_memory_behind() {
+    use std::io::BufRead;
+    let mut child = threadwire()
+        .args(["run", "-n", "2", "--"])
+        .arg(example("node-shm"))
+        .arg("wait")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start threadwire run");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let (mut pids, mut regions) = (Vec::new(), Vec::new());
+    let deadline = Instant::now() + HANG;
+    while pids.len() < 2 && Instant::now() < deadline {
+        let Some(Ok(line)) = lines.next() else { break };
+        if let Some((_, pid)) = line.split_once("ready pid=") {
+            pids.push(pid.trim().parse::<u32>().expect("a pid"));
+        }
+        if let Some((_, name)) = line.split_once("region ") {
+            regions.push(name.split_whitespace().next().unwrap_or("").to_string());
+        }
+    }
+    child.kill().expect("SIGKILL the launcher");
+    let _ = child.wait();
+    assert_eq!(pids.len(), 2, "both nodes get ready");
+    assert!(!regions.is_empty(), "the nodes share memory");
+    let alive = |pid: &u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while pids.iter().any(alive) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<&u32> = pids.iter().filter(|p| alive(p)).collect();
+    for pid in &left {
+        // SAFETY: kill(2) of a node process this test started.
+        unsafe { libc::kill(**pid as i32, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "nodes {left:?} outlived their launcher");
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let maps = std::fs::read_to_string(entry.path().join("maps")).unwrap_or_default();
+        for name in &regions {
+            assert!(!maps.contains(name.as_str()), "{name} still mapped");
+        }
+    }
+    let dev_shm: Vec<_> = std::fs::read_dir("/dev/shm")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("threadwire"))
+        .collect();
+    assert!(dev_shm.is_empty(), "{dev_shm:?}");
 }

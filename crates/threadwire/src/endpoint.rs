@@ -109,9 +109,6 @@ impl Endpoint {
                 payload,
             });
         }
-        let channel = peer
-            .channel()
-            .expect("every live peer has a channel after init");
         let header = FrameHeader::data(
             self.address.thread,
             to.thread,
@@ -119,7 +116,7 @@ impl Endpoint {
             payload.format(),
             len as u64,
         );
-        match channel.send(&header, payload) {
+        match peer.send(&header, payload) {
             Ok(outcome) => {
                 self.mailbox().counters.sent(len);
                 if outcome == SendOutcome::Queued {

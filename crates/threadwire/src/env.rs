@@ -21,6 +21,9 @@
 //! | `THREADWIRE_SPIN_US`     | how long a waiter spins before it sleeps (default 50)     |
 //! | `THREADWIRE_WORKERS`     | fiber worker threads of a node (default: one per core)    |
 //! | `THREADWIRE_LOG`         | log filter for the default log output (default `warn`)     |
+//! | `THREADWIRE_CHANNEL`     | `auto` (default: shared memory to nodes on this host, TCP to others), `tcp` or `shm` (for measurement) |
+//! | `THREADWIRE_SHM_CMA`     | `1` (default) lets large frames between nodes on one host go by one cross-memory copy where the kernel allows it; `0` sends them in chunks through the rings |
+//! | `THREADWIRE_SHM_CMA_MIN` | payload bytes from which frames go by cross-memory copy (default 16384) |
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -44,6 +47,12 @@ pub const MAX_FRAME: &str = "THREADWIRE_MAX_FRAME";
 pub const LOG: &str = "THREADWIRE_LOG";
 /// Name of the fiber worker count variable.
 pub const WORKERS: &str = "THREADWIRE_WORKERS";
+/// Name of the channel choice variable.
+pub const CHANNEL: &str = "THREADWIRE_CHANNEL";
+/// Name of the cross-memory-attach switch.
+pub const SHM_CMA: &str = "THREADWIRE_SHM_CMA";
+/// Name of the cross-memory-attach threshold variable.
+pub const SHM_CMA_MIN: &str = "THREADWIRE_SHM_CMA_MIN";
 
 /// What a launched node learns from its environment.
 #[derive(Clone)]

@@ -132,6 +132,10 @@ pub(crate) enum InitErrorKind {
         addr: String,
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    #[error("{name}: {why}")]
+    Setting { name: &'static str, why: String },
+    #[error("THREADWIRE_CHANNEL=shm, but node n{node} cannot share memory with this one: {why}")]
+    NoSharedMemory { node: u32, why: String },
     #[error("peers did not all connect within {0:?}")]
     PeersTimedOut(std::time::Duration),
     #[error("this thread is already an endpoint ({0})")]

@@ -50,6 +50,7 @@ pub mod launch;
 mod mailbox;
 mod message;
 mod node;
+mod peer;
 mod progress;
 mod request;
 mod stats;
@@ -59,6 +60,7 @@ pub use endpoint::Endpoint;
 pub use error::{InitError, LossCause, PeerLost, RecvError, SendError};
 pub use message::{Message, Status};
 pub use node::{init, Config, Node, ThreadHandle, DEFAULT_MAX_FRAME};
+pub use peer::ChannelChoice;
 pub use request::{wait_all, wait_any, Completion, RecvRequest, Request, SendRequest};
 pub use stats::Stats;
 

@@ -4,53 +4,23 @@ use crate::error::{InitError, InitErrorKind, LossCause, PeerLost};
 use crate::launch::protocol::{self, Control};
 use crate::lock;
 use crate::mailbox::{remote_message, MailboxTable, MAX_THREADS};
+use crate::peer::{ChannelChoice, Peer};
 use crate::progress::{Driver, Origin, ProgressEngine, Tokens};
 use crate::{Address, Endpoint, Stats};
 use std::net::{SocketAddr, TcpListener};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use threadwire_fiber::{JoinError, JoinHandle as FiberHandle, Priority, Scheduler};
 use threadwire_transport::handshake::{self, Credentials};
+use threadwire_transport::shm::ShmConfig;
 use threadwire_transport::{Channel, Frame, TcpChannel};
 use threadwire_wire::{FrameHeader, FrameKind, Payload};
 
 /// Default largest frame accepted from a peer: 1 GiB.
 pub const DEFAULT_MAX_FRAME: u64 = 1 << 30;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
-
-pub(crate) struct Peer {
-    channel: OnceLock<Channel>,
-    lost: OnceLock<PeerLost>,
-}
-
-impl Peer {
-    fn new() -> Peer {
-        Peer {
-            channel: OnceLock::new(),
-            lost: OnceLock::new(),
-        }
-    }
-
-    pub(crate) fn channel(&self) -> Option<&Channel> {
-        self.channel.get()
-    }
-
-    pub(crate) fn has_channel(&self) -> bool {
-        self.channel.get().is_some()
-    }
-
-    pub(crate) fn set_channel(&self, c: Channel) {
-        if self.channel.set(c).is_err() {
-            tracing::warn!("second channel to the same peer ignored");
-        }
-    }
-
-    pub(crate) fn lost(&self) -> Option<&PeerLost> {
-        self.lost.get()
-    }
-}
 
 type Subscriber = Arc<dyn Fn(&PeerLost) + Send + Sync>;
 
@@ -66,6 +36,10 @@ pub(crate) struct NodeShared {
     pub(crate) peers: Box<[Peer]>,
     pub(crate) control: OnceLock<Channel>,
     pub(crate) engine: ProgressEngine,
+    pub(crate) channel_choice: ChannelChoice,
+    pub(crate) shm_config: ShmConfig,
+    /// Peers reached through shared memory; the engine polls their rings.
+    pub(crate) shm_peers: AtomicUsize,
     pub(crate) max_frame: u64,
     pub(crate) finalized: AtomicBool,
     /// Bumped on every failure, so waits on wildcards notice one.
@@ -95,7 +69,16 @@ pub struct Config {
     progress_thread: Option<bool>,
     workers: Option<usize>,
     max_frame: Option<u64>,
+    channel: Option<ChannelChoice>,
     log: bool,
+}
+
+/// What a node is built with, from [`Config`] and the environment.
+struct Settings {
+    max_frame: u64,
+    workers: Option<usize>,
+    channel: ChannelChoice,
+    shm: ShmConfig,
 }
 
 impl Default for Config {
@@ -114,8 +97,16 @@ impl Config {
             progress_thread: None,
             workers: None,
             max_frame: None,
+            channel: None,
             log: true,
         }
+    }
+
+    /// Which channel to use between nodes on one host (default
+    /// `THREADWIRE_CHANNEL`, else [`ChannelChoice::Auto`]: shared memory).
+    pub fn channel(mut self, choice: ChannelChoice) -> Config {
+        self.channel = Some(choice);
+        self
     }
 
     /// Run as a one-node job when not started by a launcher, instead of
@@ -174,37 +165,61 @@ impl Config {
         result
     }
 
-    fn init_inner(self) -> Result<Endpoint, InitError> {
+    /// The settings from this configuration, the environment and the
+    /// defaults, in that order.
+    fn settings(&self) -> Result<Settings, InitError> {
+        fn var<T: std::str::FromStr>(name: &str) -> Option<T> {
+            std::env::var(name).ok().and_then(|s| s.trim().parse().ok())
+        }
         let max_frame = self
             .max_frame
-            .or_else(|| {
-                std::env::var(crate::env::MAX_FRAME)
-                    .ok()
-                    .and_then(|s| s.parse().ok())
-            })
+            .or_else(|| var(crate::env::MAX_FRAME))
             .unwrap_or(DEFAULT_MAX_FRAME);
+        let channel = match self.channel {
+            Some(c) => c,
+            None => match std::env::var(crate::env::CHANNEL) {
+                Ok(v) => v.parse().map_err(|e: String| {
+                    InitError::new(InitErrorKind::Setting {
+                        name: crate::env::CHANNEL,
+                        why: e,
+                    })
+                })?,
+                Err(_) => ChannelChoice::Auto,
+            },
+        };
+        let mut shm = ShmConfig::new(max_frame);
+        if let Some(on) = var::<u8>(crate::env::SHM_CMA) {
+            shm.cma = on != 0;
+        }
+        if let Some(min) = var(crate::env::SHM_CMA_MIN) {
+            shm.cma_min = min;
+        }
+        Ok(Settings {
+            max_frame,
+            workers: self.workers.or_else(|| var(crate::env::WORKERS)),
+            channel,
+            shm,
+        })
+    }
+
+    fn init_inner(self) -> Result<Endpoint, InitError> {
+        let settings = self.settings()?;
         let comm = self.progress_thread.unwrap_or_else(|| {
             std::env::var(crate::env::PROGRESS)
                 .map(|v| v == "thread")
                 .unwrap_or(false)
         });
-        let workers = self.workers.or_else(|| {
-            std::env::var(crate::env::WORKERS)
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-        });
         let shared = match crate::env::JobEnv::from_env() {
-            Ok(env) => bootstrap(&env, max_frame, workers)?,
+            Ok(env) => bootstrap(&env, settings)?,
             Err(crate::env::EnvError::NotLaunched) if self.standalone => {
                 let driver = Driver::new(None, None)?;
                 Arc::new(NodeShared::new(
                     0,
                     1,
                     0,
-                    max_frame,
                     ProgressEngine::new(driver)?,
                     None,
-                    workers,
+                    settings,
                 ))
             }
             Err(e) => return Err(e.into()),
@@ -250,14 +265,13 @@ impl NodeShared {
         id: u32,
         nodes: u32,
         job_id: u64,
-        max_frame: u64,
         engine: ProgressEngine,
         listen: Option<SocketAddr>,
-        workers: Option<usize>,
+        settings: Settings,
     ) -> NodeShared {
         NodeShared {
             scheduler: OnceLock::new(),
-            workers,
+            workers: settings.workers,
             id,
             nodes,
             job_id,
@@ -266,7 +280,10 @@ impl NodeShared {
             peers: (0..nodes).map(|_| Peer::new()).collect(),
             control: OnceLock::new(),
             engine,
-            max_frame,
+            channel_choice: settings.channel,
+            shm_config: settings.shm,
+            shm_peers: AtomicUsize::new(0),
+            max_frame: settings.max_frame,
             finalized: AtomicBool::new(false),
             failures: AtomicU64::new(0),
             listen,
@@ -295,6 +312,8 @@ impl NodeShared {
                 self.lose_peer(peer, LossCause::Finished);
                 Ok(())
             }
+            FrameKind::Shm => self.on_shm_setup(peer, frame),
+            FrameKind::Doorbell => Ok(()),
             FrameKind::Control => Err("control frame on a peer connection".into()),
         }
     }
@@ -304,13 +323,13 @@ impl NodeShared {
     pub(crate) fn lose_peer(&self, peer: u32, cause: LossCause) {
         let p = &self.peers[peer as usize];
         let lost = PeerLost { node: peer, cause };
-        if p.lost.set(lost.clone()).is_err() {
+        if !p.set_lost(lost.clone()) {
             return;
         }
         if let LossCause::Failed(why) = &lost.cause {
             tracing::warn!("n{}: lost node n{peer}: {why}", self.id);
             self.failures.fetch_add(1, Ordering::SeqCst);
-            if let Some(c) = p.channel() {
+            if let Some(c) = p.tcp() {
                 c.close();
             }
         }
@@ -345,11 +364,7 @@ impl NodeShared {
 /// Joins the job described by `env`: rendezvous, then a full mesh of
 /// authenticated connections (node i connects to every j < i and accepts
 /// every j > i).
-fn bootstrap(
-    env: &crate::env::JobEnv,
-    max_frame: u64,
-    workers: Option<usize>,
-) -> Result<Arc<NodeShared>, InitError> {
+fn bootstrap(env: &crate::env::JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitError> {
     let creds = Credentials {
         job_id: env.job_id,
         secret: env.secret,
@@ -388,11 +403,11 @@ fn bootstrap(
         env.node,
         env.nodes,
         env.job_id,
-        max_frame,
         engine,
         Some(my_addr),
-        workers,
+        settings,
     ));
+    let max_frame = shared.max_frame;
     {
         let driver = shared.engine.lock_driver();
         for (j, addr) in addrs.iter().enumerate().take(env.node as usize) {
@@ -413,7 +428,8 @@ fn bootstrap(
             }
             let mut c = TcpChannel::new(stream, max_frame)?;
             driver.register_channel(&mut c, Tokens::peer(peer))?;
-            shared.peers[j].set_channel(Channel::Tcp(c));
+            shared.peers[j].set_tcp(Channel::Tcp(c));
+            shared.offer_shm(peer);
         }
         control.set_nonblocking(true)?;
         let mut c = TcpChannel::new(control, protocol::MAX_CONTROL)?;
@@ -425,7 +441,7 @@ fn bootstrap(
         .peers
         .iter()
         .enumerate()
-        .all(|(j, p)| j as u32 == env.node || p.has_channel() || p.lost().is_some())
+        .all(|(j, p)| j as u32 == env.node || (p.has_tcp() && p.ready()) || p.lost().is_some())
     {
         if Instant::now() > deadline {
             return Err(InitError::new(InitErrorKind::PeersTimedOut(
@@ -452,7 +468,28 @@ fn bootstrap(
             source: lost.to_string().into(),
         }));
     }
-    tracing::debug!("n{}: connected to {} peers", env.node, env.nodes - 1);
+    if shared.channel_choice == ChannelChoice::Shm {
+        let tcp = shared.peers.iter().enumerate().find_map(|(j, p)| {
+            let why = p.tcp_reason()?;
+            Some((j as u32, why))
+        });
+        if let Some((node, why)) = tcp {
+            return Err(InitError::new(InitErrorKind::NoSharedMemory { node, why }));
+        }
+    }
+    let routes = shared
+        .peers
+        .iter()
+        .enumerate()
+        .map(|(j, p)| match j as u32 == env.node {
+            true => "-".to_string(),
+            false => p.route().to_string(),
+        })
+        .collect();
+    if let Some(control) = shared.control.get() {
+        let (h, p) = Control::Channels { routes }.encode();
+        let _ = control.send(&h, p);
+    }
     Ok(shared)
 }
 
@@ -606,9 +643,9 @@ impl Node {
                     ..
                 })
             );
-            if let (Some(c), false) = (p.channel(), failed) {
+            if p.has_tcp() && !failed {
                 let bye = FrameHeader::control(FrameKind::Bye, 0, 0);
-                if let Err((e, _)) = c.send(&bye, Payload::from_vec(Vec::new())) {
+                if let Err((e, _)) = p.send(&bye, Payload::from_vec(Vec::new())) {
                     s.lose_peer(j as u32, LossCause::Failed(e.to_string()));
                 }
             }
@@ -623,7 +660,7 @@ impl Node {
                     cause: LossCause::Failed(_),
                     ..
                 }) => true,
-                Some(_) => p.channel().is_none_or(|c| c.queued_bytes() == 0),
+                Some(_) => p.queued_bytes() == 0,
             })
         };
         s.engine.wait_polling(s, Origin::Anywhere, all_quiet);
@@ -644,7 +681,7 @@ impl Node {
             let _ = h.join();
         }
         for p in s.peers.iter() {
-            if let Some(c) = p.channel() {
+            if let Some(c) = p.tcp() {
                 c.close();
             }
         }

@@ -13,10 +13,17 @@ fn seed() -> u64 {
 }
 
 fn all_to_all(nodes: u32, threads: u32, per_pair: u64, progress: &str) {
+    all_to_all_with(nodes, threads, per_pair, progress, &[]);
+}
+
+fn all_to_all_with(nodes: u32, threads: u32, per_pair: u64, progress: &str, env: &[(&str, &str)]) {
     let seed = seed();
-    let spec = support::job(nodes, "node-alltoall")
+    let mut spec = support::job(nodes, "node-alltoall")
         .args([threads.to_string(), per_pair.to_string(), seed.to_string()])
         .env(threadwire::env::PROGRESS, progress);
+    for &(k, v) in env {
+        spec = spec.env(k, v);
+    }
     let out = support::run(spec);
     out.assert_success();
     // Each thread hears from every other thread of the job.
@@ -70,4 +77,24 @@ fn two_nodes_of_four_threads() {
 #[test]
 fn four_nodes_of_two_threads_with_progress_thread() {
     all_to_all(4, 2, 30, "thread");
+}
+
+/// Four nodes of three threads on this 2-core machine, every waiter
+/// polling shared memory: twelve spinning threads must not starve the ones
+/// they wait for (the job would run into its timeout).
+#[test]
+fn four_nodes_oversubscribing_the_cores_over_shared_memory() {
+    all_to_all_with(4, 3, 30, "poll", &[(threadwire::env::CHANNEL, "shm")]);
+}
+
+/// Large messages in chunks through the rings, from many threads at once.
+#[test]
+fn three_nodes_over_shared_memory_in_chunks() {
+    all_to_all_with(3, 3, 30, "poll", &[(threadwire::env::SHM_CMA, "0")]);
+}
+
+/// The same exchange over TCP, forced.
+#[test]
+fn three_nodes_over_tcp() {
+    all_to_all_with(3, 2, 30, "poll", &[(threadwire::env::CHANNEL, "tcp")]);
 }

@@ -1,7 +1,7 @@
 //! Loom models of the shared-memory ring's flow control: reservation by
 //! several producers, publication, consumption and release across the
-//! wrap-around, with records of one and two slots, and the sleeping
-//! handshake. A record word read while being written shows as a loom
+//! wrap-around, with records of one and two slots, the sleeping
+//! handshake and the waiting-for-space handshake. A record word read while being written shows as a loom
 //! access error, a lost wake-up as a deadlock (the consumer waits on a
 //! doorbell nobody rings).
 //!
@@ -166,6 +166,51 @@ fn slots_reused_across_laps() {
                 thread::yield_now();
             }
             assert_eq!(out, body(0, seq as u32, len));
+        }
+        producer.join().unwrap();
+    });
+}
+
+/// A producer that meets a full ring waits for the consumer's doorbell
+/// instead of retrying (the waiting-for-space steps); a lost wake-up shows
+/// as a deadlock.
+#[test]
+fn producer_waits_for_space() {
+    model(Some(3), || {
+        const LENS: &[usize] = &[TWO_SLOTS, TWO_SLOTS, TWO_SLOTS];
+        let (ring, mut consumer) = new_ring();
+        let space = Arc::new(Doorbell::default());
+        let producer = {
+            let (ring, space) = (ring.clone(), space.clone());
+            thread::spawn(move || {
+                for (seq, &len) in LENS.iter().enumerate() {
+                    let bytes = body(0, seq as u32, len);
+                    loop {
+                        match ring.try_send(0, &[&bytes]) {
+                            Ok(_) => break,
+                            Err(SendError::Full) => {
+                                ring.want_space();
+                                match ring.try_send(0, &[&bytes]) {
+                                    Ok(_) => break,
+                                    Err(SendError::Full) => space.wait(),
+                                    Err(e) => panic!("send: {e}"),
+                                }
+                            }
+                            Err(e) => panic!("send: {e}"),
+                        }
+                    }
+                }
+            })
+        };
+        let mut out = Vec::new();
+        for (seq, &len) in LENS.iter().enumerate() {
+            while consumer.try_recv(&mut out).unwrap().is_none() {
+                thread::yield_now();
+            }
+            assert_eq!(out, body(0, seq as u32, len));
+            if consumer.space_wanted() {
+                space.ring();
+            }
         }
         producer.join().unwrap();
     });

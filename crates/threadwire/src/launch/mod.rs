@@ -143,6 +143,14 @@ pub enum Event {
     },
     /// The job ran past its timeout and is being killed.
     TimedOut,
+    /// A node has joined; `routes[j]` names the channel it uses to node
+    /// `j` (`tcp`, `shm (…)`; `-` for itself).
+    Channels {
+        /// The node.
+        node: u32,
+        /// One entry per node.
+        routes: Vec<String>,
+    },
 }
 
 /// How a job ended.
@@ -199,6 +207,10 @@ pub(crate) enum Internal {
     Stats {
         node: u32,
         stats: Stats,
+    },
+    Channels {
+        node: u32,
+        routes: Vec<String>,
     },
     /// A node's control connection has ended: its counters, if it sent
     /// them, were sent before this.
@@ -305,6 +317,9 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
                 on_event(&Event::Output { node, stream, line })
             }
             Some(Internal::Stats { node, stats: s }) => stats[node as usize] = Some(s),
+            Some(Internal::Channels { node, routes }) => {
+                on_event(&Event::Channels { node, routes })
+            }
             Some(Internal::ControlClosed { node }) => control_open[node as usize] = false,
             Some(Internal::Registered { node, addr, stream }) => {
                 control_open[node as usize] = true;

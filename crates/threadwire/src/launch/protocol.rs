@@ -12,7 +12,8 @@
 use crate::Stats;
 use std::io::{self, Read, Write};
 use threadwire_wire::{
-    Encoding, FrameError, FrameHeader, FrameKind, Packer, Payload, UnpackError, HEADER_LEN,
+    Encoding, FrameError, FrameHeader, FrameKind, Packer, Payload, UnpackError, Unpacker,
+    HEADER_LEN,
 };
 
 /// The node number the launcher uses in handshakes.
@@ -24,6 +25,7 @@ const REGISTER: u32 = 1;
 const DIRECTORY: u32 = 2;
 const PEER_LOST: u32 = 3;
 const STATS: u32 = 4;
+const CHANNELS: u32 = 5;
 
 /// A control message.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +49,29 @@ pub enum Control {
     },
     /// A node's final counters.
     Stats(Stats),
+    /// The channel a node uses to each peer, by node number (`-` for
+    /// itself), sent once it has joined.
+    Channels {
+        /// One entry per node.
+        routes: Vec<String>,
+    },
+}
+
+/// A list of strings: its length, then each.
+fn pack_strings(p: &mut Packer, strings: &[String]) {
+    p.pack(strings.len() as u32);
+    for s in strings {
+        p.pack_str(s);
+    }
+}
+
+fn unpack_strings(u: &mut Unpacker) -> Result<Vec<String>, UnpackError> {
+    let n = u.unpack::<u32>()?;
+    let mut strings = Vec::with_capacity(n.min(1 << 16) as usize);
+    for _ in 0..n {
+        strings.push(u.unpack_string()?);
+    }
+    Ok(strings)
 }
 
 /// A control stream that does not follow the protocol.
@@ -77,10 +102,7 @@ impl Control {
                 REGISTER
             }
             Control::Directory { addrs } => {
-                p.pack(addrs.len() as u32);
-                for a in addrs {
-                    p.pack_str(a);
-                }
+                pack_strings(&mut p, addrs);
                 DIRECTORY
             }
             Control::PeerLost { node, cause } => {
@@ -95,6 +117,10 @@ impl Control {
                     s.bytes_received,
                 ]);
                 STATS
+            }
+            Control::Channels { routes } => {
+                pack_strings(&mut p, routes);
+                CHANNELS
             }
         };
         let payload = p.finish();
@@ -113,14 +139,9 @@ impl Control {
             REGISTER => Control::Register {
                 addr: u.unpack_string()?,
             },
-            DIRECTORY => {
-                let n = u.unpack::<u32>()?;
-                let mut addrs = Vec::with_capacity(n.min(1 << 16) as usize);
-                for _ in 0..n {
-                    addrs.push(u.unpack_string()?);
-                }
-                Control::Directory { addrs }
-            }
+            DIRECTORY => Control::Directory {
+                addrs: unpack_strings(&mut u)?,
+            },
             PEER_LOST => Control::PeerLost {
                 node: u.unpack()?,
                 cause: u.unpack_string()?,
@@ -135,6 +156,9 @@ impl Control {
                     bytes_received: v[3],
                 })
             }
+            CHANNELS => Control::Channels {
+                routes: unpack_strings(&mut u)?,
+            },
             other => return Err(ControlError::Unexpected(other)),
         })
     }
@@ -191,6 +215,13 @@ mod tests {
                 messages_received: 3,
                 bytes_received: 4,
             }),
+            Control::Channels {
+                routes: vec![
+                    "-".into(),
+                    "shm (large messages in chunks)".into(),
+                    "tcp".into(),
+                ],
+            },
         ];
         let mut buf = Vec::new();
         for m in &msgs {

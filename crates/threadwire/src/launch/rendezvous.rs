@@ -71,6 +71,9 @@ fn read_controls(node: u32, mut stream: TcpStream, events: &Sender<Internal>) {
             Ok(Some(Control::Stats(stats))) => {
                 let _ = events.send(Internal::Stats { node, stats });
             }
+            Ok(Some(Control::Channels { routes })) => {
+                let _ = events.send(Internal::Channels { node, routes });
+            }
             Ok(Some(other)) => tracing::warn!("rendezvous: unexpected {other:?} from n{node}"),
             Ok(None) | Err(_) => return,
         }

@@ -7,8 +7,10 @@ use crate::node::NodeShared;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use threadwire_transport::handshake::{AcceptProgress, Acceptor, Credentials};
+use threadwire_transport::shm::ShmChannel;
 use threadwire_transport::{Channel, ChannelError, Frame, ReadOutcome, TcpChannel};
 use threadwire_wire::FrameKind;
 
@@ -27,6 +29,11 @@ impl Tokens {
     }
 }
 
+/// With shared-memory peers, zero-timeout polls read the rings every time
+/// but ask epoll only every this many times: a system call costs more than
+/// a ring message, and TCP (doorbells, other hosts, the launcher) can wait
+/// a few polls.
+const EPOLL_EVERY: u32 = 16;
 /// How long a stranger may take to prove itself.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Handshakes in progress at once; more connections are refused at once.
@@ -48,6 +55,10 @@ pub(crate) struct Driver {
     /// Peers whose last read stopped on its budget with data left.
     more: Vec<u32>,
     control_more: bool,
+    /// Some ring still had records when its read budget ran out.
+    shm_more: bool,
+    /// Zero-timeout polls since the last `epoll_wait`.
+    quick_polls: u32,
 }
 
 impl Driver {
@@ -75,6 +86,8 @@ impl Driver {
             next_handshake: Tokens::HANDSHAKE_BASE,
             more: Vec::new(),
             control_more: false,
+            shm_more: false,
+            quick_polls: 0,
         })
     }
 
@@ -85,18 +98,41 @@ impl Driver {
     /// Waits up to `timeout` for readiness and handles it. Returns whether
     /// any event or pending read was handled.
     pub(crate) fn poll(&mut self, node: &NodeShared, timeout: Option<Duration>) -> bool {
-        let timeout = if self.more.is_empty() && !self.control_more {
-            timeout
-        } else {
+        let shm = node.shm_peers.load(Ordering::Acquire) > 0;
+        let mut progressed = shm && self.poll_rings(node);
+        let tcp_pending = !self.more.is_empty() || self.control_more;
+        let mut timeout = if progressed || self.shm_more || tcp_pending {
             Some(Duration::ZERO)
+        } else {
+            timeout
         };
-        if let Err(e) = self.poll.poll(&mut self.events, timeout) {
+        if shm && timeout == Some(Duration::ZERO) && !tcp_pending {
+            self.quick_polls += 1;
+            if self.quick_polls < EPOLL_EVERY {
+                return progressed;
+            }
+        }
+        self.quick_polls = 0;
+        // The consumer's sleeping steps: the peers ring the doorbell (on
+        // TCP, which wakes epoll_wait) only if told we sleep.
+        let sleeping = shm && timeout != Some(Duration::ZERO);
+        if sleeping && !self.each_ring(node, |ring| ring.prepare_to_sleep()) {
+            timeout = Some(Duration::ZERO);
+        }
+        let polled = self.poll.poll(&mut self.events, timeout);
+        if sleeping {
+            self.each_ring(node, |ring| {
+                ring.woke();
+                true
+            });
+        }
+        if let Err(e) = polled {
             if e.kind() != io::ErrorKind::Interrupted {
                 tracing::error!("poll failed: {e}");
             }
-            return false;
+            return progressed;
         }
-        let mut progressed = !self.more.is_empty() || self.control_more;
+        progressed |= tcp_pending;
         let ready: Vec<(mio::Token, bool, bool)> = self
             .events
             .iter()
@@ -142,7 +178,79 @@ impl Driver {
         if !self.handshakes.is_empty() {
             self.expire_handshakes();
         }
+        if shm {
+            progressed |= self.poll_rings(node);
+        }
         progressed
+    }
+
+    /// `f` on the receiving side of every shared-memory channel still
+    /// read; `true` if it returned `true` for all.
+    fn each_ring(&self, node: &NodeShared, mut f: impl FnMut(&ShmChannel) -> bool) -> bool {
+        let mut all = true;
+        for (j, p) in node.peers.iter().enumerate() {
+            if let (Some(ring), true) = (p.shm(), node.readable(j as u32)) {
+                all &= f(ring);
+            }
+        }
+        all
+    }
+
+    /// Reads every shared-memory channel and moves its backlog on; `true`
+    /// if any frame arrived.
+    fn poll_rings(&mut self, node: &NodeShared) -> bool {
+        self.shm_more = false;
+        let mut any = false;
+        for peer in 0..node.nodes {
+            any |= self.read_ring(node, peer);
+        }
+        any
+    }
+
+    /// Reads `peer`'s ring, if it has one, and moves this side's backlog
+    /// on; `true` if any frame arrived.
+    fn read_ring(&mut self, node: &NodeShared, peer: u32) -> bool {
+        let p = &node.peers[peer as usize];
+        let Some(ring) = p.shm() else {
+            return false;
+        };
+        if !node.readable(peer) {
+            return false;
+        }
+        let mut frames = 0;
+        let mut protocol_error = None;
+        let received = ring.receive(|frame| {
+            frames += 1;
+            if protocol_error.is_none() {
+                protocol_error = node.on_frame(peer, frame).err();
+            }
+        });
+        let why = match (received, protocol_error) {
+            (Ok(r), None) => {
+                self.shm_more |= r.more;
+                if r.doorbell || ring.flush().doorbell {
+                    p.ring_doorbell();
+                }
+                return frames > 0;
+            }
+            (Err(e), _) => e.to_string(),
+            (_, Some(why)) => format!("protocol error: {why}"),
+        };
+        tracing::warn!(
+            "n{}: closing the shared-memory channel to n{peer}: {why}",
+            node.id
+        );
+        node.lose_peer(peer, LossCause::Failed(why));
+        true
+    }
+
+    /// Before believing that `peer` ended without a goodbye: its goodbye
+    /// may wait in its ring, sent before its connection closed.
+    fn drain_ring(&mut self, node: &NodeShared, peer: u32) {
+        while self.read_ring(node, peer)
+            && node.readable(peer)
+            && node.peers[peer as usize].lost().is_none()
+        {}
     }
 
     fn accept(&mut self, node: &NodeShared) {
@@ -210,7 +318,7 @@ impl Driver {
         };
         let mut h = self.handshakes.remove(&token).expect("present");
         let _ = self.poll.registry().deregister(&mut h.stream);
-        if peer >= node.nodes || peer == node.id || node.peers[peer as usize].has_channel() {
+        if peer >= node.nodes || peer == node.id || node.peers[peer as usize].has_tcp() {
             tracing::warn!(
                 "refused connection from {}: claims to be node n{peer}, which is not expected",
                 h.from
@@ -224,7 +332,7 @@ impl Driver {
         match channel {
             Ok(c) => {
                 tracing::debug!("n{}: accepted peer n{peer} from {}", node.id, h.from);
-                node.peers[peer as usize].set_channel(Channel::Tcp(c));
+                node.peers[peer as usize].set_tcp(Channel::Tcp(c));
                 // Frames may already wait behind the handshake.
                 self.read_peer(node, peer);
             }
@@ -257,7 +365,7 @@ impl Driver {
     }
 
     fn flush_peer(&mut self, node: &NodeShared, peer: u32) {
-        let Some(channel) = node.peers[peer as usize].channel() else {
+        let Some(channel) = node.peers[peer as usize].tcp() else {
             return;
         };
         if let Err(e) = channel.flush() {
@@ -267,11 +375,15 @@ impl Driver {
 
     /// Reads what `peer` has sent, without asking epoll first.
     pub(crate) fn poll_peer(&mut self, node: &NodeShared, peer: u32) {
-        self.read_peer(node, peer);
+        if node.peers[peer as usize].shm().is_some() {
+            self.read_ring(node, peer);
+        } else {
+            self.read_peer(node, peer);
+        }
     }
 
     fn read_peer(&mut self, node: &NodeShared, peer: u32) {
-        let Some(channel) = node.peers[peer as usize].channel() else {
+        let Some(channel) = node.peers[peer as usize].tcp() else {
             return;
         };
         let mut protocol_error = None;
@@ -288,14 +400,18 @@ impl Driver {
         match outcome {
             Ok(ReadOutcome::Drained) => {}
             Ok(ReadOutcome::More) => self.more.push(peer),
-            Err(ChannelError::Closed) => node.lose_peer(
-                peer,
-                LossCause::Failed("connection closed without goodbye".into()),
-            ),
+            Err(ChannelError::Closed) => {
+                self.drain_ring(node, peer);
+                node.lose_peer(
+                    peer,
+                    LossCause::Failed("connection closed without goodbye".into()),
+                )
+            }
             Err(e) => {
                 if matches!(e, ChannelError::Frame(_)) {
                     tracing::warn!("n{}: dropping connection to n{peer}: {e}", node.id);
                 }
+                self.drain_ring(node, peer);
                 node.lose_peer(peer, failure_cause(&e))
             }
         }

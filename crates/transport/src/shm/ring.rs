@@ -37,7 +37,9 @@
 //!
 //! 1. Loads `head` (Acquire), then `tail`: in this order `tail` is not
 //!    behind `head`, as the consumer read the records before `head` after
-//!    their producers had moved `tail` past them. If fewer than `k` slots
+//!    their producers had moved `tail` past them. The `head` loaded is a
+//!    process-local copy of the shared word, refreshed only when the copy
+//!    says the ring is full (the shared word is a cache miss per record). If fewer than `k` slots
 //!    are free (`slots - (tail - head)`, or `tail - head > slots` because
 //!    `head` is stale or garbage) it returns [`SendError::Full`] having
 //!    written nothing: the caller retries later.
@@ -272,7 +274,20 @@ pub struct Ring {
     memory: RingMemory,
     geometry: Geometry,
     tag: u64,
+    /// The last `head` a producer of this process loaded (step 1).
+    seen_head: SeenHead,
 }
+
+/// A process-local copy of the consumer's `head`, on a cache line of its
+/// own: the shared word is written by the consumer on every record, so
+/// loading it is a cache miss on the sender's critical path. A stale copy
+/// is conservative (it shows less free space), so producers load the
+/// shared word only when the copy says the ring is full. It is stored
+/// with Release and loaded with Acquire, so a producer that uses another
+/// thread's copy still happens after the consumer released those slots.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct SeenHead(AtomicU64);
 
 impl Ring {
     /// Lays out a new, empty ring over `memory` with as many slots of
@@ -286,6 +301,7 @@ impl Ring {
             memory,
             geometry,
             tag,
+            seen_head: SeenHead::default(),
         };
         let word = |at| ring.memory.atomic(at);
         word(MAGIC_AT).store(0, Ordering::Relaxed);
@@ -334,10 +350,12 @@ impl Ring {
         let slot_size =
             usize::try_from(word(SLOT_SIZE_AT).load(Ordering::Relaxed)).unwrap_or(usize::MAX);
         let geometry = Geometry::new(slots, slot_size, memory.size())?;
+        let seen_head = SeenHead(AtomicU64::new(word(HEAD_AT).load(Ordering::Acquire)));
         Ok(Ring {
             memory,
             geometry,
             tag,
+            seen_head,
         })
     }
 
@@ -395,16 +413,24 @@ impl Ring {
     /// first.
     fn reserve(&self, count: u64) -> Result<u64, SendError> {
         let tail = self.memory.atomic(TAIL_AT);
-        let head = self.memory.atomic(HEAD_AT);
+        let slots = self.geometry.slots;
         loop {
             // Head first: the consumer stored it after reading records
             // reserved before, so the tail loaded next is not behind it.
-            let consumed = head.load(Ordering::Acquire);
-            let first = tail.load(Ordering::Relaxed);
-            let used = first.wrapping_sub(consumed);
+            let mut consumed = self.seen_head.0.load(Ordering::Acquire);
+            let mut first = tail.load(Ordering::Relaxed);
+            let mut used = first.wrapping_sub(consumed);
+            if used > slots || slots - used < count {
+                // The copy says full (or is older than the tail): look at
+                // the shared word.
+                consumed = self.memory.atomic(HEAD_AT).load(Ordering::Acquire);
+                self.seen_head.0.store(consumed, Ordering::Release);
+                first = tail.load(Ordering::Relaxed);
+                used = first.wrapping_sub(consumed);
+            }
             // More than `slots` in use: `consumed` is stale (the ring
             // turned over between the loads) or garbage; both are "retry".
-            if used > self.geometry.slots || self.geometry.slots - used < count {
+            if used > slots || slots - used < count {
                 return Err(SendError::Full);
             }
             let reserved = first.wrapping_add(count);

@@ -180,6 +180,12 @@ fn bad_sequence_and_header_are_corrupt() {
     ));
     ring.seq(2).store(3, Ordering::Relaxed);
     assert_eq!(consumer.try_recv(&mut out), Ok(Some(0)));
+    // A garbage `head` harms only its consumer: producers go on with their
+    // own copy until that says full, then see a full ring.
     ring.memory.atomic(HEAD_AT).store(100, Ordering::Relaxed);
+    let sent = (0..=8)
+        .take_while(|_| ring.try_send(0, &[]).is_ok())
+        .count();
+    assert!(sent < 8, "no more than the free slots");
     assert_eq!(ring.try_send(0, &[]), Err(SendError::Full));
 }
