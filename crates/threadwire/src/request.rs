@@ -112,9 +112,16 @@ where
 
     /// Blocks the calling thread until the operation completes.
     pub fn wait(mut self) -> Result<T, E> {
-        if let Some(shared) = self.shared().cloned() {
-            let origin = self.origin();
-            shared.engine.wait_until(&shared, origin, || self.is_done());
+        // Borrowed, not cloned: an `Arc` clone is two locked instructions
+        // on the latency path.
+        if let State::Receiving {
+            shared,
+            slot,
+            origin,
+            ..
+        } = &self.state
+        {
+            shared.engine.wait_until(shared, *origin, || slot.is_done());
         }
         self.take()
     }

@@ -1,4 +1,4 @@
-//! The shared-memory channel alone: 8-byte ping-pong between two threads of
+//! The shared-memory channel alone: ping-pong (8 B, or the size given) between two threads of
 //! one process through a real region (the setup steps in-process), both
 //! spinning on `receive`. The floor under the runtime's node-to-node
 //! latency: `cargo run --release -p threadwire-transport --example shm_pingpong`.
@@ -8,7 +8,17 @@ use threadwire_transport::shm::{ShmChannel, ShmConfig};
 use threadwire_wire::{Format, FrameHeader, Payload};
 
 fn pair() -> (ShmChannel, ShmChannel) {
-    let config = ShmConfig::new(1 << 30);
+    let mut config = ShmConfig::new(1 << 30);
+    // The knobs the runtime reads from THREADWIRE_SHM_CMA(_MIN).
+    if let Ok(v) = std::env::var("CMA") {
+        config.cma = v != "0";
+    }
+    if let Some(v) = std::env::var("CMA_MIN").ok().and_then(|v| v.parse().ok()) {
+        config.cma_min = v;
+    }
+    if let Some(v) = std::env::var("CHUNK").ok().and_then(|v| v.parse().ok()) {
+        config.chunk = v;
+    }
     let pair = |me, peer| Pair {
         job_id: 1,
         me,
@@ -29,32 +39,67 @@ fn pair() -> (ShmChannel, ShmChannel) {
     (one, attached.complete(can_read).expect("complete"))
 }
 
-fn bounce(ch: &ShmChannel, rounds: u32, first: bool) {
-    let header = FrameHeader::data(0, 0, 1, Format::OPAQUE, 8);
+fn bounce(ch: &ShmChannel, rounds: u32, first: bool, size: usize) {
+    let header = FrameHeader::data(0, 0, 1, Format::OPAQUE, size as u64);
+    let mut buf = first.then(|| vec![1u8; size]);
     for i in 0..rounds {
         if first || i > 0 {
-            let _ = ch.send(&header, Payload::from_vec(vec![0; 8]));
+            let _ = ch.send(&header, Payload::from_vec(buf.take().expect("a buffer")));
         }
-        let mut got = false;
-        while !got {
-            let _ = ch.receive(|_| got = true).expect("receive");
+        while buf.is_none() {
+            let _ = ch.receive(|f| buf = Some(f.payload)).expect("receive");
+            let _ = ch.flush();
         }
     }
     if !first {
-        let _ = ch.send(&header, Payload::from_vec(vec![0; 8]));
+        let _ = ch.send(&header, Payload::from_vec(buf.take().expect("a buffer")));
+    }
+    // The last answers to this side's rendezvous frames.
+    while ch.queued_bytes() > 0 {
+        let _ = ch.receive(|_| {}).expect("receive");
+        let _ = ch.flush();
     }
 }
 
 fn main() {
+    let size: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(8);
     let (a, b) = pair();
-    for _ in 0..5 {
+    if std::env::var("FORK").is_ok() {
+        // Two processes, as two nodes are (small sizes only: the
+        // rendezvous pid is the parent's on both sides).
         let rounds = 200_000;
+        // SAFETY: no other thread runs yet; the child only uses its copy
+        // of the channel (the rings are MAP_SHARED) and exits.
+        let child = unsafe { libc::fork() };
+        if child == 0 {
+            for _ in 0..5 {
+                bounce(&b, rounds, false, size);
+            }
+            std::process::exit(0);
+        }
+        for _ in 0..5 {
+            let t = Instant::now();
+            bounce(&a, rounds, true, size);
+            let one_way = t.elapsed().as_secs_f64() / (2.0 * rounds as f64);
+            println!("two processes: {size} B one-way {:.3} us", one_way * 1e6);
+        }
+        return;
+    }
+    for _ in 0..5 {
+        let rounds = (200_000_000 / (size + 1000)).clamp(20, 200_000) as u32;
         let t = Instant::now();
         std::thread::scope(|s| {
-            s.spawn(|| bounce(&b, rounds, false));
-            bounce(&a, rounds, true);
+            s.spawn(|| bounce(&b, rounds, false, size));
+            bounce(&a, rounds, true, size);
         });
         let one_way = t.elapsed().as_secs_f64() / (2.0 * rounds as f64);
-        println!("8 B one-way {:.3} us", one_way * 1e6);
+        println!(
+            "{size} B one-way {:.3} us, {:.0} MB/s",
+            one_way * 1e6,
+            size as f64 / one_way / 1e6
+        );
     }
 }

@@ -12,6 +12,7 @@
 //! vectored write when the payload leaves the node; on the far side it
 //! arrives as one buffer through [`Payload::from_wire`].
 
+use smallvec::SmallVec;
 use std::any::Any;
 use std::fmt;
 
@@ -227,7 +228,9 @@ pub struct Payload {
     format: Format,
     /// Never holds an empty segment, so that a single `Bytes` segment means
     /// the payload is contiguous and `into_vec` can hand it out as it is.
-    segments: Vec<Segment>,
+    /// Inline when one: a received or `Vec`-built payload (every message
+    /// between nodes) needs no second allocation.
+    segments: SmallVec<[Segment; 1]>,
     /// Sum of the segments' lengths, kept because frame headers ask for it
     /// on every send.
     len: usize,
@@ -242,12 +245,12 @@ impl Payload {
     /// A payload as received from the network: the format byte from the
     /// frame header (see [`Format::from_byte`]) and the bytes that followed.
     pub fn from_wire(format: Format, bytes: Vec<u8>) -> Payload {
-        Payload::from_segments(format, vec![Segment::Bytes(bytes)])
-    }
-
-    pub(crate) fn from_segments(format: Format, mut segments: Vec<Segment>) -> Payload {
-        segments.retain(|segment| !segment.as_bytes().is_empty());
-        let len = segments.iter().map(|s| s.as_bytes().len()).sum();
+        let len = bytes.len();
+        let segments = if len == 0 {
+            SmallVec::new()
+        } else {
+            smallvec::smallvec![Segment::Bytes(bytes)]
+        };
         Payload {
             format,
             segments,
@@ -255,8 +258,18 @@ impl Payload {
         }
     }
 
+    pub(crate) fn from_segments(format: Format, mut segments: Vec<Segment>) -> Payload {
+        segments.retain(|segment| !segment.as_bytes().is_empty());
+        let len = segments.iter().map(|s| s.as_bytes().len()).sum();
+        Payload {
+            format,
+            segments: SmallVec::from_vec(segments),
+            len,
+        }
+    }
+
     pub(crate) fn into_segments(self) -> (Format, Vec<Segment>) {
-        (self.format, self.segments)
+        (self.format, self.segments.into_vec())
     }
 
     /// How the payload is to be read; goes into the frame header.
