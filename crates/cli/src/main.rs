@@ -99,6 +99,11 @@ enum Bench {
         /// Largest size as a power of two (default 24 = 16 MiB).
         #[arg(long, default_value_t = 24)]
         max_power: u32,
+        /// Paths to measure, comma-separated: `thread` (two fibers of one
+        /// node), `shm` and `tcp` (node to node, one job each).
+        #[arg(long, value_delimiter = ',', default_value = "thread,shm,tcp",
+              value_parser = ["thread", "shm", "tcp"])]
+        paths: Vec<String>,
         /// Repetitions per size.
         #[arg(long, default_value_t = 5)]
         repetitions: u32,
@@ -189,6 +194,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         }
         Command::Bench(Bench::Pingpong {
             max_power,
+            paths,
             repetitions,
             ms,
         }) => {
@@ -198,15 +204,45 @@ fn dispatch(cli: Cli) -> Result<i32> {
             };
             let sizes: Vec<usize> = (3..=max_power).map(|p| 1usize << p).collect();
             if under_launcher() {
-                return render::pingpong_node(&sizes, budget);
+                return render::pingpong_node(&sizes, &paths, budget);
             }
-            let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-            let spec = JobSpec::new(2, std::env::current_exe()?).args(args);
+            // One job per channel, the thread path in the first.
             let mut results = Vec::new();
-            let report =
-                threadwire::launch::run(&spec, |ev| render::collect_results(ev, &mut results))?;
-            if report.status != 0 {
-                bail!("the benchmark job failed with status {}", report.status);
+            let channels = paths.iter().filter(|p| *p != "thread");
+            let jobs: Vec<(String, Vec<&str>)> = match paths.iter().any(|p| p == "thread") {
+                true if paths.len() == 1 => vec![("shm".into(), vec!["thread"])],
+                with_thread => channels
+                    .enumerate()
+                    .map(|(i, c)| {
+                        let mut measured = vec![c.as_str()];
+                        if with_thread && i == 0 {
+                            measured.insert(0, "thread");
+                        }
+                        (c.clone(), measured)
+                    })
+                    .collect(),
+            };
+            for (channel, measured) in jobs {
+                let args = [
+                    "bench",
+                    "pingpong",
+                    "--max-power",
+                    &max_power.to_string(),
+                    "--repetitions",
+                    &repetitions.to_string(),
+                    "--ms",
+                    &ms.to_string(),
+                    "--paths",
+                    &measured.join(","),
+                ];
+                let spec = JobSpec::new(2, std::env::current_exe()?)
+                    .args(args)
+                    .env(threadwire::env::CHANNEL, channel);
+                let report =
+                    threadwire::launch::run(&spec, |ev| render::collect_results(ev, &mut results))?;
+                if report.status != 0 {
+                    bail!("the benchmark job failed with status {}", report.status);
+                }
             }
             render::pingpong_table(&results);
             Ok(0)

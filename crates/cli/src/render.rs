@@ -89,13 +89,16 @@ pub fn matmul_node(size: usize, threads: u32) -> Result<i32> {
 
 const RESULT: &str = "pingpong-result";
 
-/// Node side of `bench pingpong`: thread to thread inside node 0, then
-/// node 0 to node 1 over the network; node 0 prints machine-readable lines.
-pub fn pingpong_node(sizes: &[usize], budget: Budget) -> Result<i32> {
+/// Node side of `bench pingpong`: thread to thread inside node 0 (path
+/// `thread`), then node 0 to node 1 over the job's channel (path `shm` or
+/// `tcp`, as the launcher set `THREADWIRE_CHANNEL`); node 0 prints
+/// machine-readable lines.
+pub fn pingpong_node(sizes: &[usize], paths: &[String], budget: Budget) -> Result<i32> {
     let ep = threadwire::init()?;
     let node = ep.node().clone();
     let me = ep.address();
-    if me.node == 0 {
+    let channel = paths.iter().find(|p| *p != "thread");
+    if me.node == 0 && paths.iter().any(|p| p == "thread") {
         let sizes_owned = sizes.to_vec();
         let partner = node.spawn(move |ep| {
             pingpong::run(
@@ -109,10 +112,14 @@ pub fn pingpong_node(sizes: &[usize], budget: Budget) -> Result<i32> {
         let local = pingpong::run(&ep, partner.address(), true, sizes, budget)?;
         partner.join().expect("partner thread panicked")?;
         print_samples("thread", &local);
-        let remote = pingpong::run(&ep, threadwire::Address::new(1, 0), true, sizes, budget)?;
-        print_samples("tcp", &remote);
-    } else if me.node == 1 {
-        pingpong::run(&ep, threadwire::Address::new(0, 0), false, sizes, budget)?;
+    }
+    if let Some(channel) = channel {
+        if me.node == 0 {
+            let remote = pingpong::run(&ep, threadwire::Address::new(1, 0), true, sizes, budget)?;
+            print_samples(channel, &remote);
+        } else if me.node == 1 {
+            pingpong::run(&ep, threadwire::Address::new(0, 0), false, sizes, budget)?;
+        }
     }
     Ok(0)
 }

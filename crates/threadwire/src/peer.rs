@@ -297,6 +297,16 @@ impl NodeShared {
         tracing::debug!("n{}: n{peer} via {}", self.id, p.route());
     }
 
+    /// Whether a peer is reading one of this node's rendezvous messages
+    /// (progress engine, step 7).
+    pub(crate) fn peer_is_copying(&self) -> bool {
+        self.shm_peers.load(Ordering::Relaxed) > 0
+            && self
+                .peers
+                .iter()
+                .any(|p| p.shm().is_some_and(ShmChannel::reading_our_memory) && p.lost().is_none())
+    }
+
     /// After a loss, whether frames from `peer` may still be read (a
     /// goodbye does not end reading: answers may follow it).
     pub(crate) fn readable(&self, peer: u32) -> bool {

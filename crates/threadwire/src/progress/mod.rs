@@ -26,6 +26,17 @@
 //!    ([`WorkerIdle`]). A delivery makes the fiber runnable again on its
 //!    worker.
 //!
+//! 7. While a peer on this host is reading one of this node's large
+//!    messages out of its memory (a rendezvous not yet answered), a waiter
+//!    whose spin is spent keeps polling, yielding the core between rounds,
+//!    instead of sleeping: the answer and, in most programs, the reply
+//!    follow within the copy's time (about 100 µs per MiB), and a sleep
+//!    would add a doorbell and a kernel wake-up (measured: 1 MiB ping-pong
+//!    at 5.5–6.2 GB/s with sleeping, 7.7–8.8 GB/s without). Yielding keeps
+//!    an oversubscribed host fair: the copier gets the core when it needs
+//!    it; and a peer that leaves a rendezvous unread for 10 ms is taken to
+//!    be busy elsewhere, so waiters sleep again.
+//!
 //! No thread spins when nothing is pending: idle waits end in the kernel.
 
 mod driver;
@@ -236,6 +247,12 @@ impl ProgressEngine {
                             return;
                         }
                         if !spin.spin() {
+                            if node.peer_is_copying() {
+                                // Step 7: keep polling, letting others run.
+                                drop(d);
+                                std::thread::yield_now();
+                                continue;
+                            }
                             parker.park_external(&self.waker, || {
                                 d.poll(node, Some(IDLE_TIMEOUT));
                             });
@@ -291,6 +308,11 @@ impl ProgressEngine {
         let timeout = timeout.map_or(IDLE_TIMEOUT, |t| t.min(IDLE_TIMEOUT));
         if self.comm_thread.load(Ordering::Relaxed) {
             return parker.park_timeout(timeout);
+        }
+        if node.peer_is_copying() {
+            // Step 7: back to polling, letting others run.
+            std::thread::yield_now();
+            return;
         }
         match self.try_driver() {
             Some(mut d) => parker.park_external(&self.waker, || {

@@ -7,7 +7,7 @@
 //!
 //! | kind | record bytes | used for |
 //! |---|---|---|
-//! | `FRAME` | frame header, payload | frames up to the inline limit |
+//! | `FRAME` | frame header, payload | frames up to the chunk size |
 //! | `RTS` | frame header, cookie u64, count u64, (address u64, length u64) × count | larger frames when the peer may read this process (rendezvous) |
 //! | `FIN` | cookie u64 | the receiver has read a rendezvous frame |
 //! | `FIRST` | frame header, the payload's first bytes | larger frames without cross-memory attach |
@@ -16,9 +16,9 @@
 //! Sending threads share the ring, so the chunks of frames from different
 //! threads interleave; the receiver reassembles them per source thread
 //! (one thread's frames are sent one after the other, so at most one of
-//! its frames is in flight). The inline limit is the rendezvous threshold
-//! ([`ShmConfig::cma_min`]) when rendezvous is possible, else the chunk
-//! size.
+//! its frames is in flight). Frames of at least [`ShmConfig::cma_min`]
+//! bytes go by rendezvous where the peer may read this process, in chunks
+//! otherwise.
 //!
 //! # Rendezvous
 //!
@@ -77,14 +77,19 @@ pub struct ShmConfig {
 }
 
 impl ShmConfig {
-    /// The defaults: 2 MiB rings of 256-byte slots, rendezvous from 16 KiB,
-    /// 64 KiB chunks (see `docs/PERFORMANCE.md` for the measurements).
+    /// The defaults: 2 MiB rings of 256-byte slots, frames up to 64 KiB
+    /// in one record, larger ones in 64 KiB chunks, and from 512 KiB by
+    /// rendezvous. Measured with `threadwire bench pingpong --paths shm`
+    /// (docs/PERFORMANCE.md): chunks through the ring pipeline the two
+    /// copies on two cores and beat one cross-memory copy up to 256 KiB
+    /// (9.0 against 5.7 GB/s there); from 1 MiB the frame no longer fits
+    /// the ring with room to spare and one copy wins (8.3 against 3.6 GB/s).
     pub fn new(max_frame: u64) -> ShmConfig {
         ShmConfig {
             ring_slots: 8192,
             slot_size: super::ring::DEFAULT_SLOT_SIZE,
             cma: true,
-            cma_min: 16 * 1024,
+            cma_min: 512 * 1024,
             chunk: 64 * 1024,
             max_frame,
         }
@@ -181,11 +186,12 @@ pub struct ShmChannel {
     backlog_bytes: AtomicUsize,
     rendezvous: Mutex<HashMap<u64, Payload>>,
     rendezvous_bytes: AtomicUsize,
+    /// When the last rendezvous frame was sent ([`clock_ns`]).
+    last_rendezvous: AtomicU64,
     next_cookie: AtomicU64,
     /// The peer may read this process's memory: large frames by rendezvous.
     peer_reads: bool,
     peer_pid: u32,
-    inline_max: usize,
     config: ShmConfig,
     /// Last: the rings point into it.
     _region: Region,
@@ -222,13 +228,6 @@ impl ShmChannel {
         let tx = ring(side, pair.me, pair.peer)?;
         let rx = ring(1 - side, pair.peer, pair.me)?;
         let largest = tx.max_record_len();
-        let inline_max = if peer_reads && config.cma {
-            config.cma_min
-        } else {
-            config.chunk
-        }
-        .min(largest)
-        .max(HEADER_LEN + 64);
         let chunk = config.chunk.min(largest).max(HEADER_LEN + 64);
         Ok(ShmChannel {
             tx,
@@ -240,10 +239,10 @@ impl ShmChannel {
             backlog_bytes: AtomicUsize::new(0),
             rendezvous: Mutex::new(HashMap::new()),
             rendezvous_bytes: AtomicUsize::new(0),
+            last_rendezvous: AtomicU64::new(0),
             next_cookie: AtomicU64::new(1),
             peer_reads: peer_reads && config.cma,
             peer_pid,
-            inline_max,
             config: ShmConfig { chunk, ..config },
             _region: region,
         })
@@ -298,6 +297,15 @@ impl ShmChannel {
         self.backlog_bytes.load(Ordering::Acquire) + self.rendezvous_bytes.load(Ordering::Acquire)
     }
 
+    /// Whether the peer has rendezvous frames of this side to read, the
+    /// last sent less than [`COPY_WINDOW`] ago (a peer that does not read
+    /// for longer is busy elsewhere, not copying).
+    pub fn reading_our_memory(&self) -> bool {
+        self.rendezvous_bytes.load(Ordering::Relaxed) > 0
+            && clock_ns().saturating_sub(self.last_rendezvous.load(Ordering::Relaxed))
+                < COPY_WINDOW.as_nanos() as u64
+    }
+
     fn drain(&self, backlog: &mut VecDeque<Outgoing>) -> Progress {
         let mut doorbell = false;
         while let Some(front) = backlog.front_mut() {
@@ -344,13 +352,17 @@ impl ShmChannel {
             return (done, doorbell);
         }
         let len = out.payload.len();
-        if !out.started && HEADER_LEN + len <= self.inline_max {
+        if !out.started && HEADER_LEN + len <= self.config.chunk {
             let done = with_parts(&out.header, &out.payload, 0, len, |parts| {
                 publish(FRAME, parts)
             });
             return (done, doorbell);
         }
-        if !out.started && self.peer_reads && out.payload.segments().count() <= MAX_RTS_SEGMENTS {
+        if !out.started
+            && self.peer_reads
+            && len >= self.config.cma_min
+            && out.payload.segments().count() <= MAX_RTS_SEGMENTS
+        {
             let done = self.send_rts(out, &mut publish);
             return (done, doorbell);
         }
@@ -406,6 +418,7 @@ impl ShmChannel {
         self.rendezvous_bytes.fetch_add(bytes, Ordering::AcqRel);
         lock(&self.rendezvous).insert(cookie, payload);
         if publish(RTS, &[&rts]) {
+            self.last_rendezvous.store(clock_ns(), Ordering::Relaxed);
             return true;
         }
         out.payload = lock(&self.rendezvous)
@@ -458,6 +471,19 @@ fn with_parts<'a, R>(
     } else {
         f(&heap)
     }
+}
+
+/// How long after sending a rendezvous frame the peer counts as copying it
+/// (16 MiB take about 2–3 ms here).
+pub const COPY_WINDOW: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Nanoseconds on a process-wide monotonic clock.
+fn clock_ns() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

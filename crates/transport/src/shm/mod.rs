@@ -31,4 +31,4 @@ pub mod ring;
 pub mod setup;
 
 #[cfg(not(loom))]
-pub use channel::{Progress, Received, ShmChannel, ShmConfig, ShmError};
+pub use channel::{Progress, Received, ShmChannel, ShmConfig, ShmError, COPY_WINDOW};
