@@ -11,7 +11,9 @@
 //!    receive takes the first unexpected message (in arrival order) that
 //!    matches, else is posted. With per-connection FIFO delivery this keeps
 //!    messages from one thread to another in the order they were sent.
-//! 4. After any delivery the owner is unparked, so a waiting owner re-checks.
+//! 4. After any delivery the owner is unparked, so a waiting owner
+//!    re-checks — unless the owner is the delivering thread, which
+//!    re-checks anyway before it parks.
 //! 5. The unexpected queue stays in arrival order (every message is stamped
 //!    on delivery), also when a withdrawn receive gives its message back.
 
@@ -110,8 +112,11 @@ impl Mailbox {
     }
 
     fn wake_owner(&self) {
-        if let Some(owner) = self.owner.get() {
-            owner.unpark();
+        match self.owner.get() {
+            // The owner delivering to itself (while polling in its own
+            // wait) re-checks before it parks.
+            Some(owner) if !owner.is_current_thread() => owner.unpark(),
+            _ => {}
         }
     }
 

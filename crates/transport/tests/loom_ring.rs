@@ -202,11 +202,20 @@ fn producer_waits_for_space() {
                 }
             })
         };
-        let mut out = Vec::new();
+        // As the channel receives: `try_recv_with` leaves `head` to be
+        // published by `space_wanted` after the batch (here, of one).
         for (seq, &len) in LENS.iter().enumerate() {
-            while consumer.try_recv(&mut out).unwrap().is_none() {
-                thread::yield_now();
-            }
+            let out = loop {
+                let got = consumer.try_recv_with(|record| {
+                    let mut out = vec![0; record.len()];
+                    record.read(0, &mut out);
+                    out
+                });
+                match got.unwrap() {
+                    Some(out) => break out,
+                    None => thread::yield_now(),
+                }
+            };
             assert_eq!(out, body(0, seq as u32, len));
             if consumer.space_wanted() {
                 space.ring();

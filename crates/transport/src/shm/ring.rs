@@ -63,8 +63,10 @@
 //!    the maximum and needing exactly that many slots) and the `seq` of the
 //!    continuation slots (`p + 1`); anything else is corrupt.
 //! 3. Copies the bytes out.
-//! 4. Releases the slots: stores `seq = p + slots` in each, then
-//!    `head = h + k` (Release).
+//! 4. Releases the slots: stores `seq = p + slots` in each and advances
+//!    `h`; then, for a batch of records at once, stores `head = h`
+//!    (Release) — at the latest before it looks at `wanted` or sleeps,
+//!    so a producer waiting for space always hears of it.
 //!
 //! Records are read in reservation order: a producer stalled between steps
 //! 2 and 4 holds back the records reserved after it.

@@ -13,6 +13,8 @@ pub struct Consumer {
     /// The next position to read. The consumer is the only writer of the
     /// shared `head`, so it trusts this copy and only ever stores the word.
     head: u64,
+    /// The value last stored in the shared `head`.
+    published: u64,
 }
 
 /// A complete record, readable until the closure given to
@@ -29,7 +31,11 @@ impl Consumer {
     /// Becomes the consumer of `ring`, reading from its current `head`.
     pub fn new(ring: Ring) -> Consumer {
         let head = ring.memory.atomic(super::HEAD_AT).load(Ordering::Acquire);
-        Consumer { ring, head }
+        Consumer {
+            ring,
+            head,
+            published: head,
+        }
     }
 
     /// The ring.
@@ -39,19 +45,25 @@ impl Consumer {
 
     /// Receives the next record into `out` (replacing its contents) and
     /// returns its kind, or `None` if the next record is not there yet.
+    /// Publishes `head` at once (unlike [`try_recv_with`](Self::try_recv_with)).
     pub fn try_recv(&mut self, out: &mut Vec<u8>) -> Result<Option<u32>, RecvError> {
-        self.try_recv_with(|record| {
+        let kind = self.try_recv_with(|record| {
             out.clear();
             out.resize(record.len(), 0);
             record.read(0, out);
             record.kind()
-        })
+        });
+        self.publish_head();
+        kind
     }
 
     /// Hands the next record to `f` and releases its slots when `f`
     /// returns; `None` if the next record is not there yet. Lets the caller
     /// read a frame header first and copy the payload straight to its
-    /// destination.
+    /// destination. The slots are released, but the shared `head` that
+    /// tells producers so is stored only by [`publish_head`](Self::publish_head)
+    /// (consumer step 4), so that a batch of records costs one store to
+    /// the line producers read.
     pub fn try_recv_with<R>(
         &mut self,
         f: impl FnOnce(&Record<'_>) -> R,
@@ -83,17 +95,28 @@ impl Consumer {
                 .store(pos.wrapping_add(ring.geometry.slots), Ordering::Relaxed);
         }
         self.head = first.wrapping_add(header.count);
-        ring.memory
-            .atomic(super::HEAD_AT)
-            .store(self.head, Ordering::Release);
         Ok(Some(out))
+    }
+
+    /// Consumer step 4's last part: tells producers of the slots released
+    /// since the last call. Also done by [`space_wanted`](Self::space_wanted)
+    /// and [`prepare_to_sleep`](Self::prepare_to_sleep).
+    pub fn publish_head(&mut self) {
+        if self.head != self.published {
+            self.ring
+                .memory
+                .atomic(super::HEAD_AT)
+                .store(self.head, Ordering::Release);
+            self.published = self.head;
+        }
     }
 
     /// Sleeping step 1: announces that the consumer is about to sleep and
     /// checks again for a record. `true`: sleep until the doorbell rings
     /// (then call [`Consumer::woke`]); `false`: something arrived (a record
     /// or garbage), receive instead.
-    pub fn prepare_to_sleep(&self) -> bool {
+    pub fn prepare_to_sleep(&mut self) -> bool {
+        self.publish_head();
         let sleeping = self.ring.sleeping();
         sleeping.store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
@@ -107,7 +130,8 @@ impl Consumer {
     /// Waiting-for-space step 2, after receiving: whether a producer asked
     /// to hear of freed slots (the flag is cleared); if so, ring the
     /// producer's doorbell.
-    pub fn space_wanted(&self) -> bool {
+    pub fn space_wanted(&mut self) -> bool {
+        self.publish_head();
         fence(Ordering::SeqCst);
         let wanted = self.ring.memory.atomic(super::WANTED_AT);
         wanted.load(Ordering::Relaxed) != 0 && wanted.swap(0, Ordering::Relaxed) != 0
