@@ -9,6 +9,9 @@
 #   4. memcpy bandwidth, 64 KiB / 1 MiB / 16 MiB (memcpy_bw.c)
 #   5. cross-memory attach (process_vm_readv) between sibling processes, as
 #      root and as nobody (cma_test.c)
+#   6. threadwire itself, interleaved with the peers in every run:
+#      `threadwire bench pingpong --paths shm` and `threadwire bench rate`
+#      ($TW, default: the workspace's target/release/threadwire)
 # Runs are interleaved (run 1 of every config, then run 2, ...) so drift in
 # background load is spread over configs. Before each run it waits (up to
 # 120 s) until the host is >= 90% idle over 2 s, and logs /proc/loadavg.
@@ -39,6 +42,7 @@ cd "$OUT"
 rm -f np_*.out np_*.stdout mr_*.txt memcpy.txt
 NP_MAX=${NP_MAX:-16777216}   # smaller values only for a quick smoke test
 MR_N=${MR_N:-200000}
+TW=${TW:-$here/../../target/release/threadwire}
 
 OMPIRUN="mpirun.openmpi --allow-run-as-root --oversubscribe -np 2"
 MPICHRUN="mpirun.mpich -np 2"
@@ -104,6 +108,12 @@ for r in $(seq "$RUNS"); do
   done
   log "[memcpy run $r] $(wait_quiet)"
   ./memcpy_bw | tee -a "$OUT/memcpy.txt" | tee -a "$OUT/log.txt"
+  if [ -x "$TW" ]; then
+    log "[threadwire pingpong run $r] $(wait_quiet)"
+    timeout 900 "$TW" bench pingpong --paths shm > "$OUT/tw_pp_$r.txt" 2>&1
+    log "[threadwire rate run $r] $(wait_quiet)"
+    timeout 900 "$TW" bench rate --messages "$MR_N" > "$OUT/tw_rate_$r.txt" 2>&1
+  fi
 done
 
 # ---- cross-memory attach ----------------------------------------------------
@@ -136,6 +146,25 @@ stats() { sort -g | awk '{a[NR]=$1} END {if (!NR) {printf "n/a"; exit} m = NR%2 
       echo "$c T=$t | send $s | e2e $e"
     done
   done
+  if [ -x "$TW" ]; then
+    echo
+    echo "# threadwire bench pingpong --paths shm: median of each run's median; [min-max] of the runs' medians; best = fastest repetition of all runs"
+    lat=$(for r in $(seq "$RUNS"); do awk '$1=="shm" && $2==8 {print $3}' "tw_pp_$r.txt"; done | stats 3)
+    best=$(for r in $(seq "$RUNS"); do awk '$1=="shm" && $2==8 {split($4, m, "–"); print m[1]}' "tw_pp_$r.txt"; done | sort -g | head -1)
+    bw=""
+    for s in 65536 1048576 16777216; do
+      bw="$bw | $(for r in $(seq "$RUNS"); do awk -v s=$s '$1=="shm" && $2==s {print $5}' "tw_pp_$r.txt"; done | stats 0)"
+      bw="$bw best $(for r in $(seq "$RUNS"); do awk -v s=$s '$1=="shm" && $2==s {split($4, m, "–"); print s/m[1]}' "tw_pp_$r.txt"; done | sort -g | tail -1 | awk '{printf "%.0f", $1}')"
+    done
+    echo "threadwire-shm | lat8 $lat best $best$bw"
+    echo
+    echo "# threadwire bench rate (8 B, msgs/s total, N=$MR_N per thread, window 64, OS threads): send; e2e"
+    for t in 1 2 4 8; do
+      s=$(for r in $(seq "$RUNS"); do awk -v t=$t '$1=="os" && $2==t {print $3*1e6}' "tw_rate_$r.txt"; done | stats 0)
+      e=$(for r in $(seq "$RUNS"); do awk -v t=$t '$1=="os" && $2==t {print $5*1e6}' "tw_rate_$r.txt"; done | stats 0)
+      echo "threadwire T=$t | send $s | e2e $e"
+    done
+  fi
   echo
   echo "# memcpy MB/s (bytes copied / s): best-of-20 and median-of-20, each median [min-max] over $RUNS runs"
   for s in 65536 1048576 16777216; do

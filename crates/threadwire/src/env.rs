@@ -24,6 +24,7 @@
 //! | `THREADWIRE_CHANNEL`     | `auto` (default: shared memory to nodes on this host, TCP to others), `tcp` or `shm` (for measurement) |
 //! | `THREADWIRE_SHM_CMA`     | `1` (default) lets large frames between nodes on one host go by one cross-memory copy where the kernel allows it; `0` sends them in chunks through the rings |
 //! | `THREADWIRE_SHM_CMA_MIN` | payload bytes from which frames go by cross-memory copy (default 524288) |
+//! | `THREADWIRE_SHM_CHUNK`   | bytes per ring record for frames sent in chunks (default 65536) |
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -53,6 +54,8 @@ pub const CHANNEL: &str = "THREADWIRE_CHANNEL";
 pub const SHM_CMA: &str = "THREADWIRE_SHM_CMA";
 /// Name of the cross-memory-attach threshold variable.
 pub const SHM_CMA_MIN: &str = "THREADWIRE_SHM_CMA_MIN";
+/// Name of the shared-memory chunk size variable.
+pub const SHM_CHUNK: &str = "THREADWIRE_SHM_CHUNK";
 
 /// What a launched node learns from its environment.
 #[derive(Clone)]

@@ -194,6 +194,9 @@ impl Config {
         if let Some(min) = var(crate::env::SHM_CMA_MIN) {
             shm.cma_min = min;
         }
+        if let Some(chunk) = var(crate::env::SHM_CHUNK) {
+            shm.chunk = chunk;
+        }
         Ok(Settings {
             max_frame,
             workers: self.workers.or_else(|| var(crate::env::WORKERS)),

@@ -88,6 +88,18 @@ fn nodes_on_one_host_choose_shared_memory() {
     assert_nothing_left(&out, &before);
 }
 
+/// Two pairs ping-ponging on this 2-core machine, every waiter polling:
+/// no spinning node may starve the one it waits for (the job would run
+/// into its timeout).
+#[test]
+fn four_nodes_ping_pong_in_pairs_on_two_cores() {
+    let out = support::run(support::job(4, "node-shm").args(["exchange"]));
+    out.assert_success();
+    for node in 0..4 {
+        out.line(node, &format!("shm n{node}: ok"));
+    }
+}
+
 #[test]
 fn without_cross_memory_attach_large_messages_go_in_chunks() {
     let out = support::run(

@@ -2,6 +2,13 @@
 //! ([`threadwire_wire::FrameHeader`] + payload) between two nodes and knows
 //! nothing of threads, tags or matching; the runtime above joins them.
 //!
+//! - [`TcpChannel`]: one authenticated, non-blocking connection per pair
+//!   of nodes; every pair has one, for data between hosts and for control
+//!   between nodes of one host.
+//! - [`shm::ShmChannel`]: two lock-free rings in memory shared by two
+//!   nodes of one host, set up over their TCP connection ([`shm::setup`]);
+//!   large frames by one cross-memory copy or in chunks.
+//!
 //! Every connection starts with an authenticated handshake ([`handshake`]):
 //! both sides prove knowledge of the job secret with HMAC-SHA256 over fresh
 //! nonces before any frame is accepted.
