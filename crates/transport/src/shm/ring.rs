@@ -29,9 +29,11 @@
 //! # Flow control
 //!
 //! Positions count slots from 0 and never wrap in practice (u64). A slot's
-//! `seq` word says which lap it is in: for position `p`, `seq == p` means
-//! free for the producer of `p`, `seq == p + 1` full; releasing it stores
-//! `p + slots`, which is the free value of the next lap.
+//! `seq` word says which lap it is in: for position `p`, `seq == p + 1`
+//! means the record of `p` is published; `p + 1 - slots` (the previous
+//! lap's record, read and released) or, in the first lap, `p` (as created)
+//! mean not yet. Only producers write `seq`; the consumer releases slots
+//! through `head` alone, so it never writes a slot's cache line.
 //!
 //! A producer sending a record of `k` slots ([`Ring::try_send`]):
 //!
@@ -39,10 +41,10 @@
 //!    behind `head`, as the consumer read the records before `head` after
 //!    their producers had moved `tail` past them. The `head` loaded is a
 //!    process-local copy of the shared word, refreshed only when the copy
-//!    says the ring is full (the shared word is a cache miss per record). If fewer than `k` slots
-//!    are free (`slots - (tail - head)`, or `tail - head > slots` because
-//!    `head` is stale or garbage) it returns [`SendError::Full`] having
-//!    written nothing: the caller retries later.
+//!    says the ring is full (the shared word is a cache miss per record).
+//!    If fewer than `k` slots are free (`slots - (tail - head)`, or
+//!    `tail - head > slots` because `head` is stale or garbage) it returns
+//!    [`SendError::Full`] having written nothing: the caller retries later.
 //! 2. Moves `tail` from `t` to `t + k` (compare-exchange, retrying from 1
 //!    when another producer moved it first). Positions `t..t + k` are now
 //!    its alone: no other producer holds them, and the consumer released
@@ -57,16 +59,17 @@
 //!
 //! The consumer ([`Consumer`]), keeping `h`, its own copy of `head`:
 //!
-//! 1. Loads the `seq` of `h`'s slot (Acquire). `h`: nothing to read (or the
-//!    first record is still being written). Anything but `h + 1`: corrupt.
+//! 1. Loads the `seq` of `h`'s slot (Acquire). `h + 1 - slots` or `h`:
+//!    nothing to read (or the first record is still being written).
+//!    Anything but those and `h + 1`: corrupt.
 //! 2. Validates the header (slot count in `1..=slots / 2`, length within
 //!    the maximum and needing exactly that many slots) and the `seq` of the
 //!    continuation slots (`p + 1`); anything else is corrupt.
 //! 3. Copies the bytes out.
-//! 4. Releases the slots: stores `seq = p + slots` in each and advances
-//!    `h`; then, for a batch of records at once, stores `head = h`
-//!    (Release) — at the latest before it looks at `wanted` or sleeps,
-//!    so a producer waiting for space always hears of it.
+//! 4. Releases the slots by advancing `h`; then, for a batch of records
+//!    at once, stores `head = h` (Release) — at the latest before it looks
+//!    at `wanted` or sleeps, so a producer waiting for space always hears
+//!    of it.
 //!
 //! Records are read in reservation order: a producer stalled between steps
 //! 2 and 4 holds back the records reserved after it.
@@ -148,6 +151,17 @@ const HEADER_LEN: usize = 16;
 const CACHE_LINE: usize = 64;
 const MAX_SLOT_SIZE: usize = 1 << 20;
 const MAX_SLOTS: u64 = 1 << 32;
+
+/// A slot as the consumer sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SlotState {
+    /// Still the previous lap's record (or, in the first lap, never used).
+    Empty,
+    /// The record of this position.
+    Published,
+    /// Neither: no correct producer wrote this.
+    Garbage,
+}
 
 /// Slot count and size, validated once and never re-read from the memory.
 #[derive(Clone, Copy, Debug)]
@@ -442,6 +456,19 @@ impl Ring {
             {
                 return Ok(first);
             }
+        }
+    }
+
+    /// What the consumer finds at position `pos` (consumer step 1).
+    #[inline]
+    fn slot_state(&self, pos: u64) -> SlotState {
+        let seq = self.seq(pos).load(Ordering::Acquire);
+        if seq == pos.wrapping_add(1) {
+            SlotState::Published
+        } else if seq == pos.wrapping_add(1).wrapping_sub(self.geometry.slots) || seq == pos {
+            SlotState::Empty
+        } else {
+            SlotState::Garbage
         }
     }
 

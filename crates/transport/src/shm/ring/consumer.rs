@@ -1,7 +1,7 @@
 //! The consumer's side of the ring: receiving records and the sleeping
 //! handshake (module docs of [`super`], consumer steps and sleeping steps).
 
-use super::{record, RecvError, Ring};
+use super::{record, RecvError, Ring, SlotState};
 use crate::loom::{fence, Ordering};
 
 /// The one consumer of a ring. Receiving takes `&mut self`, so one
@@ -70,12 +70,10 @@ impl Consumer {
     ) -> Result<Option<R>, RecvError> {
         let ring = &self.ring;
         let first = self.head;
-        let seq = ring.seq(first).load(Ordering::Acquire);
-        if seq == first {
-            return Ok(None);
-        }
-        if seq != first.wrapping_add(1) {
-            return Err(RecvError::Corrupt("slot sequence word out of step"));
+        match ring.slot_state(first) {
+            SlotState::Empty => return Ok(None),
+            SlotState::Published => {}
+            SlotState::Garbage => return Err(RecvError::Corrupt("slot sequence word out of step")),
         }
         let header = record::read_header(ring, first).map_err(RecvError::Corrupt)?;
         let positions = (0..header.count).map(|j| first.wrapping_add(j));
@@ -90,10 +88,10 @@ impl Consumer {
             len: header.len,
             kind: header.kind,
         });
-        for pos in positions {
-            ring.seq(pos)
-                .store(pos.wrapping_add(ring.geometry.slots), Ordering::Relaxed);
-        }
+        // The slots are released by `head` alone (step 4): storing to them
+        // here would pull their cache lines away from the producer, and
+        // this thread's next locked instruction would wait for that.
+        drop(positions);
         self.head = first.wrapping_add(header.count);
         Ok(Some(out))
     }
@@ -120,7 +118,7 @@ impl Consumer {
         let sleeping = self.ring.sleeping();
         sleeping.store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        if self.ring.seq(self.head).load(Ordering::Acquire) != self.head {
+        if self.ring.slot_state(self.head) != SlotState::Empty {
             sleeping.store(0, Ordering::Relaxed);
             return false;
         }
