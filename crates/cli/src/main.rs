@@ -68,6 +68,11 @@ struct JobArgs {
     /// Print the channel each node uses to each peer.
     #[arg(short, long)]
     verbose: bool,
+    /// Run the nodes on the hosts this file lists, one per line: `local`,
+    /// `netns:NAME` (a namespace of `threadwire net up`) or `ssh:HOST`;
+    /// node i on line i modulo their number.
+    #[arg(long, value_name = "FILE")]
+    hosts: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -181,6 +186,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 progress_thread: false,
                 channel: None,
                 verbose: false,
+                hosts: None,
             };
             let args = vec![
                 "apps".into(),
@@ -322,6 +328,13 @@ fn launch(job: &JobArgs, program: PathBuf, args: Vec<OsString>) -> Result<i32> {
     }
     if let Some(c) = &job.channel {
         spec = spec.env(threadwire::env::CHANNEL, c);
+    }
+    if let Some(file) = &job.hosts {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("reading host file {}", file.display()))?;
+        let hosts = threadwire::launch::parse_host_file(&text)
+            .with_context(|| format!("host file {}", file.display()))?;
+        spec = spec.hosts(hosts);
     }
     let verbose = job.verbose;
     let report = threadwire::launch::run(&spec, |e| render::event(e, verbose))

@@ -10,7 +10,7 @@
 //! | `THREADWIRE_NODES`       | the number of nodes in the job                            |
 //! | `THREADWIRE_RENDEZVOUS`  | `ip:port` of the launcher's rendezvous service            |
 //! | `THREADWIRE_SECRET`      | the job secret, 64 hex digits; proven, never sent         |
-//! | `THREADWIRE_BIND`        | optional: IP address this node listens on (default: the rendezvous IP) |
+//! | `THREADWIRE_BIND`        | optional: IP address this node listens on (default: its interface's address towards the rendezvous) |
 //!
 //! Tuning knobs read by every node, launched or not:
 //!
@@ -148,7 +148,7 @@ impl JobEnv {
             "not 64 hex digits",
         ))?;
         let bind = match lookup(BIND) {
-            None => rendezvous.ip(),
+            None => address_towards(rendezvous),
             Some(s) => s
                 .parse()
                 .map_err(|_| invalid(BIND, s.clone(), "not an IP address"))?,
@@ -179,6 +179,24 @@ impl JobEnv {
             (SECRET, secret.iter().map(|b| format!("{b:02x}")).collect()),
         ]
     }
+}
+
+/// The address of this host's interface towards `to`: the rendezvous
+/// address itself when the launcher runs here; in a network namespace,
+/// the namespace's own address (launcher hosts, step 2). Connecting a UDP
+/// socket sends nothing; it only asks the kernel for the route.
+fn address_towards(to: SocketAddr) -> IpAddr {
+    let unspecified: SocketAddr = match to {
+        SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+        SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    std::net::UdpSocket::bind(unspecified)
+        .and_then(|s| {
+            s.connect(to)?;
+            s.local_addr()
+        })
+        .map(|a| a.ip())
+        .unwrap_or(to.ip())
 }
 
 fn parse_secret(s: &str) -> Option<[u8; 32]> {

@@ -1,4 +1,5 @@
-//! The launcher: starts a job's nodes on this host and watches them.
+//! The launcher: starts a job's nodes on this host (or on the hosts of a
+//! host file, [`hosts`]) and watches them.
 //!
 //! [`run`] is what `threadwire run` calls. It
 //!
@@ -16,10 +17,12 @@
 //! Nodes are started with `PR_SET_PDEATHSIG`, so no node outlives a killed
 //! launcher. The launcher never prints: the caller renders the events.
 
+pub mod hosts;
 mod process;
 pub mod protocol;
 mod rendezvous;
 
+pub use hosts::{parse_host_file, Host, HostFileError};
 pub use process::NodeExit;
 
 use crate::Stats;
@@ -61,6 +64,9 @@ pub struct JobSpec {
     pub on_failure: FailurePolicy,
     /// Address the rendezvous service and the nodes listen on.
     pub bind: IpAddr,
+    /// Where the nodes run, node `i` on host `i % hosts.len()`; empty: all
+    /// on this host.
+    pub hosts: Vec<Host>,
 }
 
 impl JobSpec {
@@ -74,7 +80,14 @@ impl JobSpec {
             timeout: None,
             on_failure: FailurePolicy::Abort,
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            hosts: Vec::new(),
         }
+    }
+
+    /// Runs the nodes on `hosts` (node `i` on host `i % hosts.len()`).
+    pub fn hosts(mut self, hosts: Vec<Host>) -> JobSpec {
+        self.hosts = hosts;
+        self
     }
 
     /// Adds arguments.
@@ -187,6 +200,9 @@ pub enum LaunchError {
     /// The rendezvous service could not open.
     #[error("rendezvous service: {0}")]
     Rendezvous(#[from] std::io::Error),
+    /// A host of the host file cannot be used.
+    #[error("{0}")]
+    Host(String),
 }
 
 pub(crate) enum Internal {
@@ -237,8 +253,31 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
     }
     let job_id = u64::from_le_bytes(random_bytes());
     let secret: [u8; 32] = random_bytes();
-    let listener = TcpListener::bind(SocketAddr::new(spec.bind, 0))?;
-    let rendezvous = listener.local_addr()?;
+    let host_of = |node: u32| match spec.hosts.len() {
+        0 => Host::Local,
+        k => spec.hosts[node as usize % k].clone(),
+    };
+    // Hosts, step 1: with namespaces, listen everywhere and tell each node
+    // the gateway its namespace reaches this host by.
+    let mut gateways = Vec::new();
+    for host in &spec.hosts {
+        gateways.push(host.gateway().map_err(LaunchError::Host)?);
+    }
+    let first_gateway = gateways.iter().flatten().next().copied();
+    let listen_on = match first_gateway {
+        Some(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        None => spec.bind,
+    };
+    let listener = TcpListener::bind(SocketAddr::new(listen_on, 0))?;
+    let port = listener.local_addr()?.port();
+    let rendezvous_for = |node: u32| -> IpAddr {
+        match spec.hosts.len() {
+            0 => spec.bind,
+            k => gateways[node as usize % k]
+                .or(first_gateway)
+                .unwrap_or(spec.bind),
+        }
+    };
     let (tx, rx) = mpsc::channel();
     {
         let creds = Credentials { job_id, secret };
@@ -251,13 +290,22 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
     let mut pids = Vec::with_capacity(n as usize);
     let mut output_threads = Vec::new();
     for node in 0..n {
+        let rendezvous = SocketAddr::new(rendezvous_for(node), port);
         let mut vars: Vec<(String, String)> =
             crate::env::JobEnv::vars_for(job_id, node, n, rendezvous, &secret)
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v))
                 .collect();
         vars.extend(spec.env.iter().cloned());
-        match process::start(node, &spec.program, &spec.args, &vars, &tx) {
+        let host = host_of(node);
+        let cmd = host.command(&spec.program, &spec.args, &vars, crate::env::SECRET);
+        let feed_secret = matches!(host, Host::Ssh(_)).then(|| {
+            secret
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        });
+        match process::start(node, cmd, feed_secret, &tx) {
             Ok((pid, threads)) => {
                 pids.push(pid);
                 output_threads.extend(threads);

@@ -68,21 +68,22 @@ fn signal_name(s: i32) -> &'static str {
 /// Starts node `node` with `vars` and threads that forward its output and
 /// report its exit. The child dies with the thread that started it
 /// (`PR_SET_PDEATHSIG`), so a killed launcher leaves no node behind.
+/// Starts node `node` with `cmd` (program, arguments and environment set
+/// by its host); `stdin_line` is written to its standard input (the secret,
+/// for ssh), which is otherwise empty.
 pub(crate) fn start(
     node: u32,
-    program: &std::path::Path,
-    args: &[std::ffi::OsString],
-    vars: &[(String, String)],
+    mut cmd: Command,
+    stdin_line: Option<String>,
     events: &Sender<Internal>,
 ) -> std::io::Result<(u32, Vec<std::thread::JoinHandle<()>>)> {
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
+    cmd.stdin(if stdin_line.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure runs in the child between fork and exec and calls
     // only async-signal-safe functions (prctl, getppid, _exit).
@@ -99,6 +100,10 @@ pub(crate) fn start(
     }
     let mut child: Child = cmd.spawn()?;
     let pid = child.id();
+    if let (Some(line), Some(mut stdin)) = (stdin_line, child.stdin.take()) {
+        use std::io::Write;
+        stdin.write_all(format!("{line}\n").as_bytes())?;
+    }
     let mut threads = Vec::new();
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");

@@ -1,0 +1,191 @@
+//! Where a job's nodes run: this host, a network namespace standing in for
+//! another host, or a host reached over ssh.
+//!
+//! A host file lists one host per line (`#` starts a comment); node `i`
+//! runs on host `i % hosts`:
+//!
+//! ```text
+//! local          # this host, this network namespace
+//! netns:twh0     # started with `ip netns exec twh0 …` (needs root)
+//! ssh:node17     # started with `ssh node17 …`
+//! ```
+//!
+//! Addresses, so that every node reaches the launcher and every other node:
+//!
+//! 1. With a namespace among the hosts, the rendezvous service listens on
+//!    every interface, and a node in namespace `n` is told to reach it at
+//!    `n`'s default gateway (the bridge of `threadwire net up`); a node on
+//!    this host is told the first namespace's gateway, an address of this
+//!    host that the namespaces can reach. Without namespaces it listens on
+//!    [`JobSpec::bind`](super::JobSpec::bind) as before.
+//! 2. A node listens on the address of its interface towards the
+//!    rendezvous address (unless `THREADWIRE_BIND` says otherwise), so its
+//!    peers on other hosts can connect to it.
+//! 3. `ssh` hosts need `JobSpec::bind` set to an address of this host that
+//!    they can reach. The job secret travels on the ssh connection's
+//!    standard input, never on a command line; the other variables are
+//!    passed with `env`. Remote programs must exist at the same path.
+//!    ssh hosts are documented here but not exercised by the tests.
+
+use std::ffi::OsString;
+use std::net::IpAddr;
+use std::path::Path;
+use std::process::Command;
+
+/// One host of a job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Host {
+    /// This host, in the launcher's network namespace.
+    Local,
+    /// A network namespace of this host (`ip netns exec NAME`).
+    Netns(String),
+    /// A host reached with `ssh HOST`.
+    Ssh(String),
+}
+
+/// A host file or entry that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("host file line {line}: {why}")]
+pub struct HostFileError {
+    line: usize,
+    why: String,
+}
+
+impl std::str::FromStr for Host {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Host, String> {
+        let s = s.trim();
+        let name_ok = |n: &str| {
+            !n.is_empty()
+                && n.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.@".contains(&b))
+        };
+        match s.split_once(':') {
+            None if s == "local" => Ok(Host::Local),
+            Some(("netns", n)) if name_ok(n) => Ok(Host::Netns(n.to_string())),
+            Some(("ssh", n)) if name_ok(n) => Ok(Host::Ssh(n.to_string())),
+            _ => Err(format!("{s:?} is not `local`, `netns:NAME` or `ssh:HOST`")),
+        }
+    }
+}
+
+/// Parses a host file (module docs).
+pub fn parse_host_file(text: &str) -> Result<Vec<Host>, HostFileError> {
+    let mut hosts = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let entry = line.split('#').next().unwrap_or("").trim();
+        if entry.is_empty() {
+            continue;
+        }
+        hosts.push(
+            entry
+                .parse()
+                .map_err(|why| HostFileError { line: i + 1, why })?,
+        );
+    }
+    if hosts.is_empty() {
+        return Err(HostFileError {
+            line: 0,
+            why: "no hosts listed".into(),
+        });
+    }
+    Ok(hosts)
+}
+
+impl Host {
+    /// The command that starts `program args` on this host with `vars` in
+    /// its environment; `secret_var` is fed on standard input for ssh.
+    pub(crate) fn command(
+        &self,
+        program: &Path,
+        args: &[OsString],
+        vars: &[(String, String)],
+        secret_var: &str,
+    ) -> Command {
+        let mut cmd = match self {
+            Host::Local => Command::new(program),
+            Host::Netns(name) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", name]).arg(program);
+                c
+            }
+            Host::Ssh(host) => {
+                let mut c = Command::new("ssh");
+                c.args(["-o", "BatchMode=yes", host, "env"]);
+                for (k, v) in vars.iter().filter(|(k, _)| k != secret_var) {
+                    c.arg(format!("{k}={v}"));
+                }
+                // Reads the secret from standard input, then becomes the node.
+                c.args([
+                    "sh",
+                    "-c",
+                    &format!("read -r s && {secret_var}=\"$s\" && export {secret_var} && exec \"$0\" \"$@\""),
+                ]);
+                c.arg(program);
+                c
+            }
+        };
+        cmd.args(args);
+        if !matches!(self, Host::Ssh(_)) {
+            for (k, v) in vars {
+                cmd.env(k, v);
+            }
+        }
+        cmd
+    }
+
+    /// The namespace's default gateway: how a node in it reaches this host.
+    pub(crate) fn gateway(&self) -> Result<Option<IpAddr>, String> {
+        let Host::Netns(name) = self else {
+            return Ok(None);
+        };
+        let out = Command::new("ip")
+            .args(["-n", name, "-4", "route", "show", "default"])
+            .output()
+            .map_err(|e| format!("cannot run `ip`: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "network namespace {name}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let via = text
+            .split_whitespace()
+            .skip_while(|w| *w != "via")
+            .nth(1)
+            .and_then(|a| a.parse().ok());
+        match via {
+            Some(addr) => Ok(Some(addr)),
+            None => Err(format!(
+                "network namespace {name} has no default route (create it with `threadwire net up`)"
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_files_parse_and_garbage_is_named() {
+        let hosts =
+            parse_host_file("# two hosts\nlocal\nnetns:twh0  # a namespace\n\nssh:node-1\n")
+                .unwrap();
+        assert_eq!(
+            hosts,
+            [
+                Host::Local,
+                Host::Netns("twh0".into()),
+                Host::Ssh("node-1".into())
+            ]
+        );
+        let e = parse_host_file("local\nnetns:a b\n").unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
+        assert!(parse_host_file("# nothing\n").is_err());
+        assert!("ssh:".parse::<Host>().is_err());
+        assert!("netns:x;rm -rf".parse::<Host>().is_err());
+    }
+}
