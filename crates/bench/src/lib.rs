@@ -1,5 +1,7 @@
 //! Benchmarks of threadwire, written against its public API.
 //!
+//! - [`net`]: emulated hosts, network namespaces on a bridge with links
+//!   shaped to 10 Mbit/s … 1 Gbit/s (`threadwire net up` / `net down`).
 //! - [`pingpong`]: one-way latency and bandwidth between two endpoints.
 //! - [`rate`]: 8-byte message rate from T threads of one node to T of
 //!   another, as MPI's msgrate / osu_mbw_mr.
@@ -8,6 +10,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod net;
 pub mod pingpong;
 pub mod rate;
 pub mod threads;

@@ -33,6 +33,38 @@ enum Command {
     Bench(Bench),
     /// Print version and the environment contract.
     Info,
+    /// Emulated hosts: network namespaces on a bridge, links shaped with tc (needs root).
+    #[command(subcommand)]
+    Net(Net),
+}
+
+#[derive(Subcommand)]
+enum Net {
+    /// Create K hosts (namespaces PREFIXh0…) on a bridge, each link shaped to
+    /// the given rate; replaces an existing net of the same prefix.
+    Up {
+        /// Number of hosts.
+        #[arg(long, default_value_t = 2)]
+        hosts: u32,
+        /// ethernet10, fast100, atm155, gige or none.
+        #[arg(long, default_value = "none")]
+        link: threadwire_bench::net::Link,
+        /// Name prefix of the namespaces, veths and bridge.
+        #[arg(long, default_value = "tw")]
+        prefix: String,
+    },
+    /// Remove the net of this prefix (nothing to do is fine).
+    Down {
+        /// Name prefix of the namespaces, veths and bridge.
+        #[arg(long, default_value = "tw")]
+        prefix: String,
+    },
+    /// Describe the net of this prefix.
+    Show {
+        /// Name prefix of the namespaces, veths and bridge.
+        #[arg(long, default_value = "tw")]
+        prefix: String,
+    },
 }
 
 #[derive(Args)]
@@ -299,6 +331,33 @@ fn dispatch(cli: Cli) -> Result<i32> {
             render::threads_table(&report);
             Ok(0)
         }
+        Command::Net(Net::Up {
+            hosts,
+            link,
+            prefix,
+        }) => {
+            let net = threadwire_bench::net::up(&threadwire_bench::net::NetConfig {
+                hosts,
+                link,
+                prefix,
+            })?;
+            render::net(&net);
+            Ok(0)
+        }
+        Command::Net(Net::Down { prefix }) => {
+            threadwire_bench::net::down(&prefix)?;
+            Ok(0)
+        }
+        Command::Net(Net::Show { prefix }) => match threadwire_bench::net::current(&prefix)? {
+            Some(net) => {
+                render::net(&net);
+                Ok(0)
+            }
+            None => {
+                println!("no net with prefix {prefix}");
+                Ok(1)
+            }
+        },
         Command::Info => {
             println!("threadwire {}", env!("CARGO_PKG_VERSION"));
             println!("environment contract: see the threadwire::env module docs");

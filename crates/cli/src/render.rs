@@ -307,3 +307,18 @@ pub fn threads_table(report: &threads::Report) {
         idle.window.as_secs_f64()
     );
 }
+
+/// A net of emulated hosts, and the host file that runs a job on it.
+pub fn net(net: &threadwire_bench::net::Net) {
+    println!(
+        "bridge {} {} — link {}",
+        net.bridge, net.bridge_addr, net.link
+    );
+    for h in &net.hosts {
+        println!("host {} {}", h.name, h.addr);
+    }
+    println!("host file for `threadwire run --hosts FILE`:");
+    for h in &net.hosts {
+        println!("netns:{}", h.name);
+    }
+}

@@ -405,3 +405,60 @@ fn a_killed_launcher_leaves_no_shared_memory_behind() {
         .collect();
     assert!(dev_shm.is_empty(), "{dev_shm:?}");
 }
+
+/// Removes a test net however the test ends.
+struct NetGuard(&'static str);
+
+impl Drop for NetGuard {
+    fn drop(&mut self) {
+        let _ = run(threadwire().args(["net", "down", "--prefix", self.0]));
+    }
+}
+
+/// Four nodes on two emulated hosts (`threadwire net up`, `run --hosts`):
+/// nodes of one namespace share memory, nodes of different namespaces use
+/// TCP over the bridge. Needs root and network namespaces; skips saying
+/// why without them.
+#[test]
+fn nodes_on_namespace_hosts_share_memory_inside_and_use_tcp_between() {
+    const PREFIX: &str = "twc1";
+    let up = run(threadwire().args(["net", "up", "--hosts", "2", "--prefix", PREFIX]));
+    if up.code() != Some(0) {
+        eprintln!(
+            "SKIPPED: cannot create network namespaces here: {}",
+            up.stderr.trim()
+        );
+        return;
+    }
+    let _guard = NetGuard(PREFIX);
+    let file = std::env::temp_dir().join(format!("threadwire-hosts-{}", std::process::id()));
+    std::fs::write(&file, format!("netns:{PREFIX}h0\nnetns:{PREFIX}h1\n")).expect("host file");
+    let ran = run(threadwire()
+        .args(["run", "-n", "4", "-v", "--hosts"])
+        .arg(&file)
+        .arg("--")
+        .arg(example("node-shm"))
+        .arg("exchange"));
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    // Node i runs on host i % 2: n0 and n2 on h0, n1 and n3 on h1.
+    for (line, why) in [
+        ("n0 -> n2: shm", "same namespace"),
+        ("n1 -> n3: shm", "same namespace"),
+        ("n0 -> n1: tcp", "different namespaces"),
+        ("n2 -> n3: tcp", "different namespaces"),
+    ] {
+        assert!(
+            ran.stderr.contains(line),
+            "{why}: no {line:?}\n{}",
+            ran.show()
+        );
+    }
+    for node in 0..4 {
+        assert!(
+            ran.stdout.contains(&format!("[n{node}] shm n{node}: ok")),
+            "{}",
+            ran.show()
+        );
+    }
+}
