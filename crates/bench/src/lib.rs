@@ -1,18 +1,24 @@
 //! Benchmarks of threadwire, written against its public API.
 //!
+//! - [`fit`]: Hockney's t(n) = α + β·n through a ping-pong sweep: start-up
+//!   latency, asymptotic bandwidth r∞ and n½.
 //! - [`net`]: emulated hosts, network namespaces on a bridge with links
 //!   shaped to 10 Mbit/s … 1 Gbit/s (`threadwire net up` / `net down`).
 //! - [`pingpong`]: one-way latency and bandwidth between two endpoints.
 //! - [`rate`]: 8-byte message rate from T threads of one node to T of
 //!   another, as MPI's msgrate / osu_mbw_mr.
+//! - [`spawn`]: start-up cost of N processes, fibers and OS threads, the
+//!   1998 processes-versus-threads comparison.
 //! - [`threads`]: the classic thread-package measurements, fibers beside
 //!   OS threads.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod fit;
 pub mod net;
 pub mod pingpong;
 pub mod rate;
+pub mod spawn;
 pub mod threads;
 
 /// Median, minimum and maximum of the repetitions of one measurement.

@@ -212,6 +212,44 @@ pub struct Net {
     pub link: Link,
 }
 
+impl Net {
+    /// The hosts as a launcher's host list ([`threadwire::launch::JobSpec::hosts`]):
+    /// node `i` runs in namespace `i % hosts`.
+    pub fn launch_hosts(&self) -> Vec<threadwire::launch::Host> {
+        self.hosts
+            .iter()
+            .map(|h| threadwire::launch::Host::Netns(h.name.clone()))
+            .collect()
+    }
+}
+
+/// A net that is removed when this is dropped: for a benchmark that runs
+/// on an emulated link and must leave nothing behind.
+#[derive(Debug)]
+pub struct ScopedNet(Net);
+
+impl ScopedNet {
+    /// Builds the net ([`up`]).
+    pub fn up(cfg: &NetConfig) -> Result<ScopedNet, NetError> {
+        up(cfg).map(ScopedNet)
+    }
+}
+
+impl std::ops::Deref for ScopedNet {
+    type Target = Net;
+    fn deref(&self) -> &Net {
+        &self.0
+    }
+}
+
+impl Drop for ScopedNet {
+    fn drop(&mut self) {
+        if let Err(e) = down(&self.0.prefix) {
+            tracing::warn!("removing emulated net {}: {e}", self.0.prefix);
+        }
+    }
+}
+
 /// Why building, removing or inspecting a net failed.
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]

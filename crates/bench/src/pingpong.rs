@@ -5,9 +5,32 @@
 use std::time::{Duration, Instant};
 use threadwire::{Address, Endpoint, RecvError, SendError};
 
-/// Sizes from 8 B to 16 MiB, powers of two.
-pub fn default_sizes() -> Vec<usize> {
-    (3..=24).map(|p| 1usize << p).collect()
+/// The message sizes in the tables of the 1990s papers, in bytes.
+pub const CLASSIC_SIZES: [usize; 8] = [8, 20, 100, 1000, 60_000, 250_000, 1_000_000, 10_000_000];
+
+/// The sweep up to 2^`max_power` bytes: every power of two from 1 B, and
+/// the [`CLASSIC_SIZES`] not above the largest power, in ascending order
+/// without duplicates. `sizes(24)` is 1 B … 16 MiB, 32 sizes.
+pub fn sizes(max_power: u32) -> Vec<usize> {
+    let largest = 1usize << max_power.min(usize::BITS - 1);
+    let mut sizes: Vec<usize> = (0..usize::BITS)
+        .map(|p| 1usize << p)
+        .take_while(|&n| n <= largest)
+        .chain(CLASSIC_SIZES.into_iter().filter(|&n| n <= largest))
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
+/// The line t(n) = α + β·n through the median one-way times of `samples`
+/// ([`fit`](crate::fit) says which sizes enter and how).
+pub fn fit(samples: &[Sample]) -> Option<crate::fit::Fit> {
+    crate::fit::least_squares(
+        samples
+            .iter()
+            .map(|s| (s.size as f64, s.one_way.as_secs_f64())),
+    )
 }
 
 /// One size's result.
@@ -137,4 +160,53 @@ fn echo(ep: &Endpoint, partner: Address) -> Result<Vec<u8>, Error> {
     let m = ep.recv(partner, TAG).map_err(Error::Recv)?.into_vec();
     ep.send(partner, TAG, m).map_err(Error::Send)?;
     Ok(Vec::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sweep_merges_classic_sizes_into_the_powers_of_two() {
+        assert_eq!(
+            sizes(10),
+            [1, 2, 4, 8, 16, 20, 32, 64, 100, 128, 256, 512, 1000, 1024]
+        );
+        let full = sizes(24);
+        assert_eq!(
+            full.len(),
+            25 + 7,
+            "powers 2^0..=2^24 and 7 classic sizes not powers"
+        );
+        assert_eq!((full[0], full[full.len() - 1]), (1, 1 << 24));
+        assert!(full.windows(2).all(|w| w[0] < w[1]), "{full:?}");
+        assert!(CLASSIC_SIZES.iter().all(|n| full.contains(n)));
+    }
+
+    #[test]
+    fn classic_sizes_above_the_largest_power_are_dropped() {
+        assert_eq!(sizes(0), [1]);
+        assert_eq!(sizes(3), [1, 2, 4, 8]);
+        let up_to_8_mib = sizes(23);
+        assert!(up_to_8_mib.contains(&1_000_000));
+        assert!(!up_to_8_mib.contains(&10_000_000));
+        assert_eq!(up_to_8_mib.last(), Some(&(1 << 23)));
+    }
+
+    #[test]
+    fn the_fit_reads_the_medians() {
+        // 1 µs + 1 ns/B at the median; min and max say otherwise.
+        let samples: Vec<Sample> = [8usize, 1000, 60_000]
+            .into_iter()
+            .map(|size| Sample {
+                size,
+                one_way: Duration::from_nanos(1000 + size as u64),
+                min: Duration::from_nanos(1),
+                max: Duration::from_secs(1),
+            })
+            .collect();
+        let fit = fit(&samples).unwrap();
+        assert!((fit.startup_seconds - 1e-6).abs() < 1e-15, "{fit:?}");
+        assert!((fit.seconds_per_byte - 1e-9).abs() < 1e-18, "{fit:?}");
+    }
 }

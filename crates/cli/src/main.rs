@@ -1,5 +1,6 @@
 //! The `threadwire` command: parses arguments and calls the libraries.
 
+mod machine_readable;
 mod render;
 
 use anyhow::{bail, Context, Result};
@@ -133,9 +134,14 @@ struct MatmulJob {
 enum Bench {
     /// One-way latency and bandwidth, thread to thread in a node and node to node over TCP.
     Pingpong {
-        /// Largest size as a power of two (default 24 = 16 MiB).
-        #[arg(long, default_value_t = 24)]
+        /// Largest size as a power of two (default 24 = 16 MiB): the sweep
+        /// is every power of two from 1 B and the classic sizes 8, 20, 100,
+        /// 1000, 60000, 250000, 1000000 and 10000000 B up to it.
+        #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(u32).range(0..=30))]
         max_power: u32,
+        /// Sizes in bytes, comma-separated, instead of the sweep of --max-power.
+        #[arg(long, value_delimiter = ',', conflicts_with = "max_power")]
+        sizes: Option<Vec<usize>>,
         /// Paths to measure, comma-separated: `thread` (two fibers of one
         /// node), `shm` and `tcp` (node to node, one job each).
         #[arg(long, value_delimiter = ',', default_value = "thread,shm,tcp",
@@ -147,6 +153,8 @@ enum Bench {
         /// Milliseconds per repetition.
         #[arg(long, default_value_t = 100)]
         ms: u64,
+        #[command(flatten)]
+        output: MachineReadable,
     },
     /// 8-byte message rate from T threads of node 0 to T threads of node 1 (as MPI's msgrate).
     Rate {
@@ -170,6 +178,8 @@ enum Bench {
         /// Kinds of threads to measure, comma-separated: os (as msgrate.c's pthreads), fibers.
         #[arg(long, value_delimiter = ',', default_value = "os")]
         kinds: Vec<threadwire_bench::rate::ThreadKind>,
+        #[command(flatten)]
+        output: MachineReadable,
     },
     /// Mutex, semaphore, switches, create+join and message round trip: fibers beside OS threads.
     Threads {
@@ -180,6 +190,31 @@ enum Bench {
         #[arg(long, default_value_t = 5)]
         repetitions: u32,
     },
+    /// Start-up cost of N node processes, fibers and OS threads (1998: 57.75 ms pvm_spawn, 1.75 ms thread).
+    Spawn {
+        /// Numbers N to start, comma-separated.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "1,4,8,16",
+            value_parser = clap::value_parser!(u32).range(1..=64)
+        )]
+        counts: Vec<u32>,
+        /// Timed repetitions per row (after one untimed warm-up).
+        #[arg(long, default_value_t = 5)]
+        repetitions: u32,
+    },
+}
+
+/// `--json` / `--csv` of the benchmarks that print a table.
+#[derive(Args, Clone, Copy)]
+struct MachineReadable {
+    /// Print the results on stdout as one JSON document instead of the table.
+    #[arg(long, conflicts_with = "csv")]
+    json: bool,
+    /// Print the results on stdout as CSV, a header and one line per row, instead of the table.
+    #[arg(long)]
+    csv: bool,
 }
 
 fn main() {
@@ -232,15 +267,24 @@ fn dispatch(cli: Cli) -> Result<i32> {
         }
         Command::Bench(Bench::Pingpong {
             max_power,
+            sizes,
             paths,
             repetitions,
             ms,
+            output,
         }) => {
             let budget = threadwire_bench::pingpong::Budget {
                 repetitions,
                 per_repetition: Duration::from_millis(ms),
             };
-            let sizes: Vec<usize> = (3..=max_power).map(|p| 1usize << p).collect();
+            let sizes = match sizes {
+                Some(mut list) => {
+                    list.sort_unstable();
+                    list.dedup();
+                    list
+                }
+                None => threadwire_bench::pingpong::sizes(max_power),
+            };
             if under_launcher() {
                 return render::pingpong_node(&sizes, &paths, budget);
             }
@@ -264,8 +308,12 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 let args = [
                     "bench",
                     "pingpong",
-                    "--max-power",
-                    &max_power.to_string(),
+                    "--sizes",
+                    &sizes
+                        .iter()
+                        .map(usize::to_string)
+                        .collect::<Vec<_>>()
+                        .join(","),
                     "--repetitions",
                     &repetitions.to_string(),
                     "--ms",
@@ -282,7 +330,13 @@ fn dispatch(cli: Cli) -> Result<i32> {
                     bail!("the benchmark job failed with status {}", report.status);
                 }
             }
-            render::pingpong_table(&results);
+            if output.json {
+                machine_readable::pingpong_json(&results);
+            } else if output.csv {
+                machine_readable::pingpong_csv(&results);
+            } else {
+                render::pingpong_table(&results);
+            }
             Ok(0)
         }
         Command::Bench(Bench::Rate {
@@ -291,6 +345,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             repetitions,
             window,
             kinds,
+            output,
         }) => {
             let options = threadwire_bench::rate::Options {
                 threads,
@@ -312,7 +367,13 @@ fn dispatch(cli: Cli) -> Result<i32> {
             if report.status != 0 {
                 bail!("the benchmark job failed with status {}", report.status);
             }
-            render::rate_table(&options, &results);
+            if output.json {
+                machine_readable::rate_json(&options, &results);
+            } else if output.csv {
+                machine_readable::rate_csv(&results);
+            } else {
+                render::rate_table(&options, &results);
+            }
             Ok(0)
         }
         Command::Bench(Bench::Threads {
@@ -329,6 +390,28 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 .context("starting a standalone node")?;
             let report = threads::run(&ep, &options)?;
             render::threads_table(&report);
+            Ok(0)
+        }
+        Command::Bench(Bench::Spawn {
+            counts,
+            repetitions,
+        }) => {
+            use threadwire_bench::spawn;
+            if under_launcher() {
+                spawn::node()?;
+                return Ok(0);
+            }
+            let node_args = vec!["bench".into(), "spawn".into()];
+            let options = spawn::Options {
+                counts,
+                repetitions,
+                ..spawn::Options::new(std::env::current_exe()?, node_args)
+            };
+            let ep = spawn::node_config()
+                .init()
+                .context("starting a standalone node")?;
+            let report = spawn::run(&ep, &options, |ev| render::event(ev, false))?;
+            render::spawn_table(&report);
             Ok(0)
         }
         Command::Net(Net::Up {

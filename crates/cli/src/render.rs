@@ -3,6 +3,7 @@
 use anyhow::Result;
 use std::io::Write;
 use threadwire::launch::{Event, JobReport, OutputStream};
+use threadwire_bench::fit::{self, Fit};
 use threadwire_bench::pingpong::{self, Budget, Sample};
 use threadwire_bench::rate;
 use threadwire_bench::threads;
@@ -136,10 +137,12 @@ fn print_samples(path: &str, samples: &[Sample]) {
     }
 }
 
+/// One `pingpong-result` line: a path's size, with its median, minimum and
+/// maximum one-way time in nanoseconds (NaN where unreadable).
 pub struct Row {
-    path: String,
-    size: usize,
-    ns: [f64; 3],
+    pub path: String,
+    pub size: usize,
+    pub ns: [f64; 3],
 }
 
 pub fn collect_results(ev: &Event, rows: &mut Vec<Row>) {
@@ -155,7 +158,42 @@ pub fn collect_results(ev: &Event, rows: &mut Vec<Row>) {
             return;
         }
     }
-    event(ev, false);
+    aside(ev);
+}
+
+/// Shows an event that is not a result as [`event`] does, but a node's
+/// stray stdout line on stderr: stdout carries the results alone, which
+/// `--json` and `--csv` rely on.
+fn aside(ev: &Event) {
+    match ev {
+        Event::Output {
+            node,
+            stream: OutputStream::Stdout,
+            line,
+        } => eprintln!("[n{node}] {line}"),
+        _ => event(ev, false),
+    }
+}
+
+/// Each path of `rows`, in the order they first appear, with the line
+/// t(n) = α + β·n through its medians (`None` below two sizes).
+pub fn pingpong_fits(rows: &[Row]) -> Vec<(&str, Option<Fit>)> {
+    let mut paths: Vec<&str> = Vec::new();
+    for r in rows {
+        if !paths.contains(&r.path.as_str()) {
+            paths.push(&r.path);
+        }
+    }
+    paths
+        .into_iter()
+        .map(|path| {
+            let medians = rows
+                .iter()
+                .filter(|r| r.path == path)
+                .map(|r| (r.size as f64, r.ns[0] / 1e9));
+            (path, fit::least_squares(medians))
+        })
+        .collect()
 }
 
 pub fn pingpong_table(rows: &[Row]) {
@@ -172,6 +210,29 @@ pub fn pingpong_table(rows: &[Row]) {
             format!("{:.3}–{:.3}", r.ns[1] / 1e3, r.ns[2] / 1e3),
             r.size as f64 / (r.ns[0] / 1e9) / 1e6
         );
+    }
+    println!(
+        "Hockney's t(n) = α + β·n, least squares over all sizes weighted by 1/t² \
+         (threadwire_bench::fit):"
+    );
+    println!(
+        "{:<8} {:>16} {:>18} {:>14} {:>10}",
+        "path", "start-up α µs", "r∞ = 1/β MB/s", "n½ = α/β B", "rms error"
+    );
+    let or_dash = |x: Option<f64>, decimals: usize| {
+        x.map_or_else(|| "–".to_string(), |x| format!("{x:.decimals$}"))
+    };
+    for (path, fit) in pingpong_fits(rows) {
+        match fit {
+            Some(f) => println!(
+                "{path:<8} {:>16.3} {:>18} {:>14} {:>8.1} %",
+                f.startup_seconds * 1e6,
+                or_dash(f.bandwidth().map(|b| b / 1e6), 1),
+                or_dash(f.half_bandwidth_size(), 0),
+                f.rms_relative_error * 100.0
+            ),
+            None => println!("{path:<8} {:>16}", "(needs two sizes)"),
+        }
     }
 }
 
@@ -229,7 +290,7 @@ pub fn collect_rate_results(ev: &Event, samples: &mut Vec<rate::Sample>) {
             }
         }
     }
-    event(ev, false);
+    aside(ev);
 }
 
 /// `bench rate`: one row per kind and thread count, in millions of
@@ -321,4 +382,82 @@ pub fn net(net: &threadwire_bench::net::Net) {
     for h in &net.hosts {
         println!("netns:{}", h.name);
     }
+}
+
+/// `bench spawn`: one row per kind and N, the 1998 peer's row, then where a
+/// process start goes.
+pub fn spawn_table(report: &threadwire_bench::spawn::Report) {
+    use threadwire_bench::spawn::{Kind, Millis, PVM_SPAWN_1998_MS};
+    let spread = |m: &Millis| {
+        format!(
+            "{} ({}–{})",
+            three_figures(m.median),
+            three_figures(m.min),
+            three_figures(m.max)
+        )
+    };
+    let reference = |count: u32, ms: f64| match count {
+        1 => format!("{ms:.2}"),
+        _ => String::new(),
+    };
+    println!(
+        "ms to start N, median (min–max) of {} repetitions after one warm-up",
+        report.repetitions
+    );
+    println!(
+        "{:<10} {:>3}  {:>28}  {:>28}  {:>10}",
+        "started", "N", "all joined (min–max)", "job finished (min–max)", "1998 (N=1)"
+    );
+    for row in &report.rows {
+        println!(
+            "{:<10} {:>3}  {:>28}  {:>28}  {:>10}",
+            row.kind.name(),
+            row.count,
+            spread(&row.joined),
+            row.finished
+                .as_ref()
+                .map_or_else(|| "–".to_string(), spread),
+            reference(row.count, row.kind.reference_1998_ms())
+        );
+    }
+    println!(
+        "{:<10} {:>3}  {:>28}  {:>28}  {:>10}",
+        "pvm_spawn",
+        1,
+        "–",
+        "–",
+        reference(1, PVM_SPAWN_1998_MS)
+    );
+    println!("pvm_spawn: {}", report.pvm);
+    println!(
+        "processes: ms from launch::run until the last node's code runs, until it is past init \
+         (node clocks), until the launcher reads its line, until run returns (medians)"
+    );
+    println!(
+        "{:>3}  {:>12}  {:>10}  {:>10}  {:>12}",
+        "N", "code running", "past init", "line read", "job finished"
+    );
+    for row in report.rows.iter().filter(|r| r.kind == Kind::Processes) {
+        if let (Some(t), Some(f)) = (&row.timeline, &row.finished) {
+            println!(
+                "{:>3}  {:>12}  {:>10}  {:>10}  {:>12}",
+                row.count,
+                three_figures(t.running.median),
+                three_figures(t.initialized.median),
+                three_figures(row.joined.median),
+                three_figures(f.median)
+            );
+        }
+    }
+}
+
+/// A positive figure to three significant digits, so that a microsecond
+/// shows in milliseconds as 0.00123 rather than as zero.
+fn three_figures(x: f64) -> String {
+    let decimals = if x > 0.0 && x.is_finite() {
+        (2.0 - x.log10().floor()).clamp(0.0, 9.0) as usize
+    } else {
+        2
+    };
+    format!("{x:.decimals$}")
 }

@@ -1,5 +1,5 @@
 //! The `threadwire` command end to end: `run` with its options, `apps`,
-//! `bench threads`, `bench rate`, and what a node program says when started
+//! `bench threads`, `bench rate`, `bench pingpong --json/--csv`, and what a node program says when started
 //! without it.
 //!
 //! The node programs are examples of other workspace crates (`hello` of
@@ -10,6 +10,9 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+mod support;
+use support::json;
 
 /// Any command here that runs longer has hung.
 const HANG: Duration = Duration::from_secs(60);
@@ -50,6 +53,18 @@ impl Ran {
             self.status, self.stdout, self.stderr
         )
     }
+}
+
+/// Checks a table cell pair `median` `(min–max)` of positive figures.
+fn assert_spread(ran: &Ran, median: &str, cell: &str) {
+    assert_positive(median.parse().ok(), median, ran);
+    let (min, max) = cell
+        .strip_prefix('(')
+        .and_then(|c| c.strip_suffix(')'))
+        .and_then(|c| c.split_once('–'))
+        .unwrap_or_else(|| panic!("{cell:?} is not (min–max)\n{}", ran.show()));
+    assert_positive(min.parse().ok(), min, ran);
+    assert_positive(max.parse().ok(), max, ran);
 }
 
 /// A command with a predictable environment: not inside a job, warnings
@@ -327,24 +342,160 @@ fn bench_rate_reports_every_kind_and_thread_count() {
     );
     for row in &rows {
         assert_eq!(row.len(), 6, "{row:?}\n{}", ran.show());
-        let mut figures = vec![row[2], row[4]];
-        for cell in [row[3], row[5]] {
-            let (min, max) = cell
-                .strip_prefix('(')
-                .and_then(|c| c.strip_suffix(')'))
-                .and_then(|c| c.split_once('–'))
-                .unwrap_or_else(|| panic!("{cell:?} is not (min–max)\n{}", ran.show()));
-            figures.extend([min, max]);
+        assert_spread(&ran, row[2], row[3]);
+        assert_spread(&ran, row[4], row[5]);
+    }
+}
+
+/// `bench pingpong` with the smallest budget over one path.
+fn bench_pingpong_shm(format: &str) -> Ran {
+    let ran = run(threadwire().args([
+        "bench",
+        "pingpong",
+        "--paths",
+        "shm",
+        "--sizes",
+        "1,8,1000",
+        "--repetitions",
+        "2",
+        "--ms",
+        "5",
+        format,
+    ]));
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    ran
+}
+
+fn assert_positive(figure: Option<f64>, what: &str, ran: &Ran) {
+    assert!(
+        figure.is_some_and(|x| x.is_finite() && x > 0.0),
+        "{what} is {figure:?}, not a positive number\n{}",
+        ran.show()
+    );
+}
+
+#[test]
+fn bench_pingpong_json_has_every_size_and_the_fit() {
+    let ran = bench_pingpong_shm("--json");
+    let doc = json::parse(&ran.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", ran.show()));
+    let rows = doc
+        .get("rows")
+        .and_then(|r| r.as_array())
+        .unwrap_or_default();
+    let sizes: Vec<Option<f64>> = rows.iter().map(|r| r.get("size")?.as_f64()).collect();
+    assert_eq!(
+        sizes,
+        [Some(1.0), Some(8.0), Some(1000.0)],
+        "{}",
+        ran.show()
+    );
+    for row in rows {
+        assert_eq!(row.get("path").and_then(|p| p.as_str()), Some("shm"));
+        for key in ["median_ns", "min_ns", "max_ns", "mbps"] {
+            assert_positive(row.get(key).and_then(|x| x.as_f64()), key, &ran);
         }
-        for figure in figures {
-            let rate: f64 = figure
-                .parse()
-                .unwrap_or_else(|_| panic!("{figure:?} is not a number\n{}", ran.show()));
-            assert!(
-                rate.is_finite() && rate > 0.0,
-                "{figure:?} is not a rate\n{}",
-                ran.show()
-            );
+    }
+    let fits = doc
+        .get("fits")
+        .and_then(|f| f.as_array())
+        .unwrap_or_default();
+    assert_eq!(fits.len(), 1, "one fit per path\n{}", ran.show());
+    let fit = &fits[0];
+    assert_eq!(fit.get("path").and_then(|p| p.as_str()), Some("shm"));
+    assert_eq!(fit.get("sizes").and_then(|n| n.as_f64()), Some(3.0));
+    assert_positive(fit.get("startup_ns").and_then(|x| x.as_f64()), "α", &ran);
+    // β can come out at or below zero when three short messages take about
+    // as long; then r∞ and n½ do not exist and are null.
+    for key in [
+        "ns_per_byte",
+        "bandwidth_mbps",
+        "half_bandwidth_bytes",
+        "rms_relative_error",
+    ] {
+        let value = fit
+            .get(key)
+            .unwrap_or_else(|| panic!("the fit has no {key}\n{}", ran.show()));
+        assert!(
+            *value == json::Value::Null || value.as_f64().is_some_and(f64::is_finite),
+            "{key} is {value:?}\n{}",
+            ran.show()
+        );
+    }
+}
+
+#[test]
+fn bench_pingpong_csv_has_a_header_and_every_size() {
+    let ran = bench_pingpong_shm("--csv");
+    let mut lines = ran.stdout.lines();
+    assert_eq!(
+        lines.next(),
+        Some("path,size,median_ns,min_ns,max_ns,mbps"),
+        "{}",
+        ran.show()
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let sizes: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[1])).collect();
+    assert_eq!(
+        sizes,
+        [("shm", "1"), ("shm", "8"), ("shm", "1000")],
+        "{}",
+        ran.show()
+    );
+    for row in &rows {
+        assert_eq!(row.len(), 6, "{row:?}\n{}", ran.show());
+        for figure in &row[2..] {
+            assert_positive(figure.parse().ok(), figure, &ran);
+        }
+    }
+}
+
+#[test]
+fn bench_rate_json_has_every_kind_and_thread_count() {
+    let ran = run(threadwire().args([
+        "bench",
+        "rate",
+        "--threads",
+        "1,2",
+        "--messages",
+        "300",
+        "--repetitions",
+        "2",
+        "--kinds",
+        "os,fibers",
+        "--json",
+    ]));
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    let doc = json::parse(&ran.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", ran.show()));
+    let rows = doc
+        .get("rows")
+        .and_then(|r| r.as_array())
+        .unwrap_or_default();
+    let kinds: Vec<(Option<&str>, Option<f64>)> = rows
+        .iter()
+        .map(|r| {
+            let kind = r.get("kind").and_then(|k| k.as_str());
+            (kind, r.get("threads").and_then(|t| t.as_f64()))
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (Some("os"), Some(1.0)),
+            (Some("os"), Some(2.0)),
+            (Some("fibers"), Some(1.0)),
+            (Some("fibers"), Some(2.0))
+        ],
+        "{}",
+        ran.show()
+    );
+    for row in rows {
+        for rate in ["send", "end_to_end"] {
+            for figure in ["median", "min", "max"] {
+                let value = row.get(rate).and_then(|r| r.get(figure)?.as_f64());
+                assert_positive(value, &format!("{rate}.{figure}"), &ran);
+            }
         }
     }
 }
@@ -460,5 +611,65 @@ fn nodes_on_namespace_hosts_share_memory_inside_and_use_tcp_between() {
             "{}",
             ran.show()
         );
+    }
+}
+
+#[test]
+fn bench_spawn_reports_every_kind_and_count() {
+    let ran = run(threadwire().args(["bench", "spawn", "--counts", "1,2", "--repetitions", "2"]));
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    let positive = |figure: &str| assert_positive(figure.parse().ok(), figure, &ran);
+    let spread = |median: &str, cell: &str| assert_spread(&ran, median, cell);
+    // Rows: kind, N, all joined (min–max), job finished (min–max) or –, 1998 at N = 1.
+    for kind in ["processes", "fibers", "OS threads"] {
+        for count in ["1", "2"] {
+            let row: Vec<&str> = ran
+                .stdout
+                .lines()
+                .filter_map(|l| l.strip_prefix(kind))
+                .map(|rest| rest.split_whitespace().collect::<Vec<_>>())
+                .find(|w| w.first() == Some(&count))
+                .unwrap_or_else(|| panic!("no {kind} row for N = {count}\n{}", ran.show()));
+            spread(row[1], row[2]);
+            let rest = match kind {
+                "processes" => {
+                    spread(row[3], row[4]);
+                    &row[5..]
+                }
+                _ => {
+                    assert_eq!(row[3], "–", "{row:?}\n{}", ran.show());
+                    &row[4..]
+                }
+            };
+            match count {
+                "1" => rest.iter().for_each(|r| positive(r)),
+                _ => assert!(rest.is_empty(), "{row:?}\n{}", ran.show()),
+            }
+        }
+    }
+    assert!(
+        ran.stdout.lines().any(|l| l.starts_with("pvm_spawn ")),
+        "no pvm_spawn row\n{}",
+        ran.show()
+    );
+    let pvm = ran
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("pvm_spawn: "))
+        .unwrap_or_else(|| panic!("no pvm_spawn line\n{}", ran.show()));
+    assert!(
+        pvm.contains("pvm-dev") || pvm.contains("PVM is installed"),
+        "{pvm:?} names neither the missing packages nor an installed PVM\n{}",
+        ran.show()
+    );
+    // The process timeline: N, then four milestones.
+    for count in ["1", "2"] {
+        let row: Vec<&str> = ran
+            .stdout
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|w| w.len() == 5 && w[0] == count)
+            .unwrap_or_else(|| panic!("no timeline row for N = {count}\n{}", ran.show()));
+        row[1..].iter().for_each(|f| positive(f));
     }
 }

@@ -31,7 +31,9 @@
 //! Positions count slots from 0 and never wrap in practice (u64). A slot's
 //! `seq` word says which lap it is in: for position `p`, `seq == p + 1`
 //! means the record of `p` is published; `p + 1 - slots` (the previous
-//! lap's record, read and released) or, in the first lap, `p` (as created)
+//! lap's record, read and released) or, in the first lap, 0 (the memory
+//! as created: a ring is laid out over zeroed memory and its slots are not
+//! written until used, so pages are touched only as traffic needs them)
 //! mean not yet. Only producers write `seq`; the consumer releases slots
 //! through `head` alone, so it never writes a slot's cache line.
 //!
@@ -59,8 +61,9 @@
 //!
 //! The consumer ([`Consumer`]), keeping `h`, its own copy of `head`:
 //!
-//! 1. Loads the `seq` of `h`'s slot (Acquire). `h + 1 - slots` or `h`:
-//!    nothing to read (or the first record is still being written).
+//! 1. Loads the `seq` of `h`'s slot (Acquire). `h + 1 - slots`, or 0 in
+//!    the first lap: nothing to read (or the first record is still being
+//!    written).
 //!    Anything but those and `h + 1`: corrupt.
 //! 2. Validates the header (slot count in `1..=slots / 2`, length within
 //!    the maximum and needing exactly that many slots) and the `seq` of the
@@ -306,7 +309,8 @@ pub struct Ring {
 struct SeenHead(AtomicU64);
 
 impl Ring {
-    /// Lays out a new, empty ring over `memory` with as many slots of
+    /// Lays out a new, empty ring over `memory`, which must be zeroed (a
+    /// fresh memfd or anonymous mapping is), with as many slots of
     /// `slot_size` bytes as fit (a power of two; see [`required_len`]).
     /// `tag` names the job and channel; [`Ring::attach`] checks it.
     pub fn create(memory: RingMemory, slot_size: usize, tag: u64) -> Result<Ring, SetupError> {
@@ -329,9 +333,9 @@ impl Ring {
         word(HEAD_AT).store(0, Ordering::Relaxed);
         ring.sleeping().store(0, Ordering::Relaxed);
         word(WANTED_AT).store(0, Ordering::Relaxed);
-        for pos in 0..slots {
-            ring.seq(pos).store(pos, Ordering::Relaxed);
-        }
+        // The slots are left as they are: zero, which is "not yet" for
+        // the first lap. Writing them would touch every page of every
+        // ring at setup (measured: 480 MiB of page faults for 16 nodes).
         // Publishes the words above to an attacher that loads it (Acquire).
         word(MAGIC_AT).store(MAGIC, Ordering::Release);
         Ok(ring)
@@ -465,7 +469,9 @@ impl Ring {
         let seq = self.seq(pos).load(Ordering::Acquire);
         if seq == pos.wrapping_add(1) {
             SlotState::Published
-        } else if seq == pos.wrapping_add(1).wrapping_sub(self.geometry.slots) || seq == pos {
+        } else if seq == pos.wrapping_add(1).wrapping_sub(self.geometry.slots)
+            || (seq == 0 && pos < self.geometry.slots)
+        {
             SlotState::Empty
         } else {
             SlotState::Garbage

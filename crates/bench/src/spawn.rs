@@ -1,0 +1,463 @@
+//! Start-up cost, processes versus threads: the 1998 comparison of 57.75 ms
+//! to start one process with PVM's `pvm_spawn` against 1.75 ms for one
+//! thread, measured here for N of each kind.
+//!
+//! | Row        | Started                                          | Timed until |
+//! |------------|--------------------------------------------------|-------------|
+//! | processes  | a job of N nodes, [`launch::run`]                 | the last node's line, printed right after `init`, reaches the launcher (*all joined*); `run` returns (*job finished*) |
+//! | fibers     | N × [`spawn`](threadwire::Node::spawn) of a body that returns | all N joined |
+//! | OS threads | N × [`spawn_os`](threadwire::Node::spawn_os), likewise | all N joined |
+//! | pvm_spawn  | N tasks with `pvm_spawn`                          | not measured: see [`Pvm`] |
+//!
+//! Every row has one untimed warm-up (page cache, stack pool, the node's
+//! fiber workers, which start at its first spawn) before its timed
+//! repetitions.
+//!
+//! A node is the program the caller names ([`Options::program`]), which
+//! must call [`node`]: `init`, then one line with two timestamps. Linux's
+//! `CLOCK_MONOTONIC` is one clock for every process of a host, so the
+//! launcher subtracts its own reading at the call of `run` from the nodes'
+//! and splits a process start into a [`Timeline`]: until the last node's
+//! code runs (fork, exec, loading, the program's own start), until the
+//! last node is past `init` (rendezvous, a connection and shared-memory
+//! setup per pair of nodes), until the launcher has read its line.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use threadwire::launch::{self, Event, JobSpec, LaunchError};
+use threadwire::{Endpoint, InitError, JoinError, ThreadHandle};
+
+/// The first word of a node's line after `init`: `spawn-joined NODE
+/// STARTED_NS JOINED_NS`, nanoseconds of `CLOCK_MONOTONIC`.
+const JOINED: &str = "spawn-joined";
+
+/// A job that takes longer than this has hung; it is killed and the run fails.
+const JOB_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The kinds of threads of control measured, in report order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Node processes started by the launcher.
+    Processes,
+    /// Fibers ([`Node::spawn`](threadwire::Node::spawn)).
+    Fibers,
+    /// OS threads ([`Node::spawn_os`](threadwire::Node::spawn_os)).
+    OsThreads,
+}
+
+impl Kind {
+    /// Every kind, in report order.
+    pub const ALL: [Kind; 3] = [Kind::Processes, Kind::Fibers, Kind::OsThreads];
+
+    /// The row's name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Processes => "processes",
+            Kind::Fibers => "fibers",
+            Kind::OsThreads => "OS threads",
+        }
+    }
+
+    /// The 1998 figure for starting one, in milliseconds: a process with
+    /// `pvm_spawn`, or a thread.
+    pub fn reference_1998_ms(self) -> f64 {
+        match self {
+            Kind::Processes => PVM_SPAWN_1998_MS,
+            Kind::Fibers | Kind::OsThreads => 1.75,
+        }
+    }
+}
+
+/// The 1998 time to start one process with `pvm_spawn`, in milliseconds.
+pub const PVM_SPAWN_1998_MS: f64 = 57.75;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Numbers N of processes, fibers and OS threads to start, one row each.
+    pub counts: Vec<u32>,
+    /// Timed repetitions per row (after one untimed warm-up).
+    pub repetitions: u32,
+    /// The node program of the process rows; it must call [`node`].
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+}
+
+impl Options {
+    /// N = 1, 4, 8, 16 and 5 repetitions of `program` with `args`.
+    pub fn new(program: impl Into<PathBuf>, args: Vec<OsString>) -> Options {
+        Options {
+            counts: vec![1, 4, 8, 16],
+            repetitions: 5,
+            program: program.into(),
+            args,
+        }
+    }
+}
+
+/// Milliseconds over the repetitions: median, fastest, slowest.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Millis {
+    /// The median repetition (the upper one for an even count).
+    pub median: f64,
+    /// The fastest repetition.
+    pub min: f64,
+    /// The slowest repetition.
+    pub max: f64,
+}
+
+impl Millis {
+    fn of(ms: &mut [f64]) -> Millis {
+        let (median, min, max) = crate::spread(ms);
+        Millis { median, min, max }
+    }
+}
+
+/// Where a job's start goes: milliseconds from the call of
+/// [`launch::run`], by the nodes' clocks (module docs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Timeline {
+    /// Until the last node's code runs: fork, exec, loading, the program's
+    /// own start.
+    pub running: Millis,
+    /// Until the last node is past `init`.
+    pub initialized: Millis,
+}
+
+/// One row: N of one kind.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Row {
+    /// What was started.
+    pub kind: Kind,
+    /// How many.
+    pub count: u32,
+    /// Until all have joined: every node past `init` as the launcher sees
+    /// it, or every thread run and joined.
+    pub joined: Millis,
+    /// Processes only: until the job has ended and `run` returned.
+    pub finished: Option<Millis>,
+    /// Processes only: the stages of `joined`.
+    pub timeline: Option<Timeline>,
+}
+
+/// Whether PVM, the 1998 peer, is here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pvm {
+    /// These pieces were not found (the console `pvm`, the daemon
+    /// `pvmd3`, the header `pvm3.h`).
+    Missing(Vec<&'static str>),
+    /// PVM is installed, but `pvm_spawn` is not measured: that needs a C
+    /// program linked with libpvm3 under a running `pvmd3`, which this
+    /// command does not have.
+    Installed,
+}
+
+impl Pvm {
+    /// The Debian packages that provide PVM.
+    pub const PACKAGES: &'static str = "pvm, pvm-dev";
+
+    /// Looks for the console and the daemon on `PATH` and in PVM's own
+    /// directories, and for the header where `pvm-dev` and `PVM_ROOT` put it.
+    pub fn detect() -> Pvm {
+        let root = std::env::var_os("PVM_ROOT").map(PathBuf::from);
+        let roots: Vec<PathBuf> = root
+            .into_iter()
+            .chain([PathBuf::from("/usr/lib/pvm3")])
+            .collect();
+        let on_path = |name: &str| {
+            std::env::var_os("PATH")
+                .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+        };
+        let console = on_path("pvm");
+        let daemon = on_path("pvmd3")
+            || on_path("pvmd")
+            || roots.iter().any(|r| r.join("lib/pvmd").is_file());
+        let header = Path::new("/usr/include/pvm3.h").is_file()
+            || roots.iter().any(|r| r.join("include/pvm3.h").is_file());
+        let missing: Vec<&'static str> = [(console, "pvm"), (daemon, "pvmd3"), (header, "pvm3.h")]
+            .into_iter()
+            .filter(|&(found, _)| !found)
+            .map(|(_, name)| name)
+            .collect();
+        match missing.is_empty() {
+            true => Pvm::Installed,
+            false => Pvm::Missing(missing),
+        }
+    }
+}
+
+impl fmt::Display for Pvm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Pvm::Missing(pieces) => write!(
+                f,
+                "not measured: PVM is not installed (no {}; Debian packages {})",
+                pieces.join(", "),
+                Pvm::PACKAGES
+            ),
+            Pvm::Installed => f.write_str(
+                "not measured: PVM is installed, but this command has no pvm_spawn peer \
+                 (a C program linked with libpvm3 under a running pvmd3)",
+            ),
+        }
+    }
+}
+
+/// Everything [`run`] measured.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// Kind-major, in [`Kind::ALL`] order, then by count.
+    pub rows: Vec<Row>,
+    /// The 1998 peer.
+    pub pvm: Pvm,
+    /// Timed repetitions per row.
+    pub repetitions: u32,
+}
+
+/// Why a run failed.
+#[derive(Debug)]
+pub enum Error {
+    /// A job could not be started.
+    Launch(LaunchError),
+    /// A job ended with a failure.
+    Job {
+        /// The job's exit status.
+        status: i32,
+        /// The first failing node and its cause, if a node failed.
+        failure: Option<String>,
+    },
+    /// A node of a job that succeeded never printed its line after `init`:
+    /// the program does not call [`node`].
+    NoLine {
+        /// The node.
+        node: u32,
+    },
+    /// A fiber or OS thread panicked.
+    Join(JoinError),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Launch(_) => f.write_str("starting a job"),
+            Error::Job {
+                status,
+                failure: Some(cause),
+            } => write!(f, "a job failed with status {status}: {cause}"),
+            Error::Job {
+                status,
+                failure: None,
+            } => write!(f, "a job failed with status {status}"),
+            Error::NoLine { node } => write!(
+                f,
+                "node n{node} ended without its `{JOINED}` line: the node program does not \
+                 call threadwire_bench::spawn::node"
+            ),
+            Error::Join(e) => write!(f, "a started thread failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Launch(e) => Some(e),
+            Error::Join(e) => Some(e),
+            Error::Job { .. } | Error::NoLine { .. } => None,
+        }
+    }
+}
+
+/// The node configuration [`run`] expects for its fibers and OS threads: a
+/// standalone one-node job with the default workers (one per core). `init`
+/// may be called once per process, so the caller initializes and passes
+/// the endpoint in.
+pub fn node_config() -> threadwire::Config {
+    threadwire::Config::new()
+        .standalone(true)
+        .progress_thread(false)
+        .log(false)
+}
+
+/// The node side of the process rows: joins the job and prints the line
+/// the launcher times. Returns when the job ends for this node.
+pub fn node() -> Result<(), InitError> {
+    let started = monotonic_ns();
+    let ep = threadwire::init()?;
+    let joined = monotonic_ns();
+    println!("{JOINED} {} {started} {joined}", ep.address().node);
+    Ok(())
+}
+
+/// Runs every row: processes (`on_event` sees every event of the jobs but
+/// the nodes' timing lines), then fibers and OS threads of `ep`'s node,
+/// which should come from [`node_config`].
+pub fn run(
+    ep: &Endpoint,
+    options: &Options,
+    mut on_event: impl FnMut(&Event),
+) -> Result<Report, Error> {
+    let repetitions = options.repetitions.max(1);
+    let mut rows = Vec::new();
+    for kind in Kind::ALL {
+        for &count in &options.counts {
+            let count = count.max(1);
+            let row = match kind {
+                Kind::Processes => processes(options, count, repetitions, &mut on_event)?,
+                Kind::Fibers | Kind::OsThreads => {
+                    threads(ep, kind, count, repetitions).map_err(Error::Join)?
+                }
+            };
+            rows.push(row);
+        }
+    }
+    Ok(Report {
+        rows,
+        pvm: Pvm::detect(),
+        repetitions,
+    })
+}
+
+/// One job's milliseconds from the call of `run`.
+struct Job {
+    running: f64,
+    initialized: f64,
+    joined: f64,
+    finished: f64,
+}
+
+fn processes(
+    options: &Options,
+    count: u32,
+    repetitions: u32,
+    on_event: &mut impl FnMut(&Event),
+) -> Result<Row, Error> {
+    let spec = JobSpec::new(count, &options.program)
+        .args(options.args.iter().cloned())
+        .timeout(JOB_TIMEOUT);
+    launch_once(&spec, on_event)?;
+    let mut jobs = Vec::with_capacity(repetitions as usize);
+    for _ in 0..repetitions {
+        jobs.push(launch_once(&spec, on_event)?);
+    }
+    let column = |of: fn(&Job) -> f64| Millis::of(&mut jobs.iter().map(of).collect::<Vec<_>>());
+    Ok(Row {
+        kind: Kind::Processes,
+        count,
+        joined: column(|j| j.joined),
+        finished: Some(column(|j| j.finished)),
+        timeline: Some(Timeline {
+            running: column(|j| j.running),
+            initialized: column(|j| j.initialized),
+        }),
+    })
+}
+
+fn launch_once(spec: &JobSpec, on_event: &mut impl FnMut(&Event)) -> Result<Job, Error> {
+    // Per node: its code running, past init (its clock), line read (ours).
+    let mut stamps: Vec<Option<[u64; 3]>> = vec![None; spec.nodes as usize];
+    let t0 = monotonic_ns();
+    let report = launch::run(spec, |ev| match ev {
+        Event::Output { line, .. } if line.starts_with(JOINED) => {
+            let read = monotonic_ns();
+            let f: Vec<u64> = line
+                .split_whitespace()
+                .skip(1)
+                .map_while(|w| w.parse().ok())
+                .collect();
+            match f[..] {
+                [node, started, joined] if (node as usize) < stamps.len() => {
+                    stamps[node as usize] = Some([started, joined, read])
+                }
+                _ => on_event(ev),
+            }
+        }
+        _ => on_event(ev),
+    })
+    .map_err(Error::Launch)?;
+    let finished = monotonic_ns();
+    if report.status != 0 {
+        return Err(Error::Job {
+            status: report.status,
+            failure: report.failure.map(|(_, cause)| cause),
+        });
+    }
+    let mut last = [0u64; 3];
+    for (node, s) in stamps.iter().enumerate() {
+        let s = s.ok_or(Error::NoLine { node: node as u32 })?;
+        for (l, s) in last.iter_mut().zip(s) {
+            *l = (*l).max(s);
+        }
+    }
+    let ms = |t: u64| t.saturating_sub(t0) as f64 / 1e6;
+    Ok(Job {
+        running: ms(last[0]),
+        initialized: ms(last[1]),
+        joined: ms(last[2]),
+        finished: ms(finished),
+    })
+}
+
+fn threads(ep: &Endpoint, kind: Kind, count: u32, repetitions: u32) -> Result<Row, JoinError> {
+    let node = ep.node();
+    let once = || -> Result<f64, JoinError> {
+        let start = Instant::now();
+        let handles: Vec<ThreadHandle<()>> = (0..count)
+            .map(|_| match kind {
+                Kind::OsThreads => node.spawn_os(|_| ()),
+                _ => node.spawn(|_| ()),
+            })
+            .collect();
+        for h in handles {
+            h.join()?;
+        }
+        Ok(start.elapsed().as_secs_f64() * 1e3)
+    };
+    once()?;
+    let mut ms = Vec::with_capacity(repetitions as usize);
+    for _ in 0..repetitions {
+        ms.push(once()?);
+    }
+    Ok(Row {
+        kind,
+        count,
+        joined: Millis::of(&mut ms),
+        finished: None,
+        timeline: None,
+    })
+}
+
+/// Nanoseconds of `CLOCK_MONOTONIC`, the clock all processes of a host share.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a writable timespec; CLOCK_MONOTONIC always exists on
+    // Linux, so the call cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_monotonic_clock_moves_forward() {
+        let a = monotonic_ns();
+        std::thread::sleep(Duration::from_millis(2));
+        let b = monotonic_ns();
+        assert!(b > a, "{a} then {b}");
+    }
+
+    #[test]
+    fn a_missing_pvm_names_the_packages() {
+        let text = Pvm::Missing(vec!["pvm", "pvm3.h"]).to_string();
+        assert!(text.contains("no pvm, pvm3.h"), "{text}");
+        assert!(text.contains("pvm-dev"), "{text}");
+    }
+}

@@ -1,0 +1,3 @@
+//! Helpers shared by the command's integration tests.
+
+pub mod json;
