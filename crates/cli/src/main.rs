@@ -154,6 +154,8 @@ enum Bench {
         #[arg(long, default_value_t = 100)]
         ms: u64,
         #[command(flatten)]
+        link: OnLink,
+        #[command(flatten)]
         output: MachineReadable,
     },
     /// 8-byte message rate from T threads of node 0 to T threads of node 1 (as MPI's msgrate).
@@ -178,6 +180,8 @@ enum Bench {
         /// Kinds of threads to measure, comma-separated: os (as msgrate.c's pthreads), fibers.
         #[arg(long, value_delimiter = ',', default_value = "os")]
         kinds: Vec<threadwire_bench::rate::ThreadKind>,
+        #[command(flatten)]
+        link: OnLink,
         #[command(flatten)]
         output: MachineReadable,
     },
@@ -204,6 +208,40 @@ enum Bench {
         #[arg(long, default_value_t = 5)]
         repetitions: u32,
     },
+}
+
+/// `--link` of the benchmarks between two nodes.
+#[derive(Args, Clone, Copy)]
+struct OnLink {
+    /// Run the two nodes on two emulated hosts joined by this link
+    /// (ethernet10, fast100, atm155, gige or none; needs root), built for
+    /// the run and removed after it.
+    #[arg(long)]
+    link: Option<threadwire_bench::net::Link>,
+}
+
+impl OnLink {
+    /// The emulated hosts, if asked for: node 0 on the first, node 1 on
+    /// the second.
+    fn net(&self) -> Result<Option<threadwire_bench::net::ScopedNet>> {
+        let Some(link) = self.link else {
+            return Ok(None);
+        };
+        // The prefix picks the subnet; another net may hold it: try a few.
+        let mut last = None;
+        for k in 0..5 {
+            let config = threadwire_bench::net::NetConfig {
+                hosts: 2,
+                link,
+                prefix: format!("twb{}", (std::process::id() + k) % 100_000),
+            };
+            match threadwire_bench::net::ScopedNet::up(&config) {
+                Ok(net) => return Ok(Some(net)),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("tried at least once")).context("building the emulated hosts for --link")
+    }
 }
 
 /// `--json` / `--csv` of the benchmarks that print a table.
@@ -271,6 +309,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             paths,
             repetitions,
             ms,
+            link,
             output,
         }) => {
             let budget = threadwire_bench::pingpong::Budget {
@@ -287,6 +326,12 @@ fn dispatch(cli: Cli) -> Result<i32> {
             };
             if under_launcher() {
                 return render::pingpong_node(&sizes, &paths, budget);
+            }
+            let net = link.net()?;
+            if net.is_some() && paths.iter().any(|p| p == "shm") {
+                bail!(
+                    "--link puts the two nodes on two emulated hosts: measure --paths thread,tcp"
+                );
             }
             // One job per channel, the thread path in the first.
             let mut results = Vec::new();
@@ -321,13 +366,21 @@ fn dispatch(cli: Cli) -> Result<i32> {
                     "--paths",
                     &measured.join(","),
                 ];
-                let spec = JobSpec::new(2, std::env::current_exe()?)
+                let mut spec = JobSpec::new(2, std::env::current_exe()?)
                     .args(args)
                     .env(threadwire::env::CHANNEL, channel);
+                if let Some(net) = &net {
+                    spec = spec.hosts(net.launch_hosts());
+                }
                 let report =
                     threadwire::launch::run(&spec, |ev| render::collect_results(ev, &mut results))?;
                 if report.status != 0 {
                     bail!("the benchmark job failed with status {}", report.status);
+                }
+            }
+            if let Some(link) = link.link {
+                for row in results.iter_mut().filter(|r| r.path == "tcp") {
+                    row.path = format!("tcp/{link}");
                 }
             }
             if output.json {
@@ -345,6 +398,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             repetitions,
             window,
             kinds,
+            link,
             output,
         }) => {
             let options = threadwire_bench::rate::Options {
@@ -359,7 +413,11 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 return render::rate_node(&options);
             }
             let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-            let spec = JobSpec::new(2, std::env::current_exe()?).args(args);
+            let net = link.net()?;
+            let mut spec = JobSpec::new(2, std::env::current_exe()?).args(args);
+            if let Some(net) = &net {
+                spec = spec.hosts(net.launch_hosts());
+            }
             let mut results = Vec::new();
             let report = threadwire::launch::run(&spec, |ev| {
                 render::collect_rate_results(ev, &mut results)

@@ -198,12 +198,12 @@ pub fn pingpong_fits(rows: &[Row]) -> Vec<(&str, Option<Fit>)> {
 
 pub fn pingpong_table(rows: &[Row]) {
     println!(
-        "{:<8} {:>10} {:>12} {:>22} {:>12}",
+        "{:<12} {:>10} {:>12} {:>22} {:>12}",
         "path", "size (B)", "one-way µs", "min–max µs", "MB/s"
     );
     for r in rows {
         println!(
-            "{:<8} {:>10} {:>12.3} {:>22} {:>12.1}",
+            "{:<12} {:>10} {:>12.3} {:>22} {:>12.1}",
             r.path,
             r.size,
             r.ns[0] / 1e3,
@@ -216,7 +216,7 @@ pub fn pingpong_table(rows: &[Row]) {
          (threadwire_bench::fit):"
     );
     println!(
-        "{:<8} {:>16} {:>18} {:>14} {:>10}",
+        "{:<12} {:>16} {:>18} {:>14} {:>10}",
         "path", "start-up α µs", "r∞ = 1/β MB/s", "n½ = α/β B", "rms error"
     );
     let or_dash = |x: Option<f64>, decimals: usize| {
@@ -225,13 +225,13 @@ pub fn pingpong_table(rows: &[Row]) {
     for (path, fit) in pingpong_fits(rows) {
         match fit {
             Some(f) => println!(
-                "{path:<8} {:>16.3} {:>18} {:>14} {:>8.1} %",
+                "{path:<12} {:>16.3} {:>18} {:>14} {:>8.1} %",
                 f.startup_seconds * 1e6,
                 or_dash(f.bandwidth().map(|b| b / 1e6), 1),
                 or_dash(f.half_bandwidth_size(), 0),
                 f.rms_relative_error * 100.0
             ),
-            None => println!("{path:<8} {:>16}", "(needs two sizes)"),
+            None => println!("{path:<12} {:>16}", "(needs two sizes)"),
         }
     }
 }

@@ -673,3 +673,50 @@ fn bench_spawn_reports_every_kind_and_count() {
         row[1..].iter().for_each(|f| positive(f));
     }
 }
+
+/// `bench pingpong --link` builds two emulated hosts for the run, measures
+/// TCP between them and removes them. Needs root and network namespaces;
+/// skips saying why without them.
+#[test]
+fn bench_pingpong_on_an_emulated_link_leaves_nothing_behind() {
+    let ran = run(threadwire().args([
+        "bench",
+        "pingpong",
+        "--link",
+        "gige",
+        "--paths",
+        "tcp",
+        "--sizes",
+        "8,1000",
+        "--repetitions",
+        "2",
+        "--ms",
+        "5",
+    ]));
+    if ran.code() != Some(0) && ran.stderr.contains("emulated hosts") {
+        eprintln!(
+            "SKIPPED: cannot build emulated hosts here: {}",
+            ran.stderr.trim()
+        );
+        return;
+    }
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    for size in ["8", "1000"] {
+        let row: Vec<&str> = ran
+            .stdout
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|w| w.len() >= 3 && w[0] == "tcp/gige" && w[1] == size)
+            .unwrap_or_else(|| panic!("no tcp/gige row for {size} B\n{}", ran.show()));
+        assert_positive(row[2].parse().ok(), row[2], &ran);
+    }
+    let namespaces = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    assert!(
+        !namespaces.lines().any(|l| l.starts_with("twb")),
+        "the benchmark's hosts were left behind: {namespaces}"
+    );
+}
