@@ -1,10 +1,15 @@
 //! Benchmarks of threadwire, written against its public API.
 //!
+//! - [`comm`]: communication time for 1 B … 1 MB between threads, nodes
+//!   and emulated hosts, the 1998 processes-versus-threads table.
 //! - [`fit`]: Hockney's t(n) = α + β·n through a ping-pong sweep: start-up
 //!   latency, asymptotic bandwidth r∞ and n½.
 //! - [`net`]: emulated hosts, network namespaces on a bridge with links
 //!   shaped to 10 Mbit/s … 1 Gbit/s (`threadwire net up` / `net down`).
+//! - [`peers`]: NetPIPE over TCP, Open MPI, MPICH and PVM, run beside
+//!   the ping-pong (`bench pingpong --peers`).
 //! - [`pingpong`]: one-way latency and bandwidth between two endpoints.
+//! - [`plot`]: latency and bandwidth charts of a ping-pong sweep (SVG, PNG).
 //! - [`rate`]: 8-byte message rate from T threads of one node to T of
 //!   another, as MPI's msgrate / osu_mbw_mr.
 //! - [`spawn`]: start-up cost of N processes, fibers and OS threads, the
@@ -14,9 +19,12 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod comm;
 pub mod fit;
 pub mod net;
+pub mod peers;
 pub mod pingpong;
+pub mod plot;
 pub mod rate;
 pub mod spawn;
 pub mod threads;

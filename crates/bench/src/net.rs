@@ -233,6 +233,24 @@ impl ScopedNet {
     pub fn up(cfg: &NetConfig) -> Result<ScopedNet, NetError> {
         up(cfg).map(ScopedNet)
     }
+
+    /// `hosts` hosts on `link`, for one run: the prefix is `stem` and a
+    /// number from this process's id, and as the prefix picks the subnet,
+    /// which another net may hold, a few numbers are tried.
+    pub fn up_with_free_prefix(stem: &str, hosts: u32, link: Link) -> Result<ScopedNet, NetError> {
+        let mut last = None;
+        for k in 0..5 {
+            let config = NetConfig {
+                prefix: format!("{stem}{}", (std::process::id() + k) % 100_000),
+                ..NetConfig::new(hosts, link)
+            };
+            match ScopedNet::up(&config) {
+                Ok(net) => return Ok(net),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("tried at least once"))
+    }
 }
 
 impl std::ops::Deref for ScopedNet {

@@ -11,11 +11,16 @@
 
 use crate::render::{self, Row};
 use std::fmt::Write;
+use threadwire_bench::peers::Report;
 use threadwire_bench::rate;
 
 /// `bench pingpong --json`: `rows` (path, size, median, min and max
-/// one-way ns, MB/s at the median) and, per path, the Hockney `fits`.
-pub fn pingpong_json(rows: &[Row]) {
+/// one-way ns, MB/s at the median), per path the Hockney `fits` and, with
+/// `--peers`, the `peers`: per peer its `error` (null when it ran) and per
+/// size of ours the peer's row there or the nearest (`peer_size`, `exact`),
+/// its best one-way ns and MB/s, our fastest repetition and
+/// `threadwire_over_peer`, our time ÷ the peer's (per byte if not exact).
+pub fn pingpong_json(rows: &[Row], peers: &[Report]) {
     let mut out = String::from("{\n  \"benchmark\": \"pingpong\",\n  \"rows\": [");
     for (i, r) in rows.iter().enumerate() {
         let mbps = r.size as f64 / (r.ns[0] / 1e9) / 1e6;
@@ -51,18 +56,67 @@ pub fn pingpong_json(rows: &[Row]) {
             figure(|f| Some(f.rms_relative_error))
         );
     }
-    out.push_str("\n  ]\n}");
+    out.push_str("\n  ]");
+    if !peers.is_empty() {
+        out.push_str(",\n  \"peers\": [");
+        for (i, report) in peers.iter().enumerate() {
+            let error = report
+                .result
+                .as_ref()
+                .err()
+                .map_or_else(|| "null".to_string(), |e| string(&e.to_string()));
+            let _ = write!(
+                out,
+                "{}\n    {{\"peer\": {}, \"path\": {}, \"error\": {}, \"rows\": [",
+                if i == 0 { "" } else { "," },
+                string(report.peer.name()),
+                string(&report.path),
+                error
+            );
+            for (j, line) in render::peer_rows(rows, report).iter().enumerate() {
+                let point = line.peer.point;
+                let _ = write!(
+                    out,
+                    "{}\n      {{\"size\": {}, \"peer_size\": {}, \"exact\": {}, \"one_way_ns\": {}, \
+                     \"mbps\": {}, \"threadwire_min_ns\": {}, \"threadwire_over_peer\": {}}}",
+                    if j == 0 { "" } else { "," },
+                    line.size,
+                    point.size,
+                    line.peer.exact,
+                    number(point.one_way.as_secs_f64() * 1e9),
+                    number(point.mbps()),
+                    number(line.ours_ns),
+                    number(line.ratio)
+                );
+            }
+            out.push_str("\n    ]}");
+        }
+        out.push_str("\n  ]");
+    }
+    out.push_str("\n}");
     println!("{out}");
 }
 
-/// `bench pingpong --csv`: the table's rows.
-pub fn pingpong_csv(rows: &[Row]) {
-    let mut out = String::from("path,size,median_ns,min_ns,max_ns,mbps\n");
+/// `bench pingpong --csv`: the table's rows. With `--peers`, a first
+/// column `source` (`threadwire` or the peer) and, per peer, the NetPIPE
+/// rows taken for our sizes at the peer's own size, its best time as
+/// `min_ns` (NetPIPE reports no median or maximum); a peer without figures
+/// is one row with only source and path.
+pub fn pingpong_csv(rows: &[Row], peers: &[Report]) {
+    let source = |name: &str| match peers.is_empty() {
+        true => String::new(),
+        false => format!("{},", field(name)),
+    };
+    let mut out = format!(
+        "{}path,size,median_ns,min_ns,max_ns,mbps\n",
+        source("source")
+    );
     for r in rows {
         let mbps = r.size as f64 / (r.ns[0] / 1e9) / 1e6;
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{}",
+            "{}{},{},{},{},{},{}",
+            source("threadwire"),
             field(&r.path),
             r.size,
             csv_number(r.ns[0]),
@@ -70,6 +124,33 @@ pub fn pingpong_csv(rows: &[Row]) {
             csv_number(r.ns[2]),
             csv_number(mbps)
         );
+    }
+    for report in peers {
+        let lines = render::peer_rows(rows, report);
+        if lines.is_empty() {
+            let _ = writeln!(
+                out,
+                "{}{},,,,,",
+                source(report.peer.name()),
+                field(&report.path)
+            );
+        }
+        let mut written = Vec::new();
+        for point in lines.iter().map(|l| l.peer.point) {
+            if written.contains(&point.size) {
+                continue;
+            }
+            written.push(point.size);
+            let _ = writeln!(
+                out,
+                "{}{},{},,{},,{}",
+                source(report.peer.name()),
+                field(&report.path),
+                point.size,
+                csv_number(point.one_way.as_secs_f64() * 1e9),
+                csv_number(point.mbps())
+            );
+        }
     }
     print!("{out}");
 }

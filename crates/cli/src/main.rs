@@ -106,6 +106,10 @@ struct JobArgs {
     /// node i on line i modulo their number.
     #[arg(long, value_name = "FILE")]
     hosts: Option<PathBuf>,
+    /// Address of this host that the nodes reach the launcher at (default
+    /// 127.0.0.1; `ssh:` hosts need one they can reach).
+    #[arg(long, value_name = "ADDR")]
+    bind: Option<std::net::IpAddr>,
 }
 
 #[derive(Subcommand)]
@@ -153,6 +157,16 @@ enum Bench {
         /// Milliseconds per repetition.
         #[arg(long, default_value_t = 100)]
         ms: u64,
+        /// Also plot latency and bandwidth against size, with the 1998
+        /// figures, into this directory (created if missing):
+        /// pingpong-latency.svg/.png and pingpong-bandwidth.svg/.png.
+        #[arg(long, value_name = "DIR")]
+        plot: Option<PathBuf>,
+        /// Also run NetPIPE, where installed, on the same paths and show
+        /// its figures and our ratio to them: NPopenmpi and NPmpich2 beside
+        /// shm, NPtcp and NPopenmpi over TCP beside tcp.
+        #[arg(long)]
+        peers: bool,
         #[command(flatten)]
         link: OnLink,
         #[command(flatten)]
@@ -208,6 +222,28 @@ enum Bench {
         #[arg(long, default_value_t = 5)]
         repetitions: u32,
     },
+    /// Communication time for 1 B, 1 KB, 32 KB and 1 MB between threads, nodes and
+    /// emulated hosts: one-way ping-pong ms (1998: 5.53 ms Ethernet, 1.01 ms threads at 1 B).
+    Comm {
+        /// Links of the host-to-host rows, comma-separated, each built for its
+        /// run and removed after (ethernet10, fast100, atm155, gige, none; root).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "ethernet10,fast100,atm155,gige"
+        )]
+        links: Vec<threadwire_bench::net::Link>,
+        /// Repetitions per size (fewer on slow links, to fit --seconds).
+        #[arg(long, default_value_t = 5)]
+        repetitions: u32,
+        /// Milliseconds per repetition, at least.
+        #[arg(long, default_value_t = 50)]
+        ms: u64,
+        /// Seconds a size's repetitions may take on a link, by its rate
+        /// (at least one repetition).
+        #[arg(long, default_value_t = 7.0)]
+        seconds: f64,
+    },
 }
 
 /// `--link` of the benchmarks between two nodes.
@@ -227,20 +263,9 @@ impl OnLink {
         let Some(link) = self.link else {
             return Ok(None);
         };
-        // The prefix picks the subnet; another net may hold it: try a few.
-        let mut last = None;
-        for k in 0..5 {
-            let config = threadwire_bench::net::NetConfig {
-                hosts: 2,
-                link,
-                prefix: format!("twb{}", (std::process::id() + k) % 100_000),
-            };
-            match threadwire_bench::net::ScopedNet::up(&config) {
-                Ok(net) => return Ok(Some(net)),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.expect("tried at least once")).context("building the emulated hosts for --link")
+        threadwire_bench::net::ScopedNet::up_with_free_prefix("twb", 2, link)
+            .map(Some)
+            .context("building the emulated hosts for --link")
     }
 }
 
@@ -292,6 +317,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 channel: None,
                 verbose: false,
                 hosts: None,
+                bind: None,
             };
             let args = vec![
                 "apps".into(),
@@ -309,6 +335,8 @@ fn dispatch(cli: Cli) -> Result<i32> {
             paths,
             repetitions,
             ms,
+            plot,
+            peers,
             link,
             output,
         }) => {
@@ -383,12 +411,31 @@ fn dispatch(cli: Cli) -> Result<i32> {
                     row.path = format!("tcp/{link}");
                 }
             }
+            let peers = match peers {
+                true => run_peers(&paths, &sizes, budget, &results, net.as_deref(), link.link),
+                false => Vec::new(),
+            };
             if output.json {
-                machine_readable::pingpong_json(&results);
+                machine_readable::pingpong_json(&results, &peers);
             } else if output.csv {
-                machine_readable::pingpong_csv(&results);
+                machine_readable::pingpong_csv(&results, &peers);
             } else {
                 render::pingpong_table(&results);
+                render::peers_table(&results, &peers);
+            }
+            if let Some(dir) = plot {
+                let points: Vec<_> = results
+                    .iter()
+                    .map(|r| threadwire_bench::plot::Point {
+                        path: &r.path,
+                        size: r.size,
+                        one_way_seconds: r.ns[0] / 1e9,
+                    })
+                    .collect();
+                // stderr: stdout carries the results alone (--json, --csv).
+                for file in threadwire_bench::plot::pingpong(&dir, &points)? {
+                    eprintln!("threadwire: wrote {}", file.display());
+                }
             }
             Ok(0)
         }
@@ -448,6 +495,29 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 .context("starting a standalone node")?;
             let report = threads::run(&ep, &options)?;
             render::threads_table(&report);
+            Ok(0)
+        }
+        Command::Bench(Bench::Comm {
+            links,
+            repetitions,
+            ms,
+            seconds,
+        }) => {
+            use threadwire_bench::comm;
+            let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+            let options = comm::Options {
+                links,
+                repetitions,
+                per_repetition: Duration::from_millis(ms),
+                per_size: Duration::try_from_secs_f64(seconds).context("--seconds")?,
+                ..comm::Options::new(std::env::current_exe()?, args)
+            };
+            if under_launcher() {
+                comm::node(&options)?;
+                return Ok(0);
+            }
+            let report = comm::run(&options, |ev| render::event(ev, false))?;
+            render::comm_table(&report);
             Ok(0)
         }
         Command::Bench(Bench::Spawn {
@@ -511,6 +581,45 @@ fn dispatch(cli: Cli) -> Result<i32> {
     }
 }
 
+/// `bench pingpong --peers`: NetPIPE on the measured paths, after our
+/// sweep, with its budget per size and its time at the largest size.
+fn run_peers(
+    paths: &[String],
+    sizes: &[usize],
+    budget: threadwire_bench::pingpong::Budget,
+    results: &[render::Row],
+    net: Option<&threadwire_bench::net::Net>,
+    link: Option<threadwire_bench::net::Link>,
+) -> Vec<threadwire_bench::peers::Report> {
+    use threadwire_bench::peers::{self, Placement};
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let ours = |transport: peers::Transport| {
+        let path = transport.name();
+        results
+            .iter()
+            .find(|r| r.size == largest && r.path.split('/').next() == Some(path))
+            .filter(|r| r.ns[0].is_finite() && r.ns[0] > 0.0)
+            .map(|r| Duration::from_secs_f64(r.ns[0] / 1e9))
+    };
+    let placement = match net.map(|n| &n.hosts[..]) {
+        Some([receiver, transmitter, ..]) => Placement::Namespaces {
+            receiver: receiver.name.clone(),
+            receiver_addr: receiver.addr,
+            transmitter: transmitter.name.clone(),
+        },
+        _ => Placement::Local,
+    };
+    let link = link.map(|l| l.to_string());
+    peers::run_beside(
+        paths,
+        sizes,
+        budget.per_repetition * budget.repetitions.max(1),
+        ours,
+        &placement,
+        link.as_deref(),
+    )
+}
+
 fn under_launcher() -> bool {
     std::env::var_os(threadwire::env::JOB).is_some()
 }
@@ -528,6 +637,9 @@ fn launch(job: &JobArgs, program: PathBuf, args: Vec<OsString>) -> Result<i32> {
     }
     if let Some(c) = &job.channel {
         spec = spec.env(threadwire::env::CHANNEL, c);
+    }
+    if let Some(addr) = job.bind {
+        spec.bind = addr;
     }
     if let Some(file) = &job.hosts {
         let text = std::fs::read_to_string(file)

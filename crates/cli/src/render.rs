@@ -461,3 +461,138 @@ fn three_figures(x: f64) -> String {
     };
     format!("{x:.decimals$}")
 }
+
+/// `bench comm`: one row per path, one column per size, one-way ms; the
+/// 1998 figures in a row under the path they compare with.
+pub fn comm_table(report: &threadwire_bench::comm::Report) {
+    use threadwire_bench::comm::{self, Measured, SIZES};
+    let heading = |size: usize| match size {
+        1_000_000.. => format!("{} MB", size / 1_000_000),
+        1000.. => format!("{} KB", size / 1000),
+        _ => format!("{size} B"),
+    };
+    println!(
+        "one-way ping-pong time in ms (half a round trip), median (min–max) of {} repetitions",
+        report.repetitions
+    );
+    println!(
+        "thread: two fibers of one node; shm: two nodes of one host, shared memory; \
+         tcp/LINK: two emulated hosts joined by LINK, TCP"
+    );
+    print!("{:<16}", "path");
+    for size in SIZES {
+        print!(" {:>29}", heading(size));
+    }
+    println!();
+    let mut fewer = Vec::new();
+    for row in &report.rows {
+        let name = row.path.name();
+        match &row.measured {
+            Measured::Cells(cells) => {
+                print!("{name:<16}");
+                for size in SIZES {
+                    match cells.iter().find(|c| c.sample.size == size) {
+                        Some(c) => {
+                            let ms = |d: std::time::Duration| three_figures(d.as_secs_f64() * 1e3);
+                            let s = &c.sample;
+                            let cell = format!("{} ({}–{})", ms(s.one_way), ms(s.min), ms(s.max));
+                            print!(" {cell:>29}");
+                            if c.repetitions < report.repetitions {
+                                fewer.push(format!("{name} {}: {}", heading(size), c.repetitions));
+                            }
+                        }
+                        None => print!(" {:>29}", "–"),
+                    }
+                }
+                println!();
+            }
+            Measured::Missing(why) => println!("{name:<16} missing: {why}"),
+        }
+        if let Some(label) = comm::reference_1998_label(row.path) {
+            print!("{label:<16}");
+            for size in SIZES {
+                let figure = comm::reference_1998_ms(row.path, size)
+                    .map_or_else(|| "–".to_string(), three_figures);
+                print!(" {figure:>29}");
+            }
+            println!();
+        }
+    }
+    if !fewer.is_empty() {
+        println!(
+            "fewer repetitions, to fit {:.1} s per size at the link's rate: {}",
+            report.per_size.as_secs_f64(),
+            fewer.join(", ")
+        );
+    }
+}
+
+/// One line of the peers' table: a size of ours, the peer's row there
+/// (or the nearest), our fastest repetition, and the ratio.
+pub struct PeerRow {
+    pub size: usize,
+    pub peer: threadwire_bench::peers::Match,
+    pub ours_ns: f64,
+    /// threadwire's one-way time ÷ the peer's, per byte where the sizes differ.
+    pub ratio: f64,
+}
+
+/// The lines of `report` beside our `rows` of its path.
+pub fn peer_rows(rows: &[Row], report: &threadwire_bench::peers::Report) -> Vec<PeerRow> {
+    let Ok(measured) = &report.result else {
+        return Vec::new();
+    };
+    rows.iter()
+        .filter(|r| r.path == report.path)
+        .filter_map(|r| {
+            let peer = measured.at(r.size)?;
+            let peer_ns_per_byte =
+                peer.point.one_way.as_secs_f64() * 1e9 / peer.point.size.max(1) as f64;
+            Some(PeerRow {
+                size: r.size,
+                peer,
+                ours_ns: r.ns[1],
+                ratio: r.ns[1] / r.size.max(1) as f64 / peer_ns_per_byte,
+            })
+        })
+        .collect()
+}
+
+/// `bench pingpong --peers`: per peer and size of ours, NetPIPE's row at
+/// that size (or the nearest, marked `*`) beside our fastest repetition,
+/// and threadwire's time ÷ the peer's; a peer without figures says why.
+pub fn peers_table(rows: &[Row], reports: &[threadwire_bench::peers::Report]) {
+    if reports.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "peers: NetPIPE 3.7.2, best of its trials, beside threadwire's fastest repetition; \
+         tw ÷ peer = threadwire's one-way time ÷ the peer's, per byte where the peer's size \
+         differs (*): below 1, threadwire is faster"
+    );
+    println!(
+        "{:<18} {:<12} {:>10} {:>11} {:>12} {:>12} {:>12} {:>9}",
+        "peer", "path", "size (B)", "peer size", "one-way µs", "MB/s", "tw µs", "tw ÷ peer"
+    );
+    for report in reports {
+        let name = report.peer.name();
+        if let Err(e) = &report.result {
+            println!("{name:<18} {:<12} {e}", report.path);
+            continue;
+        }
+        for line in peer_rows(rows, report) {
+            let point = line.peer.point;
+            println!(
+                "{name:<18} {:<12} {:>10} {:>11} {:>12.3} {:>12.1} {:>12.3} {:>9.2}",
+                report.path,
+                line.size,
+                format!("{}{}", point.size, if line.peer.exact { "" } else { "*" }),
+                point.one_way.as_secs_f64() * 1e6,
+                point.mbps(),
+                line.ours_ns / 1e3,
+                line.ratio
+            );
+        }
+    }
+}

@@ -1,5 +1,5 @@
 //! The `threadwire` command end to end: `run` with its options, `apps`,
-//! `bench threads`, `bench rate`, `bench pingpong --json/--csv`, and what a node program says when started
+//! `bench threads`, `bench rate`, `bench pingpong --json/--csv/--plot`, `bench comm`, and what a node program says when started
 //! without it.
 //!
 //! The node programs are examples of other workspace crates (`hello` of
@@ -450,6 +450,51 @@ fn bench_pingpong_csv_has_a_header_and_every_size() {
     }
 }
 
+/// `bench pingpong --plot DIR` creates DIR and writes each chart as SVG
+/// and PNG; what the charts show is not checked here.
+#[test]
+fn bench_pingpong_plot_writes_svg_and_png() {
+    let dir = std::env::temp_dir()
+        .join(format!("threadwire-plot-{}", std::process::id()))
+        .join("missing");
+    let ran = run(threadwire()
+        .args([
+            "bench",
+            "pingpong",
+            "--paths",
+            "thread",
+            "--sizes",
+            "8,1000,100000",
+            "--repetitions",
+            "2",
+            "--ms",
+            "5",
+            "--plot",
+        ])
+        .arg(&dir));
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    for chart in ["latency", "bandwidth"] {
+        let svg = dir.join(format!("pingpong-{chart}.svg"));
+        let text = std::fs::read_to_string(&svg)
+            .unwrap_or_else(|e| panic!("{}: {e}\n{}", svg.display(), ran.show()));
+        assert!(
+            text.starts_with("<svg") || text.starts_with("<?xml"),
+            "{} is not SVG: {:?}",
+            svg.display(),
+            text.chars().take(80).collect::<String>()
+        );
+        let png = dir.join(format!("pingpong-{chart}.png"));
+        let bytes = std::fs::read(&png)
+            .unwrap_or_else(|e| panic!("{}: {e}\n{}", png.display(), ran.show()));
+        assert!(
+            bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+            "{} lacks the PNG signature",
+            png.display()
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir.parent().expect("the temporary directory"));
+}
+
 #[test]
 fn bench_rate_json_has_every_kind_and_thread_count() {
     let ran = run(threadwire().args([
@@ -555,6 +600,19 @@ fn a_killed_launcher_leaves_no_shared_memory_behind() {
         .filter(|e| e.file_name().to_string_lossy().contains("threadwire"))
         .collect();
     assert!(dev_shm.is_empty(), "{dev_shm:?}");
+}
+
+/// Checks that no network namespace named `prefix…` is left.
+fn assert_no_namespaces_left(prefix: &str) {
+    let namespaces = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    assert!(
+        !namespaces.lines().any(|l| l.starts_with(prefix)),
+        "the benchmark's hosts were left behind: {namespaces}"
+    );
 }
 
 /// Removes a test net however the test ends.
@@ -710,13 +768,97 @@ fn bench_pingpong_on_an_emulated_link_leaves_nothing_behind() {
             .unwrap_or_else(|| panic!("no tcp/gige row for {size} B\n{}", ran.show()));
         assert_positive(row[2].parse().ok(), row[2], &ran);
     }
-    let namespaces = std::process::Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default();
-    assert!(
-        !namespaces.lines().any(|l| l.starts_with("twb")),
-        "the benchmark's hosts were left behind: {namespaces}"
-    );
+    assert_no_namespaces_left("twb");
+}
+
+/// `bench comm`: a row per path with a median (min–max) per size; the link
+/// row, built for the run and removed after, may instead say why it is
+/// missing (not root, no namespaces).
+#[test]
+fn bench_comm_reports_every_path_and_size() {
+    let ran = run(threadwire().args([
+        "bench",
+        "comm",
+        "--links",
+        "gige",
+        "--repetitions",
+        "2",
+        "--ms",
+        "5",
+        "--seconds",
+        "1",
+    ]));
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    for path in ["thread", "shm", "tcp/gige"] {
+        let row: Vec<&str> = ran
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(path).filter(|r| r.starts_with(' ')))
+            .unwrap_or_else(|| panic!("no {path} row\n{}", ran.show()))
+            .split_whitespace()
+            .collect();
+        if path == "tcp/gige" && row.first() == Some(&"missing:") {
+            eprintln!("SKIPPED the link row: {}", row.join(" "));
+            continue;
+        }
+        assert_eq!(row.len(), 8, "{path}: {row:?}\n{}", ran.show());
+        for cell in row.chunks(2) {
+            assert_spread(&ran, cell[0], cell[1]);
+        }
+    }
+    assert_no_namespaces_left("twc");
+}
+
+/// `bench pingpong --peers`: each TCP peer either has a line per size with
+/// positive figures or names the Debian packages that provide it.
+#[test]
+fn bench_pingpong_peers_have_figures_or_name_their_packages() {
+    let ran = run(threadwire().args([
+        "bench",
+        "pingpong",
+        "--paths",
+        "tcp",
+        "--sizes",
+        "8,1000",
+        "--repetitions",
+        "2",
+        "--ms",
+        "5",
+        "--peers",
+    ]));
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    let peers = [
+        ("NPtcp", "netpipe-tcp"),
+        ("NPopenmpi/ob1-tcp", "netpipe-openmpi openmpi-bin"),
+        ("NPpvm", "netpipe-pvm pvm"),
+    ];
+    let table = ran
+        .stdout
+        .split_once("\npeers:")
+        .unwrap_or_else(|| panic!("no peers table\n{}", ran.show()))
+        .1;
+    for (peer, packages) in peers {
+        let lines: Vec<&str> = table
+            .lines()
+            .filter(|l| l.split_whitespace().next() == Some(peer))
+            .collect();
+        assert!(!lines.is_empty(), "no line for {peer}\n{}", ran.show());
+        if lines[0].contains("not installed") {
+            assert!(lines[0].contains(packages), "{}\n{}", lines[0], ran.show());
+            continue;
+        }
+        assert_eq!(
+            lines.len(),
+            2,
+            "one line per size for {peer}\n{}",
+            ran.show()
+        );
+        for line in lines {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(f.len(), 8, "{line}\n{}", ran.show());
+            for figure in &f[2..] {
+                assert_positive(figure.trim_end_matches('*').parse().ok(), figure, &ran);
+            }
+        }
+    }
 }

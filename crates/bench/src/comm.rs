@@ -1,0 +1,463 @@
+//! Communication time, processes versus threads: the 1998 table of the
+//! time to send 1 B, 1 KB, 32 KB and 1 MB between two threads of one
+//! process, and between processes over Ethernet, measured here for
+//! today's paths.
+//!
+//! | Row              | Between                                   | Channel       |
+//! |------------------|-------------------------------------------|---------------|
+//! | `thread`         | two fibers of node 0                      | the mailbox   |
+//! | `shm`            | node 0 and node 1 of one host             | shared memory |
+//! | `tcp/LINK`       | two emulated hosts joined by LINK ([`net`](crate::net)) | TCP |
+//!
+//! Every figure is the one-way time of [`pingpong::run`], half a round
+//! trip, median (min–max) of the repetitions. The 1998 figures
+//! ([`reference_1998_ms`]) are ping-pong times of the same kind.
+//!
+//! **Jobs.** [`run`] starts one 2-node job for `thread` and `shm` and one
+//! per link, on a net built for it and removed after ([`ScopedNet`]); the
+//! job's nodes run [`node`], which learns what to measure from
+//! `THREADWIRE_BENCH_COMM_PATH` and prints one line per size. A link whose
+//! net cannot be built (not root) or whose job fails becomes a row that
+//! says why ([`Measured::Missing`]); the command goes on.
+//!
+//! **Budget.** Each size is a [`pingpong::run`] of its own, so that slow
+//! links can take fewer repetitions: a repetition lasts
+//! [`Options::per_repetition`] but at least the two round trips
+//! `pingpong::run` insists on, and a size gets as many repetitions, up to
+//! [`Options::repetitions`] and at least one, as fit in
+//! [`Options::per_size`] at the link's rate. Both nodes derive the same
+//! budgets from the same options. 1 MB over `ethernet10` takes 0.84 s one
+//! way, so its 4 calibration round trips and two repetitions of two round
+//! trips take 13 s, most of a default run.
+
+use crate::net::{Link, NetError, ScopedNet};
+use crate::pingpong::{self, Budget, Sample};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+use threadwire::launch::{self, Event, JobSpec, LaunchError};
+use threadwire::{Address, Endpoint, InitError, JoinError};
+
+/// The message sizes of the 1998 table, in bytes: 1 B, 1 KB, 32 KB, 1 MB.
+pub const SIZES: [usize; 4] = [1, 1000, 32_000, 1_000_000];
+
+/// Tells a node which paths its job measures: `local` (thread and shm) or
+/// a link's name.
+const PATH_VAR: &str = "THREADWIRE_BENCH_COMM_PATH";
+
+/// The first word of a node's result line: `comm-result PATH SIZE
+/// MEDIAN_NS MIN_NS MAX_NS REPETITIONS`.
+const RESULT: &str = "comm-result";
+
+/// The share of a shaped link's rate that is TCP payload: tbf counts whole
+/// 1514-byte frames, of which 1448 bytes are payload ([`net`](crate::net)
+/// measured 95.7–96.2%).
+const PAYLOAD_SHARE: f64 = 1448.0 / 1514.0;
+
+/// A path between two threads of control, one row of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// Two fibers of one node.
+    Thread,
+    /// Two nodes of one host, over shared memory.
+    Shm,
+    /// Two emulated hosts joined by a link, over TCP.
+    Link(Link),
+}
+
+impl Path {
+    /// The row's name: `thread`, `shm`, `tcp/LINK`.
+    pub fn name(self) -> String {
+        match self {
+            Path::Thread => "thread".to_string(),
+            Path::Shm => "shm".to_string(),
+            Path::Link(link) => format!("tcp/{link}"),
+        }
+    }
+
+    fn parse(name: &str) -> Option<Path> {
+        match name {
+            "thread" => Some(Path::Thread),
+            "shm" => Some(Path::Shm),
+            _ => name.strip_prefix("tcp/")?.parse().ok().map(Path::Link),
+        }
+    }
+
+    /// The link the path's messages cross, if shaped.
+    fn link(self) -> Option<Link> {
+        match self {
+            Path::Link(link) => Some(link),
+            Path::Thread | Path::Shm => None,
+        }
+    }
+}
+
+/// The 1998 measurement of the same kind as `path` at `size` bytes, in
+/// milliseconds one way, with what it measured: local threads (`thread`)
+/// and processes on two hosts over 10 Mbit/s Ethernet (`tcp/ethernet10`),
+/// at 1 B and 1 MB.
+pub fn reference_1998_ms(path: Path, size: usize) -> Option<f64> {
+    let label = match path {
+        Path::Thread => crate::plot::THREADS_1998,
+        Path::Link(Link::Ethernet10) => crate::plot::ETHERNET_1998,
+        _ => return None,
+    };
+    crate::plot::PINGPONG_1998
+        .iter()
+        .find(|r| r.label == label && r.size == size)
+        .map(|r| r.one_way_seconds * 1e3)
+}
+
+/// What the 1998 figures of `path`'s row measured, if it has any.
+pub fn reference_1998_label(path: Path) -> Option<&'static str> {
+    match path {
+        Path::Thread => Some("1998 threads"),
+        Path::Link(Link::Ethernet10) => Some("1998 Ethernet"),
+        _ => None,
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The links of the `tcp/LINK` rows, one job and one net each.
+    pub links: Vec<Link>,
+    /// Repetitions per size, where they fit in [`per_size`](Self::per_size).
+    pub repetitions: u32,
+    /// How long a repetition lasts at least.
+    pub per_repetition: Duration,
+    /// How long a size's repetitions may take on a link, by its rate.
+    pub per_size: Duration,
+    /// The node program; it must call [`node`] with the same options.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+}
+
+impl Options {
+    /// Every shaped link, 5 repetitions of at least 50 ms, 7 s per size
+    /// (two repetitions of 1 MB over `ethernet10`).
+    pub fn new(program: impl Into<PathBuf>, args: Vec<OsString>) -> Options {
+        Options {
+            links: vec![Link::Ethernet10, Link::Fast100, Link::Atm155, Link::Gige],
+            repetitions: 5,
+            per_repetition: Duration::from_millis(50),
+            per_size: Duration::from_secs(7),
+            program: program.into(),
+            args,
+        }
+    }
+
+    /// The budget of `size` bytes on `path` (module docs).
+    pub fn budget(&self, path: Path, size: usize) -> Budget {
+        let round_trip = 2.0 * estimated_one_way_seconds(path, size);
+        let repetition = self.per_repetition.as_secs_f64().max(2.0 * round_trip);
+        let fit = (self.per_size.as_secs_f64() / repetition).floor() as u32;
+        Budget {
+            repetitions: fit.clamp(1, self.repetitions.max(1)),
+            per_repetition: self.per_repetition,
+        }
+    }
+
+    /// The longest a job of `paths` should take: its budgets and
+    /// calibration at the links' rates, twice, and a minute to spare.
+    fn job_timeout(&self, paths: &[Path]) -> Duration {
+        let mut seconds = 60.0;
+        for &path in paths {
+            for size in SIZES {
+                let round_trip = 2.0 * estimated_one_way_seconds(path, size);
+                let budget = self.budget(path, size);
+                let repetition = budget.per_repetition.as_secs_f64().max(2.0 * round_trip);
+                seconds += 2.0 * (4.0 * round_trip + f64::from(budget.repetitions) * repetition);
+            }
+        }
+        Duration::from_secs_f64(seconds)
+    }
+}
+
+/// The time the link's rate alone takes for `size` bytes; nothing for the
+/// unshaped paths.
+fn estimated_one_way_seconds(path: Path, size: usize) -> f64 {
+    match path.link().and_then(|l| l.rate_mbit()) {
+        Some(mbit) => size as f64 * 8.0 / (f64::from(mbit) * 1e6 * PAYLOAD_SHARE),
+        None => 0.0,
+    }
+}
+
+/// One size of one row.
+#[derive(Clone, Copy, Debug)]
+pub struct Cell {
+    /// The one-way times.
+    pub sample: Sample,
+    /// How many repetitions they are of.
+    pub repetitions: u32,
+}
+
+/// A row's figures, or why it has none.
+#[derive(Clone, Debug)]
+pub enum Measured {
+    /// One cell per size of [`SIZES`] that was measured, in order.
+    Cells(Vec<Cell>),
+    /// Why the row is missing: no emulated hosts, a failed job.
+    Missing(String),
+}
+
+/// One row of the table.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The path.
+    pub path: Path,
+    /// Its figures.
+    pub measured: Measured,
+}
+
+/// The table.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// `thread`, `shm`, then one row per link.
+    pub rows: Vec<Row>,
+    /// The repetitions asked for (cells may have fewer, module docs).
+    pub repetitions: u32,
+    /// [`Options::per_size`].
+    pub per_size: Duration,
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `init` failed on a node.
+    #[error("starting the node")]
+    Init(#[source] InitError),
+    /// A ping-pong failed.
+    #[error("ping-pong")]
+    Pingpong(#[source] pingpong::Error),
+    /// The fiber partner of the `thread` path failed.
+    #[error("the partner fiber")]
+    Join(#[source] JoinError),
+    /// A node was started without a job's `THREADWIRE_BENCH_COMM_PATH`.
+    #[error("{PATH_VAR} is {0:?}: expected `local` or a link's name")]
+    NoPath(Option<String>),
+    /// The job of `thread` and `shm` could not be started.
+    #[error("starting the job of thread and shm")]
+    Launch(#[source] LaunchError),
+    /// The job of `thread` and `shm` failed.
+    #[error("the job of thread and shm failed with status {0}")]
+    JobFailed(i32),
+}
+
+/// Node side: measures the paths of this job (module docs); node 0 prints
+/// a result line per path and size.
+pub fn node(options: &Options) -> Result<(), Error> {
+    let which = std::env::var(PATH_VAR).ok();
+    let paths = match which.as_deref() {
+        Some("local") => vec![Path::Thread, Path::Shm],
+        Some(name) => match name.parse() {
+            Ok(link) => vec![Path::Link(link)],
+            Err(_) => return Err(Error::NoPath(which)),
+        },
+        None => return Err(Error::NoPath(None)),
+    };
+    let ep = threadwire::init().map_err(Error::Init)?;
+    let me = ep.address().node;
+    for path in paths {
+        let budgets: Vec<(usize, Budget)> = SIZES
+            .iter()
+            .map(|&s| (s, options.budget(path, s)))
+            .collect();
+        let samples = match (path, me) {
+            (Path::Thread, 0) => {
+                let partner_budgets = budgets.clone();
+                let partner = ep
+                    .node()
+                    .spawn(move |ep| ping_pong(&ep, Address::new(0, 0), false, &partner_budgets));
+                let samples = ping_pong(&ep, partner.address(), true, &budgets)?;
+                partner.join().map_err(Error::Join)??;
+                samples
+            }
+            (Path::Thread, _) => continue,
+            (_, 0) => ping_pong(&ep, Address::new(1, 0), true, &budgets)?,
+            (_, 1) => ping_pong(&ep, Address::new(0, 0), false, &budgets)?,
+            _ => continue,
+        };
+        for (sample, (_, budget)) in samples.iter().zip(&budgets) {
+            println!(
+                "{RESULT} {} {} {} {} {} {}",
+                path.name(),
+                sample.size,
+                sample.one_way.as_nanos(),
+                sample.min.as_nanos(),
+                sample.max.as_nanos(),
+                budget.repetitions
+            );
+        }
+    }
+    Ok(())
+}
+
+/// One [`pingpong::run`] per size, each with its own budget.
+fn ping_pong(
+    ep: &Endpoint,
+    partner: Address,
+    leader: bool,
+    budgets: &[(usize, Budget)],
+) -> Result<Vec<Sample>, Error> {
+    let mut samples = Vec::new();
+    for &(size, budget) in budgets {
+        samples
+            .extend(pingpong::run(ep, partner, leader, &[size], budget).map_err(Error::Pingpong)?);
+    }
+    Ok(samples)
+}
+
+/// Runs the jobs (module docs) and returns the table; `on_event` sees
+/// every event of every job but the result lines.
+pub fn run(options: &Options, mut on_event: impl FnMut(&Event)) -> Result<Report, Error> {
+    let local = [Path::Thread, Path::Shm];
+    let job = JobSpec::new(2, &options.program)
+        .args(options.args.clone())
+        .env(threadwire::env::CHANNEL, "shm")
+        .env(PATH_VAR, "local")
+        .timeout(options.job_timeout(&local));
+    let mut cells = Vec::new();
+    let report =
+        launch::run(&job, |ev| collect(ev, &mut cells, &mut on_event)).map_err(Error::Launch)?;
+    if report.status != 0 {
+        return Err(Error::JobFailed(report.status));
+    }
+    let mut rows: Vec<Row> = local
+        .into_iter()
+        .map(|path| Row {
+            path,
+            measured: Measured::Cells(cells_of(&cells, path)),
+        })
+        .collect();
+    for &link in &options.links {
+        let path = Path::Link(link);
+        let measured = match on_link(options, link, &mut cells, &mut on_event) {
+            Ok(()) => Measured::Cells(cells_of(&cells, path)),
+            Err(why) => Measured::Missing(why),
+        };
+        rows.push(Row { path, measured });
+    }
+    Ok(Report {
+        rows,
+        repetitions: options.repetitions.max(1),
+        per_size: options.per_size,
+    })
+}
+
+/// The job of one link, on a net built for it; why not, as the row says it.
+fn on_link(
+    options: &Options,
+    link: Link,
+    cells: &mut Vec<(Path, Cell)>,
+    on_event: &mut impl FnMut(&Event),
+) -> Result<(), String> {
+    let net = scoped_net(link).map_err(|e| format!("no emulated hosts: {e}"))?;
+    let job = JobSpec::new(2, &options.program)
+        .args(options.args.clone())
+        .env(threadwire::env::CHANNEL, "tcp")
+        .env(PATH_VAR, link.name())
+        .hosts(net.launch_hosts())
+        .timeout(options.job_timeout(&[Path::Link(link)]));
+    let report = launch::run(&job, |ev| collect(ev, cells, on_event))
+        .map_err(|e| format!("the job did not start: {e}"))?;
+    match report.status {
+        0 => Ok(()),
+        status => Err(format!("the job failed with status {status}")),
+    }
+}
+
+/// Two hosts on `link`, named `twc…`.
+fn scoped_net(link: Link) -> Result<ScopedNet, NetError> {
+    ScopedNet::up_with_free_prefix("twc", 2, link)
+}
+
+fn collect(ev: &Event, cells: &mut Vec<(Path, Cell)>, on_event: &mut impl FnMut(&Event)) {
+    if let Event::Output { line, .. } = ev {
+        if let Some(cell) = parse_result(line) {
+            cells.push(cell);
+            return;
+        }
+    }
+    on_event(ev);
+}
+
+fn parse_result(line: &str) -> Option<(Path, Cell)> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    if f.len() != 7 || f[0] != RESULT {
+        return None;
+    }
+    let ns = |s: &str| s.parse().ok().map(Duration::from_nanos);
+    let sample = Sample {
+        size: f[2].parse().ok()?,
+        one_way: ns(f[3])?,
+        min: ns(f[4])?,
+        max: ns(f[5])?,
+    };
+    let repetitions = f[6].parse().ok()?;
+    Some((
+        Path::parse(f[1])?,
+        Cell {
+            sample,
+            repetitions,
+        },
+    ))
+}
+
+fn cells_of(cells: &[(Path, Cell)], path: Path) -> Vec<Cell> {
+    cells
+        .iter()
+        .filter(|(p, _)| *p == path)
+        .map(|&(_, c)| c)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_links_get_fewer_repetitions_but_one_at_least() {
+        let options = Options::new("threadwire", Vec::new());
+        let reps = |path, size| options.budget(path, size).repetitions;
+        assert_eq!(reps(Path::Thread, 1_000_000), 5);
+        assert_eq!(reps(Path::Link(Link::Gige), 1_000_000), 5);
+        // 0.84 s one way: repetitions of 3.3 s, two fit in 7 s.
+        assert_eq!(reps(Path::Link(Link::Ethernet10), 1_000_000), 2);
+        let tight = Options {
+            per_size: Duration::from_millis(1),
+            ..options.clone()
+        };
+        assert_eq!(
+            tight
+                .budget(Path::Link(Link::Ethernet10), 1_000_000)
+                .repetitions,
+            1
+        );
+    }
+
+    #[test]
+    fn result_lines_round_trip() {
+        let line = "comm-result tcp/atm155 32000 1700000 1650000 1800000 5";
+        let (path, cell) = parse_result(line).unwrap();
+        assert_eq!(path, Path::Link(Link::Atm155));
+        assert_eq!(cell.sample.size, 32_000);
+        assert_eq!(cell.sample.one_way, Duration::from_micros(1700));
+        assert_eq!(cell.repetitions, 5);
+        assert!(parse_result("comm-result thread 1 2 3").is_none());
+        assert!(parse_result("hello").is_none());
+    }
+
+    #[test]
+    fn the_1998_figures_sit_where_the_measurement_is_the_same() {
+        assert_eq!(reference_1998_ms(Path::Thread, 1), Some(1.01));
+        assert_eq!(
+            reference_1998_ms(Path::Link(Link::Ethernet10), 1_000_000),
+            Some(3267.0)
+        );
+        assert_eq!(reference_1998_ms(Path::Shm, 1), None);
+        assert_eq!(reference_1998_ms(Path::Link(Link::Gige), 1), None);
+    }
+}

@@ -1,0 +1,605 @@
+//! NetPIPE peers of the ping-pong, run in the same sitting as threadwire's
+//! own sweep (`threadwire bench pingpong --peers`).
+//!
+//! Each [`Peer`] is NetPIPE 3.7.2 over one transport, matched to the
+//! threadwire path it is compared with: shared memory ↔ MPI's default
+//! selection (which picks shared memory between two ranks on one host),
+//! TCP ↔ `NPtcp` over loopback and MPI forced onto TCP. On emulated hosts
+//! (`--link`), `NPtcp` runs between the two namespaces; `mpirun` cannot
+//! span them yet.
+//!
+//! NetPIPE picks its own sizes (2^k, 2^k ± 3, 1.5·2^k ± 3) up to its `-u`
+//! bound; [`Measured::at`] takes the row at a size of ours, or the nearest.
+//! Its `-o` file has three columns: bytes, "Mbps" (2^20 bit/s) and the
+//! one-way time in seconds, the best of its trials.
+//!
+//! Every run has a deadline: a peer that hangs is killed with its whole
+//! process group (mpirun and its ranks), so it cannot hang the benchmark.
+
+use std::fs::File;
+use std::io;
+use std::net::{Ipv4Addr, TcpListener};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Trials NetPIPE 3.7.2 runs per size, each of `-n` round trips.
+const NETPIPE_TRIALS: u32 = 3;
+
+/// A NetPIPE build and how it is started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peer {
+    /// `NPtcp`: a receiver, then a transmitter given `-h HOST`.
+    Tcp,
+    /// `NPopenmpi` under Open MPI's default selection (shared memory here).
+    OpenMpi,
+    /// `NPopenmpi` with `--mca pml ob1 --mca btl tcp,self`.
+    OpenMpiTcp,
+    /// `NPmpich2` under MPICH's `mpirun.mpich`.
+    Mpich,
+    /// `NPpvm` under a PVM daemon.
+    Pvm,
+}
+
+/// The threadwire path a peer is compared with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// Node to node over shared memory.
+    Shm,
+    /// Node to node over TCP.
+    Tcp,
+}
+
+impl Transport {
+    /// The path's name in the ping-pong's rows (`shm`, `tcp`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Shm => "shm",
+            Transport::Tcp => "tcp",
+        }
+    }
+}
+
+impl Peer {
+    /// Every peer, in the order they are run and shown.
+    pub const ALL: [Peer; 5] = [
+        Peer::OpenMpi,
+        Peer::Mpich,
+        Peer::Tcp,
+        Peer::OpenMpiTcp,
+        Peer::Pvm,
+    ];
+
+    /// A short name: the program and, where it differs, the selection.
+    pub fn name(self) -> &'static str {
+        match self {
+            Peer::Tcp => "NPtcp",
+            Peer::OpenMpi => "NPopenmpi",
+            Peer::OpenMpiTcp => "NPopenmpi/ob1-tcp",
+            Peer::Mpich => "NPmpich2",
+            Peer::Pvm => "NPpvm",
+        }
+    }
+
+    /// The threadwire path it is compared with.
+    pub fn transport(self) -> Transport {
+        match self {
+            Peer::OpenMpi | Peer::Mpich => Transport::Shm,
+            Peer::Tcp | Peer::OpenMpiTcp | Peer::Pvm => Transport::Tcp,
+        }
+    }
+
+    /// The Debian packages that provide it.
+    pub fn packages(self) -> &'static str {
+        match self {
+            Peer::Tcp => "netpipe-tcp",
+            Peer::OpenMpi | Peer::OpenMpiTcp => "netpipe-openmpi openmpi-bin",
+            Peer::Mpich => "netpipe-mpich2 mpich",
+            Peer::Pvm => "netpipe-pvm pvm",
+        }
+    }
+
+    /// The programs it needs on `PATH`.
+    fn programs(self) -> &'static [&'static str] {
+        match self {
+            Peer::Tcp => &["NPtcp"],
+            Peer::OpenMpi | Peer::OpenMpiTcp => &["NPopenmpi", "mpirun.openmpi"],
+            Peer::Mpich => &["NPmpich2", "mpirun.mpich"],
+            Peer::Pvm => &["NPpvm", "pvm"],
+        }
+    }
+}
+
+/// Where the two sides run.
+#[derive(Clone, Debug, Default)]
+pub enum Placement {
+    /// Both on this host: loopback for `NPtcp`, one `mpirun` of two ranks.
+    #[default]
+    Local,
+    /// On two emulated hosts: the network namespaces and the address of
+    /// the first (the receiver's).
+    Namespaces {
+        /// Namespace of the receiver.
+        receiver: String,
+        /// Its address, the transmitter's `-h`.
+        receiver_addr: Ipv4Addr,
+        /// Namespace of the transmitter.
+        transmitter: String,
+    },
+}
+
+/// How one peer is run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// NetPIPE's `-u`: its largest size (it may go 3 B past it).
+    pub upper_bound: usize,
+    /// NetPIPE's `-n`: round trips per trial, the same at every size.
+    pub repeats: u32,
+    /// Killed after this.
+    pub deadline: Duration,
+    /// Where the two sides run.
+    pub placement: Placement,
+}
+
+impl Options {
+    /// Options that give the peer about `budget` at the largest of `sizes`,
+    /// taking `one_way_at_largest` (threadwire's time there, if known) as
+    /// its guess of the peer's time: NetPIPE repeats every size the same
+    /// number of times, so the largest sets how long a run takes.
+    pub fn for_budget(
+        sizes: &[usize],
+        budget: Duration,
+        one_way_at_largest: Option<Duration>,
+    ) -> Options {
+        let largest = sizes.iter().copied().max().unwrap_or(1).max(1);
+        let upper_bound = largest.next_power_of_two();
+        let round_trip = one_way_at_largest.map_or(1e-3, |t| 2.0 * t.as_secs_f64().max(1e-7));
+        // At least 50 round trips: NetPIPE times a trial with a 1 µs clock.
+        let repeats = (budget.as_secs_f64() / (f64::from(NETPIPE_TRIALS) * round_trip))
+            .clamp(50.0, 100_000.0) as u32;
+        // About 3 sizes per power of two, none slower than the largest.
+        let sizes_run = 3.0 * f64::from(upper_bound.trailing_zeros() + 1);
+        let expected = sizes_run * f64::from(NETPIPE_TRIALS * repeats) * round_trip;
+        Options {
+            upper_bound,
+            repeats,
+            deadline: Duration::from_secs(30) + Duration::from_secs_f64(10.0 * expected),
+            placement: Placement::Local,
+        }
+    }
+}
+
+/// One NetPIPE row.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Point {
+    /// Message size in bytes.
+    pub size: usize,
+    /// One-way time (round trip / 2), best of NetPIPE's trials.
+    pub one_way: Duration,
+}
+
+impl Point {
+    /// Bandwidth in MB/s (10^6 bytes per second).
+    pub fn mbps(&self) -> f64 {
+        self.size as f64 / self.one_way.as_secs_f64() / 1e6
+    }
+}
+
+/// A peer's rows, ascending by size.
+#[derive(Clone, Debug, Default)]
+pub struct Measured {
+    /// The rows of its `-o` file.
+    pub points: Vec<Point>,
+}
+
+/// The row taken for a size of ours.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Match {
+    /// The row.
+    pub point: Point,
+    /// Whether its size is exactly ours (else it is the nearest).
+    pub exact: bool,
+}
+
+impl Measured {
+    /// The row at `size`, or the nearest (the smaller on a tie).
+    pub fn at(&self, size: usize) -> Option<Match> {
+        let point = *self
+            .points
+            .iter()
+            .min_by_key(|p| (p.size.abs_diff(size), p.size))?;
+        Some(Match {
+            point,
+            exact: point.size == size,
+        })
+    }
+
+    /// Reads NetPIPE's `-o` output: `bytes Mbps seconds` per line.
+    pub fn parse(text: &str) -> Measured {
+        let mut points: Vec<Point> = text
+            .lines()
+            .filter_map(|line| {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                let size = f.first()?.parse().ok()?;
+                let seconds: f64 = f.get(2)?.parse().ok()?;
+                (seconds.is_finite() && seconds > 0.0).then(|| Point {
+                    size,
+                    one_way: Duration::from_secs_f64(seconds),
+                })
+            })
+            .collect();
+        points.sort_by_key(|p| p.size);
+        Measured { points }
+    }
+}
+
+/// Why a peer has no figures.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A program it needs is not on `PATH`.
+    #[error("not installed ({program} missing): apt-get install {packages}")]
+    Missing {
+        /// The first missing program.
+        program: &'static str,
+        /// The Debian packages that provide the peer.
+        packages: &'static str,
+    },
+    /// It cannot run where it was asked to.
+    #[error("not supported yet: {0}")]
+    Unsupported(&'static str),
+    /// A process could not be started, or its output read.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The failure.
+        source: io::Error,
+    },
+    /// It ran past its deadline and was killed.
+    #[error("killed after {0:?}, its deadline")]
+    TimedOut(Duration),
+    /// It ended with a failure status.
+    #[error("{status}: {output}")]
+    Failed {
+        /// Its exit status.
+        status: ExitStatus,
+        /// The last lines it printed.
+        output: String,
+    },
+    /// It succeeded but wrote no rows.
+    #[error("no rows in NetPIPE's output")]
+    Empty,
+}
+
+/// Runs `peer` once with `options`.
+pub fn run(peer: Peer, options: &Options) -> Result<Measured, Error> {
+    if let Some(program) = peer.programs().iter().find(|p| !on_path(p)) {
+        return Err(Error::Missing {
+            program,
+            packages: peer.packages(),
+        });
+    }
+    let namespaced = matches!(options.placement, Placement::Namespaces { .. });
+    match peer {
+        Peer::Pvm => return Err(Error::Unsupported("starting a PVM daemon for NPpvm")),
+        Peer::OpenMpi | Peer::OpenMpiTcp | Peer::Mpich if namespaced => {
+            return Err(Error::Unsupported("mpirun across emulated hosts"))
+        }
+        _ => {}
+    }
+    let dir = ScratchDir::new(peer)?;
+    let output = dir.0.join("np.out");
+    let netpipe = |program: &str| {
+        let mut args: Vec<String> = vec![program.into()];
+        args.extend(
+            [
+                "-u",
+                &options.upper_bound.to_string(),
+                "-n",
+                &options.repeats.to_string(),
+            ]
+            .map(String::from),
+        );
+        args
+    };
+    let deadline = Instant::now() + options.deadline;
+    let log = dir.0.join("log.txt");
+    match peer {
+        Peer::Tcp => {
+            let port = free_port()?.to_string();
+            let (receiver_ns, host, transmitter_ns) = match &options.placement {
+                Placement::Local => (None, Ipv4Addr::LOCALHOST, None),
+                Placement::Namespaces {
+                    receiver,
+                    receiver_addr,
+                    transmitter,
+                } => (
+                    Some(receiver.as_str()),
+                    *receiver_addr,
+                    Some(transmitter.as_str()),
+                ),
+            };
+            let mut receiver_args = netpipe("NPtcp");
+            receiver_args.extend(["-P".into(), port.clone()]);
+            let mut receiver = Guarded::spawn(
+                in_namespace(receiver_ns, &receiver_args),
+                &dir.0.join("receiver.txt"),
+            )?;
+            let mut transmitter_args = netpipe("NPtcp");
+            transmitter_args.extend([
+                "-P".into(),
+                port,
+                "-h".into(),
+                host.to_string(),
+                "-o".into(),
+            ]);
+            transmitter_args.push(output.display().to_string());
+            // The receiver listens soon after it starts; until then the
+            // transmitter exits at once ("Cannot Connect"): try again.
+            loop {
+                let transmitter =
+                    Guarded::spawn(in_namespace(transmitter_ns, &transmitter_args), &log)?;
+                let status = transmitter.wait(deadline)?;
+                if status.success() {
+                    break;
+                }
+                if receiver.0.try_wait().ok().flatten().is_some() || Instant::now() >= deadline {
+                    return Err(failed(status, &log));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            receiver.wait_ref(deadline)?;
+        }
+        Peer::OpenMpi | Peer::OpenMpiTcp | Peer::Mpich => {
+            let mut args: Vec<String> = match peer {
+                Peer::Mpich => vec!["mpirun.mpich".into()],
+                _ => ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"]
+                    .map(String::from)
+                    .to_vec(),
+            };
+            args.extend(["-np", "2"].map(String::from));
+            if peer == Peer::OpenMpiTcp {
+                args.extend(["--mca", "pml", "ob1", "--mca", "btl", "tcp,self"].map(String::from));
+            }
+            args.extend(netpipe(if peer == Peer::Mpich {
+                "NPmpich2"
+            } else {
+                "NPopenmpi"
+            }));
+            args.extend(["-o".into(), output.display().to_string()]);
+            let status = Guarded::spawn(in_namespace(None, &args), &log)?.wait(deadline)?;
+            if !status.success() {
+                return Err(failed(status, &log));
+            }
+        }
+        Peer::Pvm => unreachable!("returned above"),
+    }
+    let text = std::fs::read_to_string(&output).map_err(|source| Error::Io {
+        what: "reading NetPIPE's output",
+        source,
+    })?;
+    let measured = Measured::parse(&text);
+    if measured.points.is_empty() {
+        return Err(Error::Empty);
+    }
+    Ok(measured)
+}
+
+/// One peer's outcome beside a ping-pong sweep.
+#[derive(Debug)]
+pub struct Report {
+    /// The peer.
+    pub peer: Peer,
+    /// The ping-pong path it is compared with (`shm`, `tcp`, `tcp/<link>`).
+    pub path: String,
+    /// Its rows, or why there are none.
+    pub result: Result<Measured, Error>,
+}
+
+/// Runs, one after the other, every peer whose transport is among the
+/// measured `paths`, with NetPIPE's `-u` and `-n` from our `sizes` and the
+/// `budget` per size ([`Options::for_budget`]); `one_way_at_largest` gives
+/// threadwire's time at the largest size over a transport. `link` names
+/// the emulated link the TCP path runs on, if any.
+pub fn run_beside(
+    paths: &[String],
+    sizes: &[usize],
+    budget: Duration,
+    one_way_at_largest: impl Fn(Transport) -> Option<Duration>,
+    placement: &Placement,
+    link: Option<&str>,
+) -> Vec<Report> {
+    Peer::ALL
+        .into_iter()
+        .filter(|peer| paths.iter().any(|p| p == peer.transport().name()))
+        .map(|peer| {
+            let transport = peer.transport();
+            let mut options = Options::for_budget(sizes, budget, one_way_at_largest(transport));
+            options.placement = placement.clone();
+            let path = match (transport, link) {
+                (Transport::Tcp, Some(link)) => format!("tcp/{link}"),
+                _ => transport.name().to_string(),
+            };
+            tracing::debug!(?peer, ?options, "running a peer");
+            Report {
+                peer,
+                path,
+                result: run(peer, &options),
+            }
+        })
+        .collect()
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| is_executable(&dir.join(program)))
+    })
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// A port that was free a moment ago (NPtcp takes a port, not a listener).
+fn free_port() -> Result<u16, Error> {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|source| Error::Io {
+            what: "finding a free port",
+            source,
+        })
+}
+
+fn in_namespace(namespace: Option<&str>, args: &[String]) -> Command {
+    let mut cmd = match namespace {
+        Some(ns) => {
+            let mut cmd = Command::new("ip");
+            cmd.args(["netns", "exec", ns]).args(args);
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new(&args[0]);
+            cmd.args(&args[1..]);
+            cmd
+        }
+    };
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+fn failed(status: ExitStatus, log: &Path) -> Error {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    Error::Failed {
+        status,
+        output: lines[lines.len().saturating_sub(3)..].join(" / "),
+    }
+}
+
+/// A child in its own process group, killed with the group when dropped
+/// unless it has been waited for.
+struct Guarded(Child);
+
+impl Guarded {
+    fn spawn(mut cmd: Command, log: &Path) -> Result<Guarded, Error> {
+        let io = |what| move |source| Error::Io { what, source };
+        let file = File::create(log).map_err(io("creating a log file"))?;
+        cmd.stdout(file.try_clone().map_err(io("creating a log file"))?)
+            .stderr(file)
+            .process_group(0);
+        cmd.spawn().map(Guarded).map_err(io("starting a peer"))
+    }
+
+    fn wait(mut self, deadline: Instant) -> Result<ExitStatus, Error> {
+        self.wait_ref(deadline)
+    }
+
+    fn wait_ref(&mut self, deadline: Instant) -> Result<ExitStatus, Error> {
+        let started = Instant::now();
+        loop {
+            match self.0.try_wait() {
+                Ok(Some(status)) => return Ok(status),
+                Ok(None) if Instant::now() >= deadline => {
+                    self.kill();
+                    return Err(Error::TimedOut(started.elapsed()));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Err(source) => {
+                    return Err(Error::Io {
+                        what: "waiting for a peer",
+                        source,
+                    })
+                }
+            }
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Ok(pid) = i32::try_from(self.0.id()) {
+            // SAFETY: kill(2) takes no pointers; the group is the child's
+            // own (process_group(0)), and the child is not yet reaped, so
+            // its id cannot have been reused.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        }
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            self.kill();
+        }
+    }
+}
+
+/// A directory for one peer's files, removed when dropped.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new(peer: Peer) -> Result<ScratchDir, Error> {
+        let dir = std::env::temp_dir().join(format!(
+            "threadwire-peer-{}-{}",
+            std::process::id(),
+            peer.name().replace('/', "-")
+        ));
+        std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
+            what: "creating a scratch directory",
+            source,
+        })?;
+        Ok(ScratchDir(dir))
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NETPIPE_OUTPUT: &str = "       1 51.200000   0.00000015\n\
+                                        8 353.103448   0.00000017\n\
+                                     1021 18406.76   0.00000042\n\
+                                     1024 28493.91   0.00000027\n";
+
+    #[test]
+    fn rows_are_read_and_matched_exactly_or_to_the_nearest() {
+        let m = Measured::parse(NETPIPE_OUTPUT);
+        assert_eq!(m.points.len(), 4);
+        let eight = m.at(8).unwrap();
+        assert!(eight.exact);
+        assert_eq!(eight.point.one_way, Duration::from_nanos(170));
+        let thousand = m.at(1000).unwrap();
+        assert_eq!((thousand.point.size, thousand.exact), (1021, false));
+        assert!(Measured::default().at(8).is_none());
+    }
+
+    #[test]
+    fn the_budget_sets_the_repeats_and_the_bound() {
+        let o = Options::for_budget(
+            &[8, 1000],
+            Duration::from_millis(10),
+            Some(Duration::from_micros(10)),
+        );
+        assert_eq!(o.upper_bound, 1024);
+        assert_eq!(o.repeats, 166);
+        let tiny = Options::for_budget(&[8], Duration::ZERO, None);
+        assert_eq!((tiny.upper_bound, tiny.repeats), (8, 50));
+    }
+
+    #[test]
+    fn a_missing_peer_names_its_packages() {
+        let e = Error::Missing {
+            program: "NPpvm",
+            packages: Peer::Pvm.packages(),
+        };
+        assert!(e.to_string().contains("netpipe-pvm pvm"), "{e}");
+    }
+}

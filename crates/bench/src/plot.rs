@@ -1,0 +1,480 @@
+//! Plots of a ping-pong sweep: one-way latency against size and bandwidth
+//! against size, both on log axes, one series per path, beside the 1998
+//! figures where they measured the same thing.
+//!
+//! [`pingpong`] takes plain points (path, size, median one-way time), so
+//! whoever measured them — the `threadwire bench pingpong` command, a test —
+//! only hands its rows over, and writes each chart as SVG and PNG.
+//!
+//! Text is drawn with [ab_glyph] from DejaVu Sans embedded in the binary
+//! (`assets/DejaVuSans.ttf`, Bitstream Vera licence beside it) rather than
+//! with plotters' default `ttf` feature, which links the system's freetype
+//! and fontconfig and finds no font on a machine without one: this way a
+//! clean machine builds with crates.io alone and its PNGs have labels. SVGs
+//! name the family (`sans-serif`) and leave the glyphs to the viewer.
+//!
+//! [ab_glyph]: https://docs.rs/ab_glyph
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+/// One measurement: a path's median one-way time for one message size.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Point<'a> {
+    /// The path measured: `thread`, `shm`, `tcp`, `tcp/<link>`.
+    pub path: &'a str,
+    /// Message size in bytes.
+    pub size: usize,
+    /// Median one-way time in seconds (half the round trip).
+    pub one_way_seconds: f64,
+}
+
+/// A figure of the 1998 measurements measured the way `bench pingpong`
+/// measures: one-way time of a ping-pong.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reference {
+    /// What was measured, as the legend names it.
+    pub label: &'static str,
+    /// Message size in bytes.
+    pub size: usize,
+    /// One-way time in seconds.
+    pub one_way_seconds: f64,
+}
+
+/// The 1998 ping-pong figures: 1 B and 1 MB (10^6 B) over 10 Mbit/s
+/// Ethernet between two hosts, and between two threads of one process.
+pub const PINGPONG_1998: [Reference; 4] = [
+    Reference {
+        label: ETHERNET_1998,
+        size: 1,
+        one_way_seconds: 5.53e-3,
+    },
+    Reference {
+        label: ETHERNET_1998,
+        size: 1_000_000,
+        one_way_seconds: 3.267,
+    },
+    Reference {
+        label: THREADS_1998,
+        size: 1,
+        one_way_seconds: 1.01e-3,
+    },
+    Reference {
+        label: THREADS_1998,
+        size: 1_000_000,
+        one_way_seconds: 0.238,
+    },
+];
+
+/// The label of the 1998 figures between two hosts over 10 Mbit/s Ethernet.
+pub const ETHERNET_1998: &str = "1998, 10 Mbit/s Ethernet";
+/// The label of the 1998 figures between two threads of one process.
+pub const THREADS_1998: &str = "1998, threads of one process";
+
+/// The files [`pingpong`] writes into its directory.
+pub const PINGPONG_FILES: [&str; 4] = [
+    "pingpong-latency.svg",
+    "pingpong-latency.png",
+    "pingpong-bandwidth.svg",
+    "pingpong-bandwidth.png",
+];
+
+/// Why the plots could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct PlotError {
+    kind: PlotErrorKind,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum PlotErrorKind {
+    #[error("cannot create the plot directory {}", dir.display())]
+    Directory {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot draw {}", file.display())]
+    Draw {
+        file: PathBuf,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// Writes the latency and bandwidth charts of `points` into `dir` (created
+/// if missing) as the four [`PINGPONG_FILES`], with [`PINGPONG_1998`]
+/// beside them; returns the files' paths. Points whose time is not a
+/// positive number are left out, as a log axis has no place for them.
+pub fn pingpong(dir: &Path, points: &[Point<'_>]) -> Result<Vec<PathBuf>, PlotError> {
+    std::fs::create_dir_all(dir).map_err(|source| PlotError {
+        kind: PlotErrorKind::Directory {
+            dir: dir.to_path_buf(),
+            source,
+        },
+    })?;
+    register_font();
+    let series = series(points);
+    let charts = [
+        Chart {
+            file_stem: "pingpong-latency",
+            title: "bench pingpong: one-way latency",
+            y_description: "one-way time, median",
+            y_unit: "s",
+            y: |_, seconds| seconds,
+        },
+        Chart {
+            file_stem: "pingpong-bandwidth",
+            title: "bench pingpong: bandwidth",
+            y_description: "bandwidth = size / one-way time",
+            y_unit: "B/s",
+            y: |size, seconds| size / seconds,
+        },
+    ];
+    let mut written = Vec::new();
+    for chart in &charts {
+        let svg = dir.join(format!("{}.svg", chart.file_stem));
+        draw(
+            &SVGBackend::new(&svg, SIZE).into_drawing_area(),
+            chart,
+            &series,
+        )
+        .map_err(|e| PlotError::draw(&svg, e))?;
+        written.push(svg);
+        let png = dir.join(format!("{}.png", chart.file_stem));
+        draw(
+            &BitMapBackend::new(&png, SIZE).into_drawing_area(),
+            chart,
+            &series,
+        )
+        .map_err(|e| PlotError::draw(&png, e))?;
+        written.push(png);
+    }
+    Ok(written)
+}
+
+impl PlotError {
+    fn draw<E: std::error::Error + Send + Sync + 'static>(
+        file: &Path,
+        source: DrawingAreaErrorKind<E>,
+    ) -> Self {
+        PlotError {
+            kind: PlotErrorKind::Draw {
+                file: file.to_path_buf(),
+                source: Box::new(source),
+            },
+        }
+    }
+}
+
+/// Pixels of every chart, width by height.
+const SIZE: (u32, u32) = (1024, 680);
+
+/// The family every text of a chart names, registered once from the
+/// embedded font.
+const FONT: &str = "sans-serif";
+
+fn register_font() {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        // A font that does not parse leaves the family unregistered; the
+        // first text drawn then fails with `FontUnavailable`, a PlotError.
+        // The unit test below parses this one.
+        let _ = plotters::style::register_font(
+            FONT,
+            FontStyle::Normal,
+            include_bytes!("../assets/DejaVuSans.ttf"),
+        );
+    });
+}
+
+/// One chart: which file, and what its y axis shows of a (size, time).
+struct Chart {
+    file_stem: &'static str,
+    title: &'static str,
+    y_description: &'static str,
+    y_unit: &'static str,
+    y: fn(f64, f64) -> f64,
+}
+
+/// A path's points as (size, seconds), sorted by size.
+struct Series<'a> {
+    path: &'a str,
+    points: Vec<(f64, f64)>,
+}
+
+/// The paths of `points` in the order they first appear, each with its
+/// plottable points.
+fn series<'a>(points: &[Point<'a>]) -> Vec<Series<'a>> {
+    let mut out: Vec<Series<'a>> = Vec::new();
+    for p in points {
+        if !(p.size > 0 && p.one_way_seconds.is_finite() && p.one_way_seconds > 0.0) {
+            continue;
+        }
+        let point = (p.size as f64, p.one_way_seconds);
+        match out.iter_mut().find(|s| s.path == p.path) {
+            Some(s) => s.points.push(point),
+            None => out.push(Series {
+                path: p.path,
+                points: vec![point],
+            }),
+        }
+    }
+    for s in &mut out {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    out
+}
+
+/// Colours of the paths in order (Tableau 10), distinct from the black of
+/// the 1998 markers.
+const COLOURS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &Chart,
+    series: &[Series<'_>],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    root.fill(&WHITE)?;
+    let y_of = |(size, seconds): (f64, f64)| (chart.y)(size, seconds);
+    let references = PINGPONG_1998.map(|r| (r.size as f64, r.one_way_seconds));
+    let all = || {
+        series
+            .iter()
+            .flat_map(|s| s.points.iter().copied())
+            .chain(references)
+    };
+    let x_range = log_range(all().map(|p| p.0));
+    let y_range = log_range(all().map(y_of));
+
+    let mut plot = ChartBuilder::on(root)
+        .caption(chart.title, (FONT, 24))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x_range.log_scale(), y_range.log_scale())?;
+    plot.configure_mesh()
+        .x_desc("message size")
+        .y_desc(chart.y_description)
+        .x_label_formatter(&|x| si(*x, "B"))
+        .y_label_formatter(&|y| si(*y, chart.y_unit))
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 16))
+        .draw()?;
+
+    for (i, s) in series.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let points = s.points.iter().map(|&p| (p.0, y_of(p)));
+        plot.draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))?
+            .label(s.path)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+            });
+        plot.draw_series(points.map(|p| Circle::new(p, 3, colour.filled())))?;
+    }
+
+    // The 1998 markers, each with its figure beside it: right of the small
+    // sizes, left of the large, so that none runs off the plot.
+    let black = BLACK.stroke_width(2);
+    let label = |r: &Reference| {
+        let y = y_of((r.size as f64, r.one_way_seconds));
+        let (anchor, dx) = if r.size < 1000 {
+            (HPos::Left, 10)
+        } else {
+            (HPos::Right, -10)
+        };
+        let style = TextStyle::from((FONT, 13).into_font()).pos(Pos::new(anchor, VPos::Center));
+        let text = format!("{}: {}", si(r.size as f64, "B"), si(y, chart.y_unit));
+        ((r.size as f64, y), Text::new(text, (dx, 0), style))
+    };
+    plot.draw_series(
+        PINGPONG_1998
+            .iter()
+            .filter(|r| r.label == ETHERNET_1998)
+            .map(|r| {
+                let (at, text) = label(r);
+                EmptyElement::at(at) + Cross::new((0, 0), 6, black) + text
+            }),
+    )?
+    .label(ETHERNET_1998)
+    .legend(move |(x, y)| Cross::new((x + 10, y), 6, black));
+    plot.draw_series(
+        PINGPONG_1998
+            .iter()
+            .filter(|r| r.label == THREADS_1998)
+            .map(|r| {
+                let (at, text) = label(r);
+                EmptyElement::at(at) + TriangleMarker::new((0, 0), 7, black) + text
+            }),
+    )?
+    .label(THREADS_1998)
+    .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 7, black));
+
+    plot.configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .label_font((FONT, 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()
+}
+
+/// A log axis's range around the positive `values`: a fifth of a decade
+/// beyond each end, so that no marker sits on the frame.
+fn log_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+    const MARGIN: f64 = 1.585; // 10^0.2
+    let (low, high) = values
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    if !low.is_finite() {
+        return 1.0..10.0;
+    }
+    low / MARGIN..high * MARGIN
+}
+
+/// `x` to three significant figures with an SI prefix on `unit`: 100 ns,
+/// 2.5 µs, 1 MB/s.
+fn si(x: f64, unit: &str) -> String {
+    const PREFIXES: [(i32, &str); 9] = [
+        (-9, "n"),
+        (-6, "µ"),
+        (-3, "m"),
+        (0, ""),
+        (3, "k"),
+        (6, "M"),
+        (9, "G"),
+        (12, "T"),
+        (15, "P"),
+    ];
+    if !(x.is_finite() && x > 0.0) {
+        return format!("{x} {unit}");
+    }
+    // Round first, so that 999.96 is 1 k and not 1000.
+    let magnitude = x.log10().floor() as i32;
+    let rounded = {
+        let unit = 10f64.powi(magnitude - 2);
+        (x / unit).round() * unit
+    };
+    let exponent = (rounded.log10().floor() as i32).div_euclid(3) * 3;
+    let (exponent, prefix) = PREFIXES
+        .iter()
+        .copied()
+        .find(|(e, _)| *e == exponent)
+        .unwrap_or(if exponent < 0 {
+            PREFIXES[0]
+        } else {
+            PREFIXES[8]
+        });
+    let scaled = rounded / 10f64.powi(exponent);
+    let decimals = (2 - scaled.log10().floor() as i32).clamp(0, 2) as usize;
+    let text = format!("{scaled:.decimals$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("{text} {prefix}{unit}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_font_parses() {
+        assert!(plotters::style::register_font(
+            "test-font",
+            FontStyle::Normal,
+            include_bytes!("../assets/DejaVuSans.ttf"),
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn labels_carry_si_prefixes() {
+        assert_eq!(si(1e-7, "s"), "100 ns");
+        assert_eq!(si(2.5e-6, "s"), "2.5 µs");
+        assert_eq!(si(5.53e-3, "s"), "5.53 ms");
+        assert_eq!(si(3.267, "s"), "3.27 s");
+        assert_eq!(si(1.0, "B"), "1 B");
+        assert_eq!(si(999.96, "B"), "1 kB");
+        assert_eq!(si(1_000_000.0, "B"), "1 MB");
+        assert_eq!(si(306_091.2, "B/s"), "306 kB/s");
+        assert_eq!(si(16_777_216.0, "B"), "16.8 MB");
+    }
+
+    #[test]
+    fn log_ranges_enclose_the_values() {
+        let range = log_range([1.0, f64::NAN, 0.0, 1e6].into_iter());
+        assert!(range.start < 1.0 && range.start > 0.5, "{range:?}");
+        assert!(range.end > 1e6 && range.end < 2e6, "{range:?}");
+        assert_eq!(log_range(std::iter::empty()), 1.0..10.0);
+    }
+
+    #[test]
+    fn series_follow_first_appearance_and_drop_unplottable_points() {
+        let points = [
+            Point {
+                path: "thread",
+                size: 1000,
+                one_way_seconds: 2e-6,
+            },
+            Point {
+                path: "tcp",
+                size: 8,
+                one_way_seconds: 1e-5,
+            },
+            Point {
+                path: "thread",
+                size: 8,
+                one_way_seconds: 1e-6,
+            },
+            Point {
+                path: "tcp",
+                size: 1000,
+                one_way_seconds: f64::NAN,
+            },
+        ];
+        let s = series(&points);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].path, "thread");
+        assert_eq!(s[0].points, [(8.0, 1e-6), (1000.0, 2e-6)]);
+        assert_eq!(s[1].path, "tcp");
+        assert_eq!(s[1].points, [(8.0, 1e-5)]);
+    }
+
+    #[test]
+    fn pingpong_writes_four_files() {
+        let dir = std::env::temp_dir().join(format!("threadwire-plot-{}", std::process::id()));
+        let points = [8, 1000, 100_000].map(|size| Point {
+            path: "thread",
+            size,
+            one_way_seconds: 2e-7 + size as f64 * 1e-10,
+        });
+        let written = pingpong(&dir.join("nested"), &points).expect("plots");
+        assert_eq!(written.len(), 4);
+        for (file, name) in written.iter().zip(PINGPONG_FILES) {
+            assert!(file.ends_with(name), "{}", file.display());
+            let bytes = std::fs::read(file).expect("written");
+            assert!(bytes.len() > 100, "{} is nearly empty", file.display());
+        }
+        let svg = std::fs::read_to_string(&written[0]).expect("svg");
+        assert!(
+            svg.contains(ETHERNET_1998),
+            "the legend names the 1998 figures"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
