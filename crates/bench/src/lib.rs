@@ -2,6 +2,8 @@
 //!
 //! - [`comm`]: communication time for 1 B … 1 MB between threads, nodes
 //!   and emulated hosts, the 1998 processes-versus-threads table.
+//! - [`encodings`]: the ping-pong with typed values packed and unpacked
+//!   in each encoding (raw, portable, in-place, receiver-makes-right).
 //! - [`fit`]: Hockney's t(n) = α + β·n through a ping-pong sweep: start-up
 //!   latency, asymptotic bandwidth r∞ and n½.
 //! - [`net`]: emulated hosts, network namespaces on a bridge with links
@@ -20,6 +22,7 @@
 #![warn(missing_docs)]
 
 pub mod comm;
+pub mod encodings;
 pub mod fit;
 pub mod net;
 pub mod peers;

@@ -1,9 +1,14 @@
 //! Ping-pong: one endpoint sends `size` bytes, the other sends them back;
 //! one-way time is half the round trip. Each size runs for a time budget,
 //! in several repetitions; the median repetition is reported with min–max.
+//!
+//! [`run`] bounces opaque bytes; [`run_with`] times the same loop for any
+//! [`Bounce`], which makes each message from what a side holds and turns
+//! what it receives back into that, inside the timed round trip
+//! ([`encodings`](crate::encodings) packs and unpacks typed values there).
 
 use std::time::{Duration, Instant};
-use threadwire::{Address, Endpoint, RecvError, SendError};
+use threadwire::{Address, Endpoint, Message, Payload, RecvError, SendError, UnpackError};
 
 /// The message sizes in the tables of the 1990s papers, in bytes.
 pub const CLASSIC_SIZES: [usize; 8] = [8, 20, 100, 1000, 60_000, 250_000, 1_000_000, 10_000_000];
@@ -60,6 +65,8 @@ pub enum Error {
     Send(SendError),
     /// A receive failed.
     Recv(RecvError),
+    /// A received message could not be read as the [`Bounce`] expects.
+    Unpack(UnpackError),
 }
 
 impl std::fmt::Display for Error {
@@ -67,6 +74,7 @@ impl std::fmt::Display for Error {
         match self {
             Error::Send(e) => e.fmt(f),
             Error::Recv(e) => e.fmt(f),
+            Error::Unpack(e) => e.fmt(f),
         }
     }
 }
@@ -93,6 +101,41 @@ impl Default for Budget {
 
 const TAG: u32 = 0x7070;
 
+/// What the two sides of [`run_with`] do with the data they bounce: the
+/// leader starts each size from [`initial`](Bounce::initial); then each
+/// side makes the payload it sends from what it holds, and what it holds
+/// from the message it receives. Both conversions are timed.
+pub trait Bounce {
+    /// What a side holds between a receive and its next send.
+    type Held;
+    /// What the leader sends first at `size` bytes.
+    fn initial(&mut self, size: usize) -> Self::Held;
+    /// The payload that carries `held`.
+    fn make_payload(&mut self, held: Self::Held) -> Payload;
+    /// What a received message leaves a side holding.
+    fn read_message(&mut self, message: Message) -> Result<Self::Held, Error>;
+}
+
+/// [`run`]'s bounce: the bytes themselves, moved in and out of messages
+/// without a copy.
+struct OpaqueBytes;
+
+impl Bounce for OpaqueBytes {
+    type Held = Vec<u8>;
+
+    fn initial(&mut self, size: usize) -> Vec<u8> {
+        vec![0u8; size]
+    }
+
+    fn make_payload(&mut self, held: Vec<u8>) -> Payload {
+        Payload::from_vec(held)
+    }
+
+    fn read_message(&mut self, message: Message) -> Result<Vec<u8>, Error> {
+        Ok(message.into_vec())
+    }
+}
+
 /// Runs the ping-pong with `partner`; the `leader` times and returns the
 /// samples, the partner returns an empty list. Both sides must pass the
 /// same sizes and budget.
@@ -103,15 +146,29 @@ pub fn run(
     sizes: &[usize],
     budget: Budget,
 ) -> Result<Vec<Sample>, Error> {
+    run_with(ep, partner, leader, sizes, budget, &mut OpaqueBytes)
+}
+
+/// [`run`] with messages made and read by `bounce` on both sides.
+pub fn run_with<B: Bounce>(
+    ep: &Endpoint,
+    partner: Address,
+    leader: bool,
+    sizes: &[usize],
+    budget: Budget,
+    bounce: &mut B,
+) -> Result<Vec<Sample>, Error> {
     let mut samples = Vec::new();
     for &size in sizes {
-        let mut buf = vec![0u8; size];
+        // The leader's data between round trips; the partner holds nothing
+        // between an echo and the next.
+        let mut held = leader.then(|| bounce.initial(size));
         // Calibrate: the leader times 4 round trips and tells the partner
         // how many rounds fill a repetition.
         let rounds = if leader {
             let t = Instant::now();
             for _ in 0..4 {
-                buf = round_trip(ep, partner, buf)?;
+                held = step(ep, partner, bounce, held)?;
             }
             let per = t.elapsed() / 4;
             let rounds = (budget.per_repetition.as_secs_f64() / per.as_secs_f64().max(1e-9))
@@ -121,7 +178,7 @@ pub fn run(
             rounds
         } else {
             for _ in 0..4 {
-                buf = echo(ep, partner)?;
+                held = step(ep, partner, bounce, held)?;
             }
             let m = ep.recv(partner, TAG + 1).map_err(Error::Recv)?.into_vec();
             u64::from_le_bytes(m.try_into().unwrap_or([0; 8]))
@@ -130,11 +187,7 @@ pub fn run(
         for _ in 0..budget.repetitions {
             let t = Instant::now();
             for _ in 0..rounds {
-                buf = if leader {
-                    round_trip(ep, partner, buf)?
-                } else {
-                    echo(ep, partner)?
-                };
+                held = step(ep, partner, bounce, held)?;
             }
             reps.push(t.elapsed() / (2 * rounds as u32));
         }
@@ -151,15 +204,29 @@ pub fn run(
     Ok(samples)
 }
 
-fn round_trip(ep: &Endpoint, partner: Address, buf: Vec<u8>) -> Result<Vec<u8>, Error> {
-    ep.send(partner, TAG, buf).map_err(Error::Send)?;
-    Ok(ep.recv(partner, TAG).map_err(Error::Recv)?.into_vec())
-}
-
-fn echo(ep: &Endpoint, partner: Address) -> Result<Vec<u8>, Error> {
-    let m = ep.recv(partner, TAG).map_err(Error::Recv)?.into_vec();
-    ep.send(partner, TAG, m).map_err(Error::Send)?;
-    Ok(Vec::new())
+/// One round: the leader (holding data) sends and receives, the partner
+/// receives and sends back.
+fn step<B: Bounce>(
+    ep: &Endpoint,
+    partner: Address,
+    bounce: &mut B,
+    held: Option<B::Held>,
+) -> Result<Option<B::Held>, Error> {
+    match held {
+        Some(held) => {
+            ep.send(partner, TAG, bounce.make_payload(held))
+                .map_err(Error::Send)?;
+            let m = ep.recv(partner, TAG).map_err(Error::Recv)?;
+            bounce.read_message(m).map(Some)
+        }
+        None => {
+            let m = ep.recv(partner, TAG).map_err(Error::Recv)?;
+            let held = bounce.read_message(m)?;
+            ep.send(partner, TAG, bounce.make_payload(held))
+                .map_err(Error::Send)?;
+            Ok(None)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! `--json` and `--csv` of `bench pingpong` and `bench rate`: the rows of
-//! their tables on stdout, for programs rather than people.
+//! `--json` and `--csv` of `bench pingpong`, `bench rate` and `bench
+//! encodings`: the rows of their tables on stdout, for programs rather than
+//! people.
 //!
 //! Units are in the names: one-way times in nanoseconds (`_ns`), bandwidth
 //! in MB/s (10^6 bytes per second, `_mbps`), sizes in bytes; rates in
@@ -11,6 +12,7 @@
 
 use crate::render::{self, Row};
 use std::fmt::Write;
+use threadwire_bench::encodings;
 use threadwire_bench::peers::Report;
 use threadwire_bench::rate;
 
@@ -210,6 +212,57 @@ pub fn rate_csv(samples: &[rate::Sample]) {
             csv_number(s.end_to_end.median),
             csv_number(s.end_to_end.min),
             csv_number(s.end_to_end.max)
+        );
+    }
+    print!("{out}");
+}
+
+/// `bench encodings --json`: the path between the nodes, then per size
+/// and encoding the one-way ns, median, min and max, and MB/s of the
+/// values' bytes at the median.
+pub fn encodings_json(report: &encodings::Report) {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "{{\n  \"benchmark\": \"encodings\",\n  \"path\": {},\n  \"value\": \"f64\",\n  \
+         \"repetitions\": {},\n  \"rows\": [",
+        string(&report.path),
+        report.repetitions
+    );
+    for (i, row) in report.rows.iter().enumerate() {
+        let s = &row.sample;
+        let _ = write!(
+            out,
+            "{}\n    {{\"encoding\": {}, \"size\": {}, \"median_ns\": {}, \"min_ns\": {}, \
+             \"max_ns\": {}, \"mbps\": {}}}",
+            if i == 0 { "" } else { "," },
+            string(encodings::name(row.encoding)),
+            s.size,
+            s.one_way.as_nanos(),
+            s.min.as_nanos(),
+            s.max.as_nanos(),
+            number(s.mbps())
+        );
+    }
+    out.push_str("\n  ]\n}");
+    println!("{out}");
+}
+
+/// `bench encodings --csv`: the table's rows.
+pub fn encodings_csv(report: &encodings::Report) {
+    let mut out = String::from("path,encoding,size,median_ns,min_ns,max_ns,mbps\n");
+    for row in &report.rows {
+        let s = &row.sample;
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{}",
+            field(&report.path),
+            encodings::name(row.encoding),
+            s.size,
+            s.one_way.as_nanos(),
+            s.min.as_nanos(),
+            s.max.as_nanos(),
+            csv_number(s.mbps())
         );
     }
     print!("{out}");

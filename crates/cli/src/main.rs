@@ -244,6 +244,27 @@ enum Bench {
         #[arg(long, default_value_t = 7.0)]
         seconds: f64,
     },
+    /// Ping-pong of f64 values packed and unpacked in each encoding (raw, portable,
+    /// in-place, receiver-makes-right) between two nodes: one-way time and MB/s.
+    Encodings {
+        /// Largest size as a power of two (default 24 = 16 MiB), swept as
+        /// `bench pingpong` does; sizes are rounded up to whole f64 values.
+        #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(u32).range(0..=30))]
+        max_power: u32,
+        /// Sizes in bytes, comma-separated, instead of the sweep of --max-power.
+        #[arg(long, value_delimiter = ',', conflicts_with = "max_power")]
+        sizes: Option<Vec<usize>>,
+        /// Repetitions per size and encoding.
+        #[arg(long, default_value_t = 5)]
+        repetitions: u32,
+        /// Milliseconds per repetition.
+        #[arg(long, default_value_t = 100)]
+        ms: u64,
+        #[command(flatten)]
+        link: OnLink,
+        #[command(flatten)]
+        output: MachineReadable,
+    },
 }
 
 /// `--link` of the benchmarks between two nodes.
@@ -518,6 +539,39 @@ fn dispatch(cli: Cli) -> Result<i32> {
             }
             let report = comm::run(&options, |ev| render::event(ev, false))?;
             render::comm_table(&report);
+            Ok(0)
+        }
+        Command::Bench(Bench::Encodings {
+            max_power,
+            sizes,
+            repetitions,
+            ms,
+            link,
+            output,
+        }) => {
+            use threadwire_bench::encodings;
+            let options = encodings::Options {
+                sizes: sizes.unwrap_or_else(|| threadwire_bench::pingpong::sizes(max_power)),
+                budget: threadwire_bench::pingpong::Budget {
+                    repetitions,
+                    per_repetition: Duration::from_millis(ms),
+                },
+                program: std::env::current_exe()?,
+                args: std::env::args_os().skip(1).collect(),
+            };
+            if under_launcher() {
+                encodings::node(&options)?;
+                return Ok(0);
+            }
+            let net = link.net()?;
+            let report = encodings::run(&options, net.as_deref(), render::aside)?;
+            if output.json {
+                machine_readable::encodings_json(&report);
+            } else if output.csv {
+                machine_readable::encodings_csv(&report);
+            } else {
+                render::encodings_table(&report);
+            }
             Ok(0)
         }
         Command::Bench(Bench::Spawn {

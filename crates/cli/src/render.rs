@@ -164,7 +164,7 @@ pub fn collect_results(ev: &Event, rows: &mut Vec<Row>) {
 /// Shows an event that is not a result as [`event`] does, but a node's
 /// stray stdout line on stderr: stdout carries the results alone, which
 /// `--json` and `--csv` rely on.
-fn aside(ev: &Event) {
+pub fn aside(ev: &Event) {
     match ev {
         Event::Output {
             node,
@@ -594,5 +594,43 @@ pub fn peers_table(rows: &[Row], reports: &[threadwire_bench::peers::Report]) {
                 line.ratio
             );
         }
+    }
+}
+
+/// `bench encodings`: per size, one row per encoding with the one-way time
+/// in µs, median (min–max), MB/s of the values' bytes at the median, and
+/// its median over raw's at that size.
+pub fn encodings_table(report: &threadwire_bench::encodings::Report) {
+    use threadwire::Encoding;
+    use threadwire_bench::encodings;
+    println!(
+        "f64 values packed by the sender, unpacked into a Vec<f64> by the receiver, node to \
+         node over {}: one-way time (half a round trip), median (min–max) of {} repetitions",
+        report.path, report.repetitions
+    );
+    println!(
+        "{:>10} {:<21} {:>34} {:>10} {:>7}",
+        "size (B)", "encoding", "one-way µs (min–max)", "MB/s", "÷ raw"
+    );
+    let us = |d: std::time::Duration| d.as_secs_f64() * 1e6;
+    for row in &report.rows {
+        let s = &row.sample;
+        let raw = report
+            .rows
+            .iter()
+            .find(|r| r.encoding == Encoding::Raw && r.sample.size == s.size)
+            .map(|r| r.sample.one_way.as_secs_f64());
+        let ratio = raw.map_or_else(
+            || "–".to_string(),
+            |raw| format!("{:.2}", s.one_way.as_secs_f64() / raw),
+        );
+        println!(
+            "{:>10} {:<21} {:>34} {:>10.1} {:>7}",
+            s.size,
+            encodings::name(row.encoding),
+            format!("{:.3} ({:.3}–{:.3})", us(s.one_way), us(s.min), us(s.max)),
+            s.mbps(),
+            ratio
+        );
     }
 }

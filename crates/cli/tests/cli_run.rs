@@ -1,5 +1,5 @@
 //! The `threadwire` command end to end: `run` with its options, `apps`,
-//! `bench threads`, `bench rate`, `bench pingpong --json/--csv/--plot`, `bench comm`, and what a node program says when started
+//! `bench threads`, `bench rate`, `bench pingpong --json/--csv/--plot`, `bench comm`, `bench encodings`, and what a node program says when started
 //! without it.
 //!
 //! The node programs are examples of other workspace crates (`hello` of
@@ -807,6 +807,43 @@ fn bench_comm_reports_every_path_and_size() {
         }
     }
     assert_no_namespaces_left("twc");
+}
+
+/// `bench encodings`: per size, a row for each encoding with a positive
+/// median (min–max), MB/s and ratio to raw.
+#[test]
+fn bench_encodings_reports_every_encoding_and_size() {
+    let ran = run(threadwire().args([
+        "bench",
+        "encodings",
+        "--sizes",
+        "8,1000",
+        "--repetitions",
+        "2",
+        "--ms",
+        "5",
+    ]));
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    // Rows: size, encoding, median, (min–max), MB/s, ÷ raw.
+    let rows: Vec<Vec<&str>> = ran
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.first().is_some_and(|s| s.parse::<usize>().is_ok()))
+        .collect();
+    let cells: Vec<(&str, &str)> = rows.iter().map(|w| (w[0], w[1])).collect();
+    let encodings = ["raw", "portable", "in-place", "receiver-makes-right"];
+    let expected: Vec<(&str, &str)> = ["8", "1000"]
+        .into_iter()
+        .flat_map(|size| encodings.map(|e| (size, e)))
+        .collect();
+    assert_eq!(cells, expected, "{}", ran.show());
+    for row in &rows {
+        assert_eq!(row.len(), 6, "{row:?}\n{}", ran.show());
+        assert_spread(&ran, row[2], row[3]);
+        assert_positive(row[4].parse().ok(), row[4], &ran);
+        assert_positive(row[5].parse().ok(), row[5], &ran);
+    }
 }
 
 /// `bench pingpong --peers`: each TCP peer either has a line per size with
