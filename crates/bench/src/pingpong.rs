@@ -163,21 +163,30 @@ pub fn run_with<B: Bounce>(
         // The leader's data between round trips; the partner holds nothing
         // between an echo and the next.
         let mut held = leader.then(|| bounce.initial(size));
-        // Calibrate: the leader times 4 round trips and tells the partner
-        // how many rounds fill a repetition.
+        // Warm up, then calibrate: the leader times a few round trips and
+        // tells the partner how many rounds fill a repetition. Small sizes
+        // (microseconds each) first run untimed and are calibrated over
+        // more rounds: the first round trips after a job starts or a path
+        // changes are far slower (cold caches, a partner still waking), and
+        // calibrating on them made repetitions much shorter than the budget.
+        // Large sizes keep 4 rounds: on a 10 Mbit/s link one takes seconds.
+        let (warm_up, calibrate) = if size < 64 * 1024 { (32, 32) } else { (0, 4) };
+        for _ in 0..warm_up {
+            held = step(ep, partner, bounce, held)?;
+        }
         let rounds = if leader {
             let t = Instant::now();
-            for _ in 0..4 {
+            for _ in 0..calibrate {
                 held = step(ep, partner, bounce, held)?;
             }
-            let per = t.elapsed() / 4;
+            let per = t.elapsed() / calibrate;
             let rounds = (budget.per_repetition.as_secs_f64() / per.as_secs_f64().max(1e-9))
                 .clamp(2.0, 1e6) as u64;
             ep.send(partner, TAG + 1, rounds.to_le_bytes().to_vec())
                 .map_err(Error::Send)?;
             rounds
         } else {
-            for _ in 0..4 {
+            for _ in 0..calibrate {
                 held = step(ep, partner, bounce, held)?;
             }
             let m = ep.recv(partner, TAG + 1).map_err(Error::Recv)?.into_vec();

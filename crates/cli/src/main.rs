@@ -383,7 +383,10 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 );
             }
             // One job per channel, the thread path in the first.
-            let mut results = Vec::new();
+            let mut results: Vec<render::Row> = Vec::new();
+            // Drawn on stderr, and only when it is a terminal.
+            let progress = indicatif::ProgressBar::new((sizes.len() * paths.len()) as u64)
+                .with_message("bench pingpong");
             let channels = paths.iter().filter(|p| *p != "thread");
             let jobs: Vec<(String, Vec<&str>)> = match paths.iter().any(|p| p == "thread") {
                 true if paths.len() == 1 => vec![("shm".into(), vec!["thread"])],
@@ -421,12 +424,15 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 if let Some(net) = &net {
                     spec = spec.hosts(net.launch_hosts());
                 }
-                let report =
-                    threadwire::launch::run(&spec, |ev| render::collect_results(ev, &mut results))?;
+                let report = threadwire::launch::run(&spec, |ev| {
+                    render::collect_results(ev, &mut results);
+                    progress.set_position(results.len() as u64);
+                })?;
                 if report.status != 0 {
                     bail!("the benchmark job failed with status {}", report.status);
                 }
             }
+            progress.finish_and_clear();
             if let Some(link) = link.link {
                 for row in results.iter_mut().filter(|r| r.path == "tcp") {
                     row.path = format!("tcp/{link}");

@@ -110,14 +110,21 @@ pub fn pingpong_node(sizes: &[usize], paths: &[String], budget: Budget) -> Resul
                 budget,
             )
         });
-        let local = pingpong::run(&ep, partner.address(), true, sizes, budget)?;
+        // A size at a time, each printed at once: the launcher shows
+        // progress as the lines come.
+        for &size in sizes {
+            let local = pingpong::run(&ep, partner.address(), true, &[size], budget)?;
+            print_samples("thread", &local);
+        }
         partner.join().expect("partner thread panicked")?;
-        print_samples("thread", &local);
     }
     if let Some(channel) = channel {
         if me.node == 0 {
-            let remote = pingpong::run(&ep, threadwire::Address::new(1, 0), true, sizes, budget)?;
-            print_samples(channel, &remote);
+            for &size in sizes {
+                let remote =
+                    pingpong::run(&ep, threadwire::Address::new(1, 0), true, &[size], budget)?;
+                print_samples(channel, &remote);
+            }
         } else if me.node == 1 {
             pingpong::run(&ep, threadwire::Address::new(0, 0), false, sizes, budget)?;
         }
