@@ -374,14 +374,26 @@ fn scoped_net(link: Link) -> Result<ScopedNet, NetError> {
     ScopedNet::up_with_free_prefix("twc", 2, link)
 }
 
+/// Keeps result lines as cells; every event, result lines included, goes
+/// on to `on_event` (which can tell them by [`is_result`]).
 fn collect(ev: &Event, cells: &mut Vec<(Path, Cell)>, on_event: &mut impl FnMut(&Event)) {
     if let Event::Output { line, .. } = ev {
         if let Some(cell) = parse_result(line) {
             cells.push(cell);
-            return;
         }
     }
     on_event(ev);
+}
+
+/// Whether `ev` is a node's result line (one measured cell of the table)
+/// rather than something to show.
+pub fn is_result(ev: &Event) -> bool {
+    matches!(ev, Event::Output { line, .. } if parse_result(line).is_some())
+}
+
+/// The number of cells a run of `options` measures, for progress.
+pub fn cells(options: &Options) -> usize {
+    (2 + options.links.len()) * SIZES.len()
 }
 
 fn parse_result(line: &str) -> Option<(Path, Cell)> {

@@ -543,7 +543,14 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 comm::node(&options)?;
                 return Ok(0);
             }
-            let report = comm::run(&options, |ev| render::event(ev, false))?;
+            // Drawn on stderr, and only when it is a terminal.
+            let progress = indicatif::ProgressBar::new(comm::cells(&options) as u64)
+                .with_message("bench comm");
+            let report = comm::run(&options, |ev| match comm::is_result(ev) {
+                true => progress.inc(1),
+                false => render::event(ev, false),
+            })?;
+            progress.finish_and_clear();
             render::comm_table(&report);
             Ok(0)
         }
