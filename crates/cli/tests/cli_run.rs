@@ -43,6 +43,14 @@ struct Ran {
 }
 
 impl Ran {
+    /// Standard output, a row of whitespace-separated words per line.
+    fn rows(&self) -> Vec<Vec<&str>> {
+        self.stdout
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect()
+    }
+
     fn code(&self) -> Option<i32> {
         self.status.code()
     }
@@ -224,9 +232,8 @@ fn stats_prints_one_row_per_node() {
     // Columns: node, msgs sent, bytes sent, msgs recv, bytes recv, mean size.
     let row = |node: &str| -> Vec<f64> {
         let rows: Vec<Vec<&str>> = ran
-            .stdout
-            .lines()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .rows()
+            .into_iter()
             .filter(|w| w.first() == Some(&node))
             .collect();
         assert_eq!(rows.len(), 1, "rows for {node}:\n{}", ran.show());
@@ -328,9 +335,8 @@ fn bench_rate_reports_every_kind_and_thread_count() {
     assert_eq!(ran.code(), Some(0), "{}", ran.show());
     // Rows: kind, threads, send median, (min–max), end-to-end median, (min–max).
     let rows: Vec<Vec<&str>> = ran
-        .stdout
-        .lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .rows()
+        .into_iter()
         .filter(|w| matches!(w.first(), Some(&("os" | "fibers"))))
         .collect();
     let kinds: Vec<(&str, &str)> = rows.iter().map(|w| (w[0], w[1])).collect();
@@ -723,9 +729,8 @@ fn bench_spawn_reports_every_kind_and_count() {
     // The process timeline: N, then four milestones.
     for count in ["1", "2"] {
         let row: Vec<&str> = ran
-            .stdout
-            .lines()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .rows()
+            .into_iter()
             .find(|w| w.len() == 5 && w[0] == count)
             .unwrap_or_else(|| panic!("no timeline row for N = {count}\n{}", ran.show()));
         row[1..].iter().for_each(|f| positive(f));
@@ -761,9 +766,8 @@ fn bench_pingpong_on_an_emulated_link_leaves_nothing_behind() {
     assert_eq!(ran.code(), Some(0), "{}", ran.show());
     for size in ["8", "1000"] {
         let row: Vec<&str> = ran
-            .stdout
-            .lines()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .rows()
+            .into_iter()
             .find(|w| w.len() >= 3 && w[0] == "tcp/gige" && w[1] == size)
             .unwrap_or_else(|| panic!("no tcp/gige row for {size} B\n{}", ran.show()));
         assert_positive(row[2].parse().ok(), row[2], &ran);
@@ -826,9 +830,8 @@ fn bench_encodings_reports_every_encoding_and_size() {
     assert_eq!(ran.code(), Some(0), "{}", ran.show());
     // Rows: size, encoding, median, (min–max), MB/s, ÷ raw.
     let rows: Vec<Vec<&str>> = ran
-        .stdout
-        .lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .rows()
+        .into_iter()
         .filter(|w| w.first().is_some_and(|s| s.parse::<usize>().is_ok()))
         .collect();
     let cells: Vec<(&str, &str)> = rows.iter().map(|w| (w[0], w[1])).collect();

@@ -228,7 +228,10 @@ impl Driver {
         let why = match (received, protocol_error) {
             (Ok(r), None) => {
                 self.shm_more |= r.more;
-                if r.doorbell || ring.flush().doorbell {
+                // Both always: the backlog moves on even when the peer's
+                // doorbell is due anyway.
+                let flushed = ring.flush();
+                if r.doorbell || flushed.doorbell {
                     p.ring_doorbell();
                 }
                 return frames > 0;
@@ -247,10 +250,7 @@ impl Driver {
     /// Before believing that `peer` ended without a goodbye: its goodbye
     /// may wait in its ring, sent before its connection closed.
     fn drain_ring(&mut self, node: &NodeShared, peer: u32) {
-        while self.read_ring(node, peer)
-            && node.readable(peer)
-            && node.peers[peer as usize].lost().is_none()
-        {}
+        while self.read_ring(node, peer) && node.peers[peer as usize].lost().is_none() {}
     }
 
     fn accept(&mut self, node: &NodeShared) {

@@ -43,17 +43,8 @@ impl ShmChannel {
         let mut read = 0;
         while read < RECEIVE_BUDGET {
             let Receiver { consumer, partials } = &mut *rx;
-            // A frame is delivered before its slots are released: releasing
-            // stores to lines the producer holds, and the delivery's first
-            // locked instruction would wait for those stores to complete.
             let step = consumer
-                .try_recv_with(|record| match self.parse(record, partials) {
-                    Ok(Step::Deliver(frame)) => {
-                        on_frame(frame);
-                        Ok(Step::None)
-                    }
-                    other => other,
-                })
+                .try_recv_with(|record| self.parse(record, partials))
                 .map_err(|e| ShmError::Corrupt(e.to_string()))?;
             let Some(step) = step else { break };
             read += 1;
