@@ -265,22 +265,9 @@ pub fn node(options: &Options) -> Result<(), Error> {
             .iter()
             .map(|&s| (s, options.budget(path, s)))
             .collect();
-        let samples = match (path, me) {
-            (Path::Thread, 0) => {
-                let partner_budgets = budgets.clone();
-                let partner = ep
-                    .node()
-                    .spawn(move |ep| ping_pong(&ep, Address::new(0, 0), false, &partner_budgets));
-                let samples = ping_pong(&ep, partner.address(), true, &budgets)?;
-                partner.join().map_err(Error::Join)??;
-                samples
-            }
-            (Path::Thread, _) => continue,
-            (_, 0) => ping_pong(&ep, Address::new(1, 0), true, &budgets)?,
-            (_, 1) => ping_pong(&ep, Address::new(0, 0), false, &budgets)?,
-            _ => continue,
-        };
-        for (sample, (_, budget)) in samples.iter().zip(&budgets) {
+        // A line per size, printed as it is measured: the launcher shows
+        // progress as the lines come.
+        let print = |sample: &Sample, budget: Budget| {
             println!(
                 "{RESULT} {} {} {} {} {} {}",
                 path.name(),
@@ -290,24 +277,42 @@ pub fn node(options: &Options) -> Result<(), Error> {
                 sample.max.as_nanos(),
                 budget.repetitions
             );
+        };
+        match (path, me) {
+            (Path::Thread, 0) => {
+                let partner_budgets = budgets.clone();
+                let partner = ep.node().spawn(move |ep| {
+                    ping_pong(&ep, Address::new(0, 0), false, &partner_budgets, |_, _| {})
+                });
+                ping_pong(&ep, partner.address(), true, &budgets, print)?;
+                partner.join().map_err(Error::Join)??;
+            }
+            (Path::Thread, _) => {}
+            (_, 0) => ping_pong(&ep, Address::new(1, 0), true, &budgets, print)?,
+            (_, 1) => ping_pong(&ep, Address::new(0, 0), false, &budgets, |_, _| {})?,
+            _ => {}
         }
     }
     Ok(())
 }
 
-/// One [`pingpong::run`] per size, each with its own budget.
+/// One [`pingpong::run`] per size, each with its own budget; the leader
+/// hands each size's sample to `on_sample` with its budget.
 fn ping_pong(
     ep: &Endpoint,
     partner: Address,
     leader: bool,
     budgets: &[(usize, Budget)],
-) -> Result<Vec<Sample>, Error> {
-    let mut samples = Vec::new();
+    mut on_sample: impl FnMut(&Sample, Budget),
+) -> Result<(), Error> {
     for &(size, budget) in budgets {
-        samples
-            .extend(pingpong::run(ep, partner, leader, &[size], budget).map_err(Error::Pingpong)?);
+        let samples =
+            pingpong::run(ep, partner, leader, &[size], budget).map_err(Error::Pingpong)?;
+        for sample in &samples {
+            on_sample(sample, budget);
+        }
     }
-    Ok(samples)
+    Ok(())
 }
 
 /// Runs the jobs (module docs) and returns the table; `on_event` sees

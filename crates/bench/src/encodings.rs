@@ -180,8 +180,8 @@ pub fn node(options: &Options) -> Result<(), Error> {
 }
 
 /// Runs the job (module docs), its nodes on the two first hosts of `net`
-/// if given, and returns the table; `on_event` sees every event of the job
-/// but the result lines.
+/// if given, and returns the table; `on_event` sees every event of the
+/// job, result lines included (it can tell them by [`is_result`]).
 pub fn run(
     options: &Options,
     net: Option<&Net>,
@@ -203,10 +203,7 @@ pub fn run(
     let mut rows = Vec::new();
     let report = launch::run(&job, |ev| {
         if let Event::Output { line, .. } = ev {
-            if let Some(row) = parse_result(line) {
-                rows.push(row);
-                return;
-            }
+            rows.extend(parse_result(line));
         }
         on_event(ev);
     })
@@ -219,6 +216,17 @@ pub fn run(
         rows,
         repetitions: options.budget.repetitions.max(1),
     })
+}
+
+/// Whether `ev` is a node's result line (one encoding at one size)
+/// rather than something to show.
+pub fn is_result(ev: &Event) -> bool {
+    matches!(ev, Event::Output { line, .. } if parse_result(line).is_some())
+}
+
+/// The number of rows a run of `options` measures, for progress.
+pub fn rows(options: &Options) -> usize {
+    payload_sizes(&options.sizes).len() * Encoding::ALL.len()
 }
 
 fn parse_result(line: &str) -> Option<Row> {

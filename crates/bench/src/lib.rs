@@ -6,12 +6,17 @@
 //!   in each encoding (raw, portable, in-place, receiver-makes-right).
 //! - [`fit`]: Hockney's t(n) = α + β·n through a ping-pong sweep: start-up
 //!   latency, asymptotic bandwidth r∞ and n½.
+//! - [`floors`]: the physical floors of this machine that the other
+//!   benchmarks are judged against: a cache line between cores, a
+//!   thread's wake-up, memcpy bandwidth and loopback TCP.
 //! - [`net`]: emulated hosts, network namespaces on a bridge with links
 //!   shaped to 10 Mbit/s … 1 Gbit/s (`threadwire net up` / `net down`).
 //! - [`peers`]: NetPIPE over TCP, Open MPI, MPICH and PVM, run beside
 //!   the ping-pong (`bench pingpong --peers`).
 //! - [`pingpong`]: one-way latency and bandwidth between two endpoints.
 //! - [`plot`]: latency and bandwidth charts of a ping-pong sweep (SVG, PNG).
+//! - [`pvm`]: PVM 3.4, the 1998 peer: a private virtual machine per run,
+//!   NetPIPE's `NPpvm` under it and the time of `pvm_spawn`.
 //! - [`rate`]: 8-byte message rate from T threads of one node to T of
 //!   another, as MPI's msgrate / osu_mbw_mr.
 //! - [`spawn`]: start-up cost of N processes, fibers and OS threads, the
@@ -24,10 +29,12 @@
 pub mod comm;
 pub mod encodings;
 pub mod fit;
+pub mod floors;
 pub mod net;
 pub mod peers;
 pub mod pingpong;
 pub mod plot;
+pub mod pvm;
 pub mod rate;
 pub mod spawn;
 pub mod threads;

@@ -4,9 +4,12 @@
 //! Each [`Peer`] is NetPIPE 3.7.2 over one transport, matched to the
 //! threadwire path it is compared with: shared memory ↔ MPI's default
 //! selection (which picks shared memory between two ranks on one host),
-//! TCP ↔ `NPtcp` over loopback and MPI forced onto TCP. On emulated hosts
-//! (`--link`), `NPtcp` runs between the two namespaces; `mpirun` cannot
-//! span them yet.
+//! TCP ↔ `NPtcp` over loopback, MPI forced onto TCP and `NPpvm` (under a
+//! PVM daemon of its own, [`crate::pvm`]). On emulated hosts (`--link`)
+//! every peer runs between the two namespaces and is compared with TCP:
+//! `NPtcp` started in each, `mpirun` starting one rank in each (the
+//! `mpi` module's numbered steps say how, and why UCX is held to TCP
+//! there).
 //!
 //! NetPIPE picks its own sizes (2^k, 2^k ± 3, 1.5·2^k ± 3) up to its `-u`
 //! bound; [`Measured::at`] takes the row at a size of ours, or the nearest.
@@ -16,13 +19,16 @@
 //! Every run has a deadline: a peer that hangs is killed with its whole
 //! process group (mpirun and its ranks), so it cannot hang the benchmark.
 
-use std::fs::File;
 use std::io;
 use std::net::{Ipv4Addr, TcpListener};
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+mod mpi;
+pub(crate) mod process;
+
+use process::Group;
 
 /// Trials NetPIPE 3.7.2 runs per size, each of `-n` round trips.
 const NETPIPE_TRIALS: u32 = 3;
@@ -82,11 +88,13 @@ impl Peer {
         }
     }
 
-    /// The threadwire path it is compared with.
-    pub fn transport(self) -> Transport {
-        match self {
-            Peer::OpenMpi | Peer::Mpich => Transport::Shm,
-            Peer::Tcp | Peer::OpenMpiTcp | Peer::Pvm => Transport::Tcp,
+    /// The threadwire path it is compared with when placed so: an MPI's
+    /// default selection picks shared memory on one host, and its network
+    /// between two.
+    pub fn transport(self, placement: &Placement) -> Transport {
+        match (self, placement) {
+            (Peer::OpenMpi | Peer::Mpich, Placement::Local) => Transport::Shm,
+            _ => Transport::Tcp,
         }
     }
 
@@ -106,7 +114,7 @@ impl Peer {
             Peer::Tcp => &["NPtcp"],
             Peer::OpenMpi | Peer::OpenMpiTcp => &["NPopenmpi", "mpirun.openmpi"],
             Peer::Mpich => &["NPmpich2", "mpirun.mpich"],
-            Peer::Pvm => &["NPpvm", "pvm"],
+            Peer::Pvm => &["NPpvm", "pvm", "pvmd"],
         }
     }
 }
@@ -117,16 +125,30 @@ pub enum Placement {
     /// Both on this host: loopback for `NPtcp`, one `mpirun` of two ranks.
     #[default]
     Local,
-    /// On two emulated hosts: the network namespaces and the address of
-    /// the first (the receiver's).
+    /// On two emulated hosts (network namespaces), one side on each.
     Namespaces {
-        /// Namespace of the receiver.
-        receiver: String,
-        /// Its address, the transmitter's `-h`.
-        receiver_addr: Ipv4Addr,
-        /// Namespace of the transmitter.
-        transmitter: String,
+        /// The receiver's host (NPtcp's listening side, MPI's rank 1).
+        receiver: crate::net::Host,
+        /// The transmitter's host (MPI's rank 0).
+        transmitter: crate::net::Host,
+        /// This host's address as the emulated hosts see it (the bridge's).
+        gateway: Ipv4Addr,
     },
+}
+
+impl Placement {
+    /// The first two hosts of `net`, or [`Placement::Local`] if it has
+    /// fewer.
+    pub fn on(net: &crate::net::Net) -> Placement {
+        match &net.hosts[..] {
+            [receiver, transmitter, ..] => Placement::Namespaces {
+                receiver: receiver.clone(),
+                transmitter: transmitter.clone(),
+                gateway: net.bridge_addr,
+            },
+            _ => Placement::Local,
+        }
+    }
 }
 
 /// How one peer is run.
@@ -155,9 +177,13 @@ impl Options {
         let largest = sizes.iter().copied().max().unwrap_or(1).max(1);
         let upper_bound = largest.next_power_of_two();
         let round_trip = one_way_at_largest.map_or(1e-3, |t| 2.0 * t.as_secs_f64().max(1e-7));
-        // At least 50 round trips: NetPIPE times a trial with a 1 µs clock.
+        // At least 50 round trips, as NetPIPE times a trial with a 1 µs
+        // clock; but where the largest size takes a millisecond or more (a
+        // slow link), 50 would take minutes there, and 3 round trips of
+        // even the smallest size are timed to ±2%.
+        let floor = if round_trip < 1e-3 { 50.0 } else { 3.0 };
         let repeats = (budget.as_secs_f64() / (f64::from(NETPIPE_TRIALS) * round_trip))
-            .clamp(50.0, 100_000.0) as u32;
+            .clamp(floor, 100_000.0) as u32;
         // About 3 sizes per power of two, none slower than the largest.
         let sizes_run = 3.0 * f64::from(upper_bound.trailing_zeros() + 1);
         let expected = sizes_run * f64::from(NETPIPE_TRIALS * repeats) * round_trip;
@@ -274,20 +300,7 @@ pub enum Error {
 
 /// Runs `peer` once with `options`.
 pub fn run(peer: Peer, options: &Options) -> Result<Measured, Error> {
-    if let Some(program) = peer.programs().iter().find(|p| !on_path(p)) {
-        return Err(Error::Missing {
-            program,
-            packages: peer.packages(),
-        });
-    }
-    let namespaced = matches!(options.placement, Placement::Namespaces { .. });
-    match peer {
-        Peer::Pvm => return Err(Error::Unsupported("starting a PVM daemon for NPpvm")),
-        Peer::OpenMpi | Peer::OpenMpiTcp | Peer::Mpich if namespaced => {
-            return Err(Error::Unsupported("mpirun across emulated hosts"))
-        }
-        _ => {}
-    }
+    process::require(peer.programs(), peer.packages())?;
     let dir = ScratchDir::new(peer)?;
     let output = dir.0.join("np.out");
     let netpipe = |program: &str| {
@@ -312,19 +325,21 @@ pub fn run(peer: Peer, options: &Options) -> Result<Measured, Error> {
                 Placement::Local => (None, Ipv4Addr::LOCALHOST, None),
                 Placement::Namespaces {
                     receiver,
-                    receiver_addr,
                     transmitter,
+                    ..
                 } => (
-                    Some(receiver.as_str()),
-                    *receiver_addr,
-                    Some(transmitter.as_str()),
+                    Some(receiver.name.as_str()),
+                    receiver.addr,
+                    Some(transmitter.name.as_str()),
                 ),
             };
             let mut receiver_args = netpipe("NPtcp");
             receiver_args.extend(["-P".into(), port.clone()]);
-            let mut receiver = Guarded::spawn(
+            let receiver_log = dir.0.join("receiver.txt");
+            let mut receiver = Group::spawn(
                 in_namespace(receiver_ns, &receiver_args),
-                &dir.0.join("receiver.txt"),
+                &receiver_log,
+                &receiver_log,
             )?;
             let mut transmitter_args = netpipe("NPtcp");
             transmitter_args.extend([
@@ -338,42 +353,34 @@ pub fn run(peer: Peer, options: &Options) -> Result<Measured, Error> {
             // The receiver listens soon after it starts; until then the
             // transmitter exits at once ("Cannot Connect"): try again.
             loop {
-                let transmitter =
-                    Guarded::spawn(in_namespace(transmitter_ns, &transmitter_args), &log)?;
+                let mut transmitter =
+                    Group::spawn(in_namespace(transmitter_ns, &transmitter_args), &log, &log)?;
                 let status = transmitter.wait(deadline)?;
                 if status.success() {
                     break;
                 }
-                if receiver.0.try_wait().ok().flatten().is_some() || Instant::now() >= deadline {
-                    return Err(failed(status, &log));
+                if receiver.exited() || Instant::now() >= deadline {
+                    return Err(transmitter.failed(status));
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
-            receiver.wait_ref(deadline)?;
+            receiver.wait(deadline)?;
         }
         Peer::OpenMpi | Peer::OpenMpiTcp | Peer::Mpich => {
-            let mut args: Vec<String> = match peer {
-                Peer::Mpich => vec!["mpirun.mpich".into()],
-                _ => ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"]
-                    .map(String::from)
-                    .to_vec(),
-            };
-            args.extend(["-np", "2"].map(String::from));
-            if peer == Peer::OpenMpiTcp {
-                args.extend(["--mca", "pml", "ob1", "--mca", "btl", "tcp,self"].map(String::from));
-            }
-            args.extend(netpipe(if peer == Peer::Mpich {
+            let mut program = netpipe(if peer == Peer::Mpich {
                 "NPmpich2"
             } else {
                 "NPopenmpi"
-            }));
-            args.extend(["-o".into(), output.display().to_string()]);
-            let status = Guarded::spawn(in_namespace(None, &args), &log)?.wait(deadline)?;
+            });
+            program.extend(["-o".into(), output.display().to_string()]);
+            let args = mpi::mpirun(peer, &options.placement, program, &dir.0)?;
+            let mut mpirun = Group::spawn(in_namespace(None, &args), &log, &log)?;
+            let status = mpirun.wait(deadline)?;
             if !status.success() {
-                return Err(failed(status, &log));
+                return Err(mpirun.failed(status));
             }
         }
-        Peer::Pvm => unreachable!("returned above"),
+        Peer::Pvm => crate::pvm::netpipe(options, &output, &log, deadline)?,
     }
     let text = std::fs::read_to_string(&output).map_err(|source| Error::Io {
         what: "reading NetPIPE's output",
@@ -412,9 +419,9 @@ pub fn run_beside(
 ) -> Vec<Report> {
     Peer::ALL
         .into_iter()
-        .filter(|peer| paths.iter().any(|p| p == peer.transport().name()))
+        .filter(|peer| paths.iter().any(|p| p == peer.transport(placement).name()))
         .map(|peer| {
-            let transport = peer.transport();
+            let transport = peer.transport(placement);
             let mut options = Options::for_budget(sizes, budget, one_way_at_largest(transport));
             options.placement = placement.clone();
             let path = match (transport, link) {
@@ -429,17 +436,6 @@ pub fn run_beside(
             }
         })
         .collect()
-}
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|dir| is_executable(&dir.join(program)))
-    })
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// A port that was free a moment ago (NPtcp takes a port, not a listener).
@@ -468,72 +464,6 @@ fn in_namespace(namespace: Option<&str>, args: &[String]) -> Command {
     };
     cmd.stdin(Stdio::null());
     cmd
-}
-
-fn failed(status: ExitStatus, log: &Path) -> Error {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    Error::Failed {
-        status,
-        output: lines[lines.len().saturating_sub(3)..].join(" / "),
-    }
-}
-
-/// A child in its own process group, killed with the group when dropped
-/// unless it has been waited for.
-struct Guarded(Child);
-
-impl Guarded {
-    fn spawn(mut cmd: Command, log: &Path) -> Result<Guarded, Error> {
-        let io = |what| move |source| Error::Io { what, source };
-        let file = File::create(log).map_err(io("creating a log file"))?;
-        cmd.stdout(file.try_clone().map_err(io("creating a log file"))?)
-            .stderr(file)
-            .process_group(0);
-        cmd.spawn().map(Guarded).map_err(io("starting a peer"))
-    }
-
-    fn wait(mut self, deadline: Instant) -> Result<ExitStatus, Error> {
-        self.wait_ref(deadline)
-    }
-
-    fn wait_ref(&mut self, deadline: Instant) -> Result<ExitStatus, Error> {
-        let started = Instant::now();
-        loop {
-            match self.0.try_wait() {
-                Ok(Some(status)) => return Ok(status),
-                Ok(None) if Instant::now() >= deadline => {
-                    self.kill();
-                    return Err(Error::TimedOut(started.elapsed()));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-                Err(source) => {
-                    return Err(Error::Io {
-                        what: "waiting for a peer",
-                        source,
-                    })
-                }
-            }
-        }
-    }
-
-    fn kill(&mut self) {
-        if let Ok(pid) = i32::try_from(self.0.id()) {
-            // SAFETY: kill(2) takes no pointers; the group is the child's
-            // own (process_group(0)), and the child is not yet reaped, so
-            // its id cannot have been reused.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
-        }
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Guarded {
-    fn drop(&mut self) {
-        if matches!(self.0.try_wait(), Ok(None)) {
-            self.kill();
-        }
-    }
 }
 
 /// A directory for one peer's files, removed when dropped.
@@ -591,7 +521,9 @@ mod tests {
         assert_eq!(o.upper_bound, 1024);
         assert_eq!(o.repeats, 166);
         let tiny = Options::for_budget(&[8], Duration::ZERO, None);
-        assert_eq!((tiny.upper_bound, tiny.repeats), (8, 50));
+        assert_eq!((tiny.upper_bound, tiny.repeats), (8, 3));
+        let fast = Options::for_budget(&[8], Duration::ZERO, Some(Duration::from_micros(5)));
+        assert_eq!(fast.repeats, 50);
     }
 
     #[test]

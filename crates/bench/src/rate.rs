@@ -245,22 +245,32 @@ impl std::error::Error for Error {
 
 /// Runs every kind and thread count with `partner`, the other node's
 /// thread 0; `ep` must be this node's thread 0 (or any endpoint that
-/// spawns nothing else meanwhile). The [`Side::Sender`] returns the samples,
-/// in kind-major order; the receiver returns an empty list.
+/// spawns nothing else meanwhile). The [`Side::Sender`] hands each sample
+/// to `on_sample` as it is measured, so that it can be reported at once,
+/// and returns them all, in kind-major order; the receiver returns an
+/// empty list and never calls `on_sample`.
 pub fn run(
     ep: &Endpoint,
     partner: Address,
     side: Side,
     options: &Options,
+    mut on_sample: impl FnMut(&Sample),
 ) -> Result<Vec<Sample>, Error> {
     let mut samples = Vec::new();
     for &kind in &options.kinds {
         for &threads in &options.threads {
-            let sample = measure(ep, partner, side, kind, threads.max(1), options)?;
-            samples.extend(sample);
+            if let Some(sample) = measure(ep, partner, side, kind, threads.max(1), options)? {
+                on_sample(&sample);
+                samples.push(sample);
+            }
         }
     }
     Ok(samples)
+}
+
+/// The number of samples a run of `options` measures, for progress.
+pub fn samples(options: &Options) -> usize {
+    options.kinds.len() * options.threads.len()
 }
 
 /// What thread 0 and its workers share for one thread count.

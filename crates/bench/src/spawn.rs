@@ -7,14 +7,17 @@
 //! | processes  | a job of N nodes, [`launch::run`]                 | the last node's line, printed right after `init`, reaches the launcher (*all joined*); `run` returns (*job finished*) |
 //! | fibers     | N × [`spawn`](threadwire::Node::spawn) of a body that returns | all N joined |
 //! | OS threads | N × [`spawn_os`](threadwire::Node::spawn_os), likewise | all N joined |
-//! | pvm_spawn  | N tasks with `pvm_spawn`                          | not measured: see [`Pvm`] |
+//! | pvm_spawn  | N tasks with one `pvm_spawn` from a PVM parent, under a private pvmd ([`crate::pvm`]) | a message from each has reached the parent |
 //!
 //! Every row has one untimed warm-up (page cache, stack pool, the node's
 //! fiber workers, which start at its first spawn) before its timed
-//! repetitions.
+//! repetitions. The pvm_spawn rows are measured where PVM is installed;
+//! elsewhere [`Report::pvm`] names what is missing and its package.
 //!
 //! A node is the program the caller names ([`Options::program`]), which
-//! must call [`node`]: `init`, then one line with two timestamps. Linux's
+//! must call [`crate::pvm::task_main`] before anything else (it is also the
+//! PVM parent and its tasks) and [`node`] under the launcher: `init`, then
+//! one line with two timestamps. Linux's
 //! `CLOCK_MONOTONIC` is one clock for every process of a host, so the
 //! launcher subtracts its own reading at the call of `run` from the nodes'
 //! and splits a process start into a [`Timeline`]: until the last node's
@@ -24,7 +27,8 @@
 
 use std::ffi::OsString;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use threadwire::launch::{self, Event, JobSpec, LaunchError};
 use threadwire::{Endpoint, InitError, JoinError, ThreadHandle};
@@ -45,11 +49,18 @@ pub enum Kind {
     Fibers,
     /// OS threads ([`Node::spawn_os`](threadwire::Node::spawn_os)).
     OsThreads,
+    /// PVM tasks started by `pvm_spawn` ([`crate::pvm::spawn_times`]).
+    PvmSpawn,
 }
 
 impl Kind {
     /// Every kind, in report order.
-    pub const ALL: [Kind; 3] = [Kind::Processes, Kind::Fibers, Kind::OsThreads];
+    pub const ALL: [Kind; 4] = [
+        Kind::Processes,
+        Kind::Fibers,
+        Kind::OsThreads,
+        Kind::PvmSpawn,
+    ];
 
     /// The row's name in tables.
     pub fn name(self) -> &'static str {
@@ -57,6 +68,7 @@ impl Kind {
             Kind::Processes => "processes",
             Kind::Fibers => "fibers",
             Kind::OsThreads => "OS threads",
+            Kind::PvmSpawn => "pvm_spawn",
         }
     }
 
@@ -64,7 +76,7 @@ impl Kind {
     /// `pvm_spawn`, or a thread.
     pub fn reference_1998_ms(self) -> f64 {
         match self {
-            Kind::Processes => PVM_SPAWN_1998_MS,
+            Kind::Processes | Kind::PvmSpawn => PVM_SPAWN_1998_MS,
             Kind::Fibers | Kind::OsThreads => 1.75,
         }
     }
@@ -80,7 +92,9 @@ pub struct Options {
     pub counts: Vec<u32>,
     /// Timed repetitions per row (after one untimed warm-up).
     pub repetitions: u32,
-    /// The node program of the process rows; it must call [`node`].
+    /// The node program of the process rows, also the PVM parent and
+    /// tasks of the pvm_spawn rows: it must call [`crate::pvm::task_main`]
+    /// first, then [`node`].
     pub program: PathBuf,
     /// Its arguments.
     pub args: Vec<OsString>,
@@ -143,65 +157,24 @@ pub struct Row {
     pub timeline: Option<Timeline>,
 }
 
-/// Whether PVM, the 1998 peer, is here.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Whether PVM, the 1998 peer, was measured.
+#[derive(Clone, Debug)]
 pub enum Pvm {
-    /// These pieces were not found (the console `pvm`, the daemon
-    /// `pvmd3`, the header `pvm3.h`).
-    Missing(Vec<&'static str>),
-    /// PVM is installed, but `pvm_spawn` is not measured: that needs a C
-    /// program linked with libpvm3 under a running `pvmd3`, which this
-    /// command does not have.
-    Installed,
-}
-
-impl Pvm {
-    /// The Debian packages that provide PVM.
-    pub const PACKAGES: &'static str = "pvm, pvm-dev";
-
-    /// Looks for the console and the daemon on `PATH` and in PVM's own
-    /// directories, and for the header where `pvm-dev` and `PVM_ROOT` put it.
-    pub fn detect() -> Pvm {
-        let root = std::env::var_os("PVM_ROOT").map(PathBuf::from);
-        let roots: Vec<PathBuf> = root
-            .into_iter()
-            .chain([PathBuf::from("/usr/lib/pvm3")])
-            .collect();
-        let on_path = |name: &str| {
-            std::env::var_os("PATH")
-                .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
-        };
-        let console = on_path("pvm");
-        let daemon = on_path("pvmd3")
-            || on_path("pvmd")
-            || roots.iter().any(|r| r.join("lib/pvmd").is_file());
-        let header = Path::new("/usr/include/pvm3.h").is_file()
-            || roots.iter().any(|r| r.join("include/pvm3.h").is_file());
-        let missing: Vec<&'static str> = [(console, "pvm"), (daemon, "pvmd3"), (header, "pvm3.h")]
-            .into_iter()
-            .filter(|&(found, _)| !found)
-            .map(|(_, name)| name)
-            .collect();
-        match missing.is_empty() {
-            true => Pvm::Installed,
-            false => Pvm::Missing(missing),
-        }
-    }
+    /// Its rows are among [`Report::rows`].
+    Measured,
+    /// Not measured: PVM is missing (the error names the piece and the
+    /// Debian package) or failed.
+    NotMeasured(Arc<crate::peers::Error>),
 }
 
 impl fmt::Display for Pvm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Pvm::Missing(pieces) => write!(
-                f,
-                "not measured: PVM is not installed (no {}; Debian packages {})",
-                pieces.join(", "),
-                Pvm::PACKAGES
+            Pvm::Measured => f.write_str(
+                "measured: N tasks (this program) started by one pvm_spawn of a PVM parent, \
+                 until a message from each has reached it, under a private pvmd",
             ),
-            Pvm::Installed => f.write_str(
-                "not measured: PVM is installed, but this command has no pvm_spawn peer \
-                 (a C program linked with libpvm3 under a running pvmd3)",
-            ),
+            Pvm::NotMeasured(e) => write!(f, "not measured: {e}"),
         }
     }
 }
@@ -209,7 +182,8 @@ impl fmt::Display for Pvm {
 /// Everything [`run`] measured.
 #[derive(Clone, Debug)]
 pub struct Report {
-    /// Kind-major, in [`Kind::ALL`] order, then by count.
+    /// Kind-major, in [`Kind::ALL`] order, then by count; no pvm_spawn
+    /// rows unless [`pvm`](Self::pvm) is [`Pvm::Measured`].
     pub rows: Vec<Row>,
     /// The 1998 peer.
     pub pvm: Pvm,
@@ -292,32 +266,69 @@ pub fn node() -> Result<(), InitError> {
     Ok(())
 }
 
+/// The steps of [`run`], one per kind and count, for a progress bar.
+pub fn steps(options: &Options) -> usize {
+    Kind::ALL.len() * options.counts.len()
+}
+
 /// Runs every row: processes (`on_event` sees every event of the jobs but
 /// the nodes' timing lines), then fibers and OS threads of `ep`'s node,
-/// which should come from [`node_config`].
+/// which should come from [`node_config`], then pvm_spawn where PVM is
+/// installed. `on_step` is called after each of the [`steps`], measured
+/// or not.
 pub fn run(
     ep: &Endpoint,
     options: &Options,
     mut on_event: impl FnMut(&Event),
+    mut on_step: impl FnMut(Kind, u32),
 ) -> Result<Report, Error> {
     let repetitions = options.repetitions.max(1);
     let mut rows = Vec::new();
+    let mut pvm = Pvm::Measured;
     for kind in Kind::ALL {
         for &count in &options.counts {
             let count = count.max(1);
             let row = match kind {
-                Kind::Processes => processes(options, count, repetitions, &mut on_event)?,
+                Kind::Processes => Some(processes(options, count, repetitions, &mut on_event)?),
                 Kind::Fibers | Kind::OsThreads => {
-                    threads(ep, kind, count, repetitions).map_err(Error::Join)?
+                    Some(threads(ep, kind, count, repetitions).map_err(Error::Join)?)
                 }
+                Kind::PvmSpawn if matches!(pvm, Pvm::Measured) => {
+                    match pvm_spawn(options, count, repetitions) {
+                        Ok(row) => Some(row),
+                        Err(e) => {
+                            pvm = Pvm::NotMeasured(Arc::new(e));
+                            None
+                        }
+                    }
+                }
+                Kind::PvmSpawn => None,
             };
-            rows.push(row);
+            rows.extend(row);
+            on_step(kind, count);
         }
     }
     Ok(Report {
         rows,
-        pvm: Pvm::detect(),
+        pvm,
         repetitions,
+    })
+}
+
+fn pvm_spawn(options: &Options, count: u32, repetitions: u32) -> Result<Row, crate::peers::Error> {
+    let task = crate::pvm::Task {
+        program: options.program.clone(),
+        args: options.args.clone(),
+    };
+    let deadline = Instant::now() + JOB_TIMEOUT;
+    let times = crate::pvm::spawn_times(&task, count as usize, repetitions as usize, deadline)?;
+    let mut ms: Vec<f64> = times.iter().map(|t| t.as_secs_f64() * 1e3).collect();
+    Ok(Row {
+        kind: Kind::PvmSpawn,
+        count,
+        joined: Millis::of(&mut ms),
+        finished: None,
+        timeline: None,
     })
 }
 
@@ -455,9 +466,13 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_pvm_names_the_packages() {
-        let text = Pvm::Missing(vec!["pvm", "pvm3.h"]).to_string();
-        assert!(text.contains("no pvm, pvm3.h"), "{text}");
-        assert!(text.contains("pvm-dev"), "{text}");
+    fn a_missing_pvm_names_the_package() {
+        let text = Pvm::NotMeasured(Arc::new(crate::peers::Error::Missing {
+            program: crate::pvm::LIBRARY,
+            packages: crate::pvm::PACKAGES,
+        }))
+        .to_string();
+        assert!(text.contains("libpvm3.so.3 missing"), "{text}");
+        assert!(text.contains("apt-get install pvm"), "{text}");
     }
 }

@@ -253,10 +253,15 @@ impl From<JoinError> for Error {
     }
 }
 
-/// Runs every row, then the idle measurement. `ep` must come from
-/// [`node_config`] (one worker); the message row spawns endpoints on its
-/// node.
-pub fn run(ep: &Endpoint, options: &Options) -> Result<Report, Error> {
+/// The number of times [`run`] calls its `on_step`: after each column of
+/// each row, and after the idle measurement.
+pub const STEPS: usize = 2 * Measurement::ALL.len() + 1;
+
+/// Runs every row, then the idle measurement, calling `on_step` after
+/// each of the [`STEPS`] (for progress; it runs between measurements, not
+/// during one). `ep` must come from [`node_config`] (one worker); the
+/// message row spawns endpoints on its node.
+pub fn run(ep: &Endpoint, options: &Options, mut on_step: impl FnMut()) -> Result<Report, Error> {
     let scheduler = Scheduler::builder()
         .workers(1)
         .name("tw-bench")
@@ -271,10 +276,12 @@ pub fn run(ep: &Endpoint, options: &Options) -> Result<Report, Error> {
         let fibers = measure(options.repetitions, fiber_ops, warm_up(fiber_ops), |ops| {
             fiber_column(measurement, &scheduler, ep, ops)
         })?;
+        on_step();
         let affinity = os_threads::Affinity::first_allowed_cpu();
         let os = measure(options.repetitions, os_ops, warm_up(os_ops), |ops| {
             os_column(measurement, &affinity, ep, ops)
         })?;
+        on_step();
         let note = match measurement {
             Measurement::ContextSwitch
             | Measurement::ThreadSwitch
@@ -290,6 +297,7 @@ pub fn run(ep: &Endpoint, options: &Options) -> Result<Report, Error> {
     }
     drop(scheduler);
     let idle = idle::measure(options.idle_fibers, options.idle_window)?;
+    on_step();
     Ok(Report { rows, idle })
 }
 

@@ -1,10 +1,13 @@
 //! The `threadwire` command: parses arguments and calls the libraries.
 
 mod machine_readable;
+mod progress;
 mod render;
+mod suite;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use progress::Progress;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -136,6 +139,9 @@ struct MatmulJob {
 
 #[derive(Subcommand)]
 enum Bench {
+    /// Every benchmark, each run as its own command, into one report
+    /// (OUT/README.md): the tables of docs/PERFORMANCE.md.
+    Suite(suite::SuiteArgs),
     /// One-way latency and bandwidth, thread to thread in a node and node to node over TCP.
     Pingpong {
         /// Largest size as a power of two (default 24 = 16 MiB): the sweep
@@ -207,6 +213,8 @@ enum Bench {
         /// Timed repetitions per row and column.
         #[arg(long, default_value_t = 5)]
         repetitions: u32,
+        #[command(flatten)]
+        output: MachineReadable,
     },
     /// Start-up cost of N node processes, fibers and OS threads (1998: 57.75 ms pvm_spawn, 1.75 ms thread).
     Spawn {
@@ -221,6 +229,8 @@ enum Bench {
         /// Timed repetitions per row (after one untimed warm-up).
         #[arg(long, default_value_t = 5)]
         repetitions: u32,
+        #[command(flatten)]
+        output: MachineReadable,
     },
     /// Communication time for 1 B, 1 KB, 32 KB and 1 MB between threads, nodes and
     /// emulated hosts: one-way ping-pong ms (1998: 5.53 ms Ethernet, 1.01 ms threads at 1 B).
@@ -243,6 +253,8 @@ enum Bench {
         /// (at least one repetition).
         #[arg(long, default_value_t = 7.0)]
         seconds: f64,
+        #[command(flatten)]
+        output: MachineReadable,
     },
     /// Ping-pong of f64 values packed and unpacked in each encoding (raw, portable,
     /// in-place, receiver-makes-right) between two nodes: one-way time and MB/s.
@@ -262,6 +274,18 @@ enum Bench {
         ms: u64,
         #[command(flatten)]
         link: OnLink,
+        #[command(flatten)]
+        output: MachineReadable,
+    },
+    /// The physical floors of this machine: a cache line between cores, a sleeping
+    /// thread's wake-up, memcpy bandwidth and loopback TCP.
+    Floors {
+        /// Timed repetitions per row (after one untimed warm-up).
+        #[arg(long, default_value_t = 5)]
+        repetitions: u32,
+        /// Milliseconds per repetition (iteration counts are calibrated to it).
+        #[arg(long, default_value_t = 100)]
+        ms: u64,
         #[command(flatten)]
         output: MachineReadable,
     },
@@ -384,9 +408,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             }
             // One job per channel, the thread path in the first.
             let mut results: Vec<render::Row> = Vec::new();
-            // Drawn on stderr, and only when it is a terminal.
-            let progress = indicatif::ProgressBar::new((sizes.len() * paths.len()) as u64)
-                .with_message("bench pingpong");
+            let progress = Progress::new("bench pingpong", sizes.len() * paths.len());
             let channels = paths.iter().filter(|p| *p != "thread");
             let jobs: Vec<(String, Vec<&str>)> = match paths.iter().any(|p| p == "thread") {
                 true if paths.len() == 1 => vec![("shm".into(), vec!["thread"])],
@@ -425,14 +447,16 @@ fn dispatch(cli: Cli) -> Result<i32> {
                     spec = spec.hosts(net.launch_hosts());
                 }
                 let report = threadwire::launch::run(&spec, |ev| {
-                    render::collect_results(ev, &mut results);
-                    progress.set_position(results.len() as u64);
+                    match render::collect_results(ev, &mut results) {
+                        true => progress.step(),
+                        false => progress.aside(ev),
+                    }
                 })?;
                 if report.status != 0 {
                     bail!("the benchmark job failed with status {}", report.status);
                 }
             }
-            progress.finish_and_clear();
+            drop(progress);
             if let Some(link) = link.link {
                 for row in results.iter_mut().filter(|r| r.path == "tcp") {
                     row.path = format!("tcp/{link}");
@@ -493,9 +517,14 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 spec = spec.hosts(net.launch_hosts());
             }
             let mut results = Vec::new();
+            let progress = Progress::new("bench rate", threadwire_bench::rate::samples(&options));
             let report = threadwire::launch::run(&spec, |ev| {
-                render::collect_rate_results(ev, &mut results)
+                match render::collect_rate_results(ev, &mut results) {
+                    true => progress.step(),
+                    false => progress.aside(ev),
+                }
             })?;
+            drop(progress);
             if report.status != 0 {
                 bail!("the benchmark job failed with status {}", report.status);
             }
@@ -508,9 +537,11 @@ fn dispatch(cli: Cli) -> Result<i32> {
             }
             Ok(0)
         }
+        Command::Bench(Bench::Suite(args)) => suite::run(&args),
         Command::Bench(Bench::Threads {
             iterations,
             repetitions,
+            output,
         }) => {
             let options = threads::Options {
                 iterations: iterations.max(1),
@@ -520,8 +551,16 @@ fn dispatch(cli: Cli) -> Result<i32> {
             let ep = threads::node_config()
                 .init()
                 .context("starting a standalone node")?;
-            let report = threads::run(&ep, &options)?;
-            render::threads_table(&report);
+            let progress = Progress::new("bench threads", threads::STEPS);
+            let report = threads::run(&ep, &options, || progress.step())?;
+            drop(progress);
+            if output.json {
+                machine_readable::threads_json(&options, &report);
+            } else if output.csv {
+                machine_readable::threads_csv(&report);
+            } else {
+                render::threads_table(&report);
+            }
             Ok(0)
         }
         Command::Bench(Bench::Comm {
@@ -529,6 +568,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             repetitions,
             ms,
             seconds,
+            output,
         }) => {
             use threadwire_bench::comm;
             let args: Vec<OsString> = std::env::args_os().skip(1).collect();
@@ -543,15 +583,19 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 comm::node(&options)?;
                 return Ok(0);
             }
-            // Drawn on stderr, and only when it is a terminal.
-            let progress = indicatif::ProgressBar::new(comm::cells(&options) as u64)
-                .with_message("bench comm");
+            let progress = Progress::new("bench comm", comm::cells(&options));
             let report = comm::run(&options, |ev| match comm::is_result(ev) {
-                true => progress.inc(1),
-                false => render::event(ev, false),
+                true => progress.step(),
+                false => progress.aside(ev),
             })?;
-            progress.finish_and_clear();
-            render::comm_table(&report);
+            drop(progress);
+            if output.json {
+                machine_readable::comm_json(&report);
+            } else if output.csv {
+                machine_readable::comm_csv(&report);
+            } else {
+                render::comm_table(&report);
+            }
             Ok(0)
         }
         Command::Bench(Bench::Encodings {
@@ -577,7 +621,13 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 return Ok(0);
             }
             let net = link.net()?;
-            let report = encodings::run(&options, net.as_deref(), render::aside)?;
+            let progress = Progress::new("bench encodings", encodings::rows(&options));
+            let on_event = |ev: &_| match encodings::is_result(ev) {
+                true => progress.step(),
+                false => progress.aside(ev),
+            };
+            let report = encodings::run(&options, net.as_deref(), on_event)?;
+            drop(progress);
             if output.json {
                 machine_readable::encodings_json(&report);
             } else if output.csv {
@@ -590,8 +640,13 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Bench(Bench::Spawn {
             counts,
             repetitions,
+            output,
         }) => {
             use threadwire_bench::spawn;
+            // The pvm_spawn rows run this command again as PVM tasks.
+            if let Some(code) = threadwire_bench::pvm::task_main() {
+                return Ok(code);
+            }
             if under_launcher() {
                 spawn::node()?;
                 return Ok(0);
@@ -605,8 +660,46 @@ fn dispatch(cli: Cli) -> Result<i32> {
             let ep = spawn::node_config()
                 .init()
                 .context("starting a standalone node")?;
-            let report = spawn::run(&ep, &options, |ev| render::event(ev, false))?;
-            render::spawn_table(&report);
+            // Drawn on stderr, and only when it is a terminal.
+            let progress = indicatif::ProgressBar::new(spawn::steps(&options) as u64)
+                .with_message("bench spawn");
+            let report = spawn::run(
+                &ep,
+                &options,
+                |ev| render::event(ev, false),
+                |_, _| progress.inc(1),
+            )?;
+            progress.finish_and_clear();
+            if output.json {
+                machine_readable::spawn_json(&report);
+            } else if output.csv {
+                machine_readable::spawn_csv(&report);
+            } else {
+                render::spawn_table(&report);
+            }
+            Ok(0)
+        }
+        Command::Bench(Bench::Floors {
+            repetitions,
+            ms,
+            output,
+        }) => {
+            use threadwire_bench::floors;
+            let options = floors::Options {
+                repetitions,
+                per_repetition: Duration::from_millis(ms),
+                ..floors::Options::default()
+            };
+            let progress = Progress::new("bench floors", floors::steps(&options));
+            let report = floors::run(&options, || progress.step());
+            drop(progress);
+            if output.json {
+                machine_readable::floors_json(&report);
+            } else if output.csv {
+                machine_readable::floors_csv(&report);
+            } else {
+                render::floors_table(&report);
+            }
             Ok(0)
         }
         Command::Net(Net::Up {
@@ -668,14 +761,7 @@ fn run_peers(
             .filter(|r| r.ns[0].is_finite() && r.ns[0] > 0.0)
             .map(|r| Duration::from_secs_f64(r.ns[0] / 1e9))
     };
-    let placement = match net.map(|n| &n.hosts[..]) {
-        Some([receiver, transmitter, ..]) => Placement::Namespaces {
-            receiver: receiver.name.clone(),
-            receiver_addr: receiver.addr,
-            transmitter: transmitter.name.clone(),
-        },
-        _ => Placement::Local,
-    };
+    let placement = net.map_or(Placement::Local, Placement::on);
     let link = link.map(|l| l.to_string());
     peers::run_beside(
         paths,

@@ -152,7 +152,9 @@ pub struct Row {
     pub ns: [f64; 3],
 }
 
-pub fn collect_results(ev: &Event, rows: &mut Vec<Row>) {
+/// Takes a `pingpong-result` line into `rows`: whether `ev` was one (if
+/// not, it is the caller's to show).
+pub fn collect_results(ev: &Event, rows: &mut Vec<Row>) -> bool {
     if let Event::Output { line, .. } = ev {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() == 6 && f[0] == RESULT {
@@ -162,10 +164,10 @@ pub fn collect_results(ev: &Event, rows: &mut Vec<Row>) {
                 size: f[2].parse().unwrap_or(0),
                 ns: [p(f[3]), p(f[4]), p(f[5])],
             });
-            return;
+            return true;
         }
     }
-    aside(ev);
+    false
 }
 
 /// Shows an event that is not a result as [`event`] does, but a node's
@@ -246,7 +248,8 @@ pub fn pingpong_table(rows: &[Row]) {
 const RATE_RESULT: &str = "rate-result";
 
 /// Node side of `bench rate`: node 0 sends and prints one machine-readable
-/// line per kind and thread count, node 1 receives.
+/// line per kind and thread count as each is measured (the launcher shows
+/// progress as the lines come), node 1 receives.
 pub fn rate_node(options: &rate::Options) -> Result<i32> {
     let ep = threadwire::init()?;
     let (side, partner) = match ep.address().node {
@@ -254,7 +257,7 @@ pub fn rate_node(options: &rate::Options) -> Result<i32> {
         1 => (rate::Side::Receiver, threadwire::Address::new(0, 0)),
         _ => return Ok(0),
     };
-    for s in rate::run(&ep, partner, side, options)? {
+    rate::run(&ep, partner, side, options, |s| {
         println!(
             "{RATE_RESULT} {} {} {} {} {} {} {} {} {}",
             s.kind,
@@ -267,13 +270,13 @@ pub fn rate_node(options: &rate::Options) -> Result<i32> {
             s.end_to_end.min,
             s.end_to_end.max
         );
-    }
+    })?;
     Ok(0)
 }
 
-/// Takes `bench rate`'s result lines out of the job's output; shows the
-/// rest as [`event`] does.
-pub fn collect_rate_results(ev: &Event, samples: &mut Vec<rate::Sample>) {
+/// Takes a `bench rate` result line into `samples`: whether `ev` was one
+/// (if not, it is the caller's to show).
+pub fn collect_rate_results(ev: &Event, samples: &mut Vec<rate::Sample>) -> bool {
     if let Event::Output { line, .. } = ev {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() == 10 && f[0] == RATE_RESULT {
@@ -293,11 +296,11 @@ pub fn collect_rate_results(ev: &Event, samples: &mut Vec<rate::Sample>) {
                     send: r(4),
                     end_to_end: r(7),
                 });
-                return;
+                return true;
             }
         }
     }
-    aside(ev);
+    false
 }
 
 /// `bench rate`: one row per kind and thread count, in millions of
@@ -394,7 +397,7 @@ pub fn net(net: &threadwire_bench::net::Net) {
 /// `bench spawn`: one row per kind and N, the 1998 peer's row, then where a
 /// process start goes.
 pub fn spawn_table(report: &threadwire_bench::spawn::Report) {
-    use threadwire_bench::spawn::{Kind, Millis, PVM_SPAWN_1998_MS};
+    use threadwire_bench::spawn::{Kind, Millis, Pvm, PVM_SPAWN_1998_MS};
     let spread = |m: &Millis| {
         format!(
             "{} ({}–{})",
@@ -427,14 +430,16 @@ pub fn spawn_table(report: &threadwire_bench::spawn::Report) {
             reference(row.count, row.kind.reference_1998_ms())
         );
     }
-    println!(
-        "{:<10} {:>3}  {:>28}  {:>28}  {:>10}",
-        "pvm_spawn",
-        1,
-        "–",
-        "–",
-        reference(1, PVM_SPAWN_1998_MS)
-    );
+    if let Pvm::NotMeasured(_) = report.pvm {
+        println!(
+            "{:<10} {:>3}  {:>28}  {:>28}  {:>10}",
+            "pvm_spawn",
+            1,
+            "–",
+            "–",
+            reference(1, PVM_SPAWN_1998_MS)
+        );
+    }
     println!("pvm_spawn: {}", report.pvm);
     println!(
         "processes: ms from launch::run until the last node's code runs, until it is past init \
@@ -639,5 +644,46 @@ pub fn encodings_table(report: &threadwire_bench::encodings::Report) {
             s.mbps(),
             ratio
         );
+    }
+}
+
+/// `bench floors`: one row per floor, median and min–max in the row's
+/// unit (times of a microsecond or more in µs), and how it ran.
+pub fn floors_table(report: &threadwire_bench::floors::Report) {
+    use threadwire_bench::floors::{Measured, Unit};
+    println!(
+        "physical floors of this machine: median (min–max) of {} repetitions of ~{} ms, \
+         after one warm-up",
+        report.repetitions,
+        report.per_repetition.as_millis()
+    );
+    println!(
+        "{:<22} {:>10} {:>21}  {:<5} note",
+        "floor", "median", "min–max", "unit"
+    );
+    for row in &report.rows {
+        let name = row.floor.name();
+        match &row.measured {
+            Measured::Figures(f) => {
+                let (unit, scale) = match row.floor.unit() {
+                    Unit::Nanoseconds if f.median >= 1e3 => ("µs", 1e-3),
+                    unit => (unit.symbol(), 1.0),
+                };
+                println!(
+                    "{name:<22} {:>10} {:>21}  {unit:<5} {}",
+                    three_figures(f.median * scale),
+                    format!(
+                        "{}–{}",
+                        three_figures(f.min * scale),
+                        three_figures(f.max * scale)
+                    ),
+                    row.note
+                );
+            }
+            Measured::Missing(why) => println!(
+                "{name:<22} {:>10} {:>21}  {:<5} missing: {why}; {}",
+                "–", "–", "", row.note
+            ),
+        }
     }
 }
