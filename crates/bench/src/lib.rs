@@ -9,6 +9,8 @@
 //! - [`floors`]: the physical floors of this machine that the other
 //!   benchmarks are judged against: a cache line between cores, a
 //!   thread's wake-up, memcpy bandwidth and loopback TCP.
+//! - [`interrupt`]: on SIGINT, SIGTERM or SIGHUP, the emulated hosts,
+//!   peers and scratch directories of a run are removed before it exits.
 //! - [`net`]: emulated hosts, network namespaces on a bridge with links
 //!   shaped to 10 Mbit/s … 1 Gbit/s (`threadwire net up` / `net down`).
 //! - [`peers`]: NetPIPE over TCP, Open MPI, MPICH and PVM, run beside
@@ -30,6 +32,7 @@ pub mod comm;
 pub mod encodings;
 pub mod fit;
 pub mod floors;
+pub mod interrupt;
 pub mod net;
 pub mod peers;
 pub mod pingpong;

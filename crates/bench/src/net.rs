@@ -44,6 +44,14 @@
 //! that cannot be held (SIGKILL, a power cut) is removed by running [`up`]
 //! or [`down`] again with the same prefix.
 //!
+//! In a program that has called [`crate::interrupt::install`], every thread
+//! blocks the three signals and the interrupt thread takes them instead:
+//! [`up`] sees its record of the signal before every command just as it
+//! sees a held one, and stops and removes what it built; and as [`up`] and
+//! [`down`] hold the interrupt registry's lock while they change the
+//! system, that thread removes the [`ScopedNet`]s, registered there while
+//! they exist, only once the change is over.
+//!
 //! Everything here needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN); without
 //! it every function returns an error saying so, having run nothing.
 
@@ -55,6 +63,7 @@ use std::process::{Command, ExitStatus};
 use std::str::FromStr;
 
 mod held_signals;
+use crate::interrupt::Registry;
 use held_signals::HeldSignals;
 
 /// The longest prefix: `p` + `v252` must fit in 15 bytes.
@@ -234,7 +243,15 @@ pub struct ScopedNet(Net);
 impl ScopedNet {
     /// Builds the net ([`up`]).
     pub fn up(cfg: &NetConfig) -> Result<ScopedNet, NetError> {
-        up(cfg).map(ScopedNet)
+        let mut registry = crate::interrupt::registry();
+        // Registered before it exists, so an interrupt while it is being
+        // built removes it too (crate::interrupt, rule 1).
+        registry.add_net(&cfg.prefix);
+        let built = up_locked(cfg, &registry);
+        if built.is_err() {
+            registry.remove_net(&cfg.prefix);
+        }
+        built.map(ScopedNet)
     }
 
     /// `hosts` hosts on `link`, for one run: the prefix is `stem` and a
@@ -249,6 +266,8 @@ impl ScopedNet {
             };
             match ScopedNet::up(&config) {
                 Ok(net) => return Ok(net),
+                // Interrupted: the interrupt thread is removing everything.
+                Err(e) if crate::interrupt::signal().is_some() => return Err(e),
                 Err(e) => last = Some(e),
             }
         }
@@ -265,9 +284,11 @@ impl std::ops::Deref for ScopedNet {
 
 impl Drop for ScopedNet {
     fn drop(&mut self) {
-        if let Err(e) = down(&self.0.prefix) {
+        let mut registry = crate::interrupt::registry();
+        if let Err(e) = down_locked(&self.0.prefix, &registry) {
             tracing::warn!("removing emulated net {}: {e}", self.0.prefix);
         }
+        registry.remove_net(&self.0.prefix);
     }
 }
 
@@ -328,8 +349,9 @@ impl From<NetErrorKind> for NetError {
 ///
 /// Steps (names and subnet `N` as in the module docs; `p` is the prefix):
 ///
-/// 1. Check for root and a valid config, running nothing otherwise; hold
-///    back SIGINT, SIGTERM and SIGHUP (module docs).
+/// 1. Check for root and a valid config, running nothing otherwise; take
+///    the interrupt registry's lock and hold back SIGINT, SIGTERM and
+///    SIGHUP (module docs).
 /// 2. Remove any net with prefix `p`, whole or half-built, as [`down`].
 /// 3. Refuse if another interface holds an address in `10.77.N.0/24`.
 /// 4. `ip link add pbr type bridge`, `ip addr add 10.77.N.254/24 dev pbr`,
@@ -349,6 +371,11 @@ impl From<NetErrorKind> for NetError {
 ///
 /// Re-running `up` is safe: step 2 starts from nothing.
 pub fn up(cfg: &NetConfig) -> Result<Net, NetError> {
+    up_locked(cfg, &crate::interrupt::registry())
+}
+
+/// [`up`], the caller holding the interrupt registry's lock.
+fn up_locked(cfg: &NetConfig, _locked: &Registry) -> Result<Net, NetError> {
     require_root("creating")?;
     let net = plan(cfg)?;
     let held = HeldSignals::hold();
@@ -373,8 +400,9 @@ pub fn up(cfg: &NetConfig) -> Result<Net, NetError> {
 ///
 /// Steps (`p` is the prefix):
 ///
-/// 1. Check for root and a valid prefix, running nothing otherwise; hold
-///    back SIGINT, SIGTERM and SIGHUP until the end (module docs).
+/// 1. Check for root and a valid prefix, running nothing otherwise; take
+///    the interrupt registry's lock and hold back SIGINT, SIGTERM and
+///    SIGHUP until the end (module docs).
 /// 2. `ip link del pv{i}` for every root-namespace link named `pv<digits>`:
 ///    deleting one end of a veth pair deletes both, at once (deleting a
 ///    namespace only frees its interfaces later, asynchronously).
@@ -384,6 +412,11 @@ pub fn up(cfg: &NetConfig) -> Result<Net, NetError> {
 /// Every step is attempted even if an earlier one failed; the first error
 /// is returned. Ok if nothing existed, so `down` is safe to re-run.
 pub fn down(prefix: &str) -> Result<(), NetError> {
+    down_locked(prefix, &crate::interrupt::registry())
+}
+
+/// [`down`], the caller holding the interrupt registry's lock.
+pub(crate) fn down_locked(prefix: &str, _locked: &Registry) -> Result<(), NetError> {
     require_root("removing")?;
     check_prefix(prefix)?;
     let _held = HeldSignals::hold();
@@ -538,7 +571,7 @@ fn plan(cfg: &NetConfig) -> Result<Net, NetError> {
 /// [`up`], steps 4 and 5.
 fn build(net: &Net, held: &HeldSignals) -> Result<(), NetError> {
     let step = |cmd: &str, args: &[&str]| -> Result<(), NetError> {
-        if let Some(signal) = held.pending() {
+        if let Some(signal) = held.pending().or_else(crate::interrupt::signal) {
             return Err(NetErrorKind::Interrupted(signal).into());
         }
         run(cmd, args).map(drop)

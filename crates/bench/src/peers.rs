@@ -184,9 +184,12 @@ impl Options {
         let floor = if round_trip < 1e-3 { 50.0 } else { 3.0 };
         let repeats = (budget.as_secs_f64() / (f64::from(NETPIPE_TRIALS) * round_trip))
             .clamp(floor, 100_000.0) as u32;
-        // About 3 sizes per power of two, none slower than the largest.
+        // About 3 sizes per power of two: their bytes add up to about 6
+        // times the largest, which sets the time on any link where size
+        // matters; below that each size costs a start-up, bounded here by
+        // 100 µs a round trip.
         let sizes_run = 3.0 * f64::from(upper_bound.trailing_zeros() + 1);
-        let expected = sizes_run * f64::from(NETPIPE_TRIALS * repeats) * round_trip;
+        let expected = f64::from(NETPIPE_TRIALS * repeats) * (6.0 * round_trip + sizes_run * 1e-4);
         Options {
             upper_bound,
             repeats,
@@ -476,7 +479,7 @@ impl ScratchDir {
             std::process::id(),
             peer.name().replace('/', "-")
         ));
-        std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
+        crate::interrupt::create_scratch_dir(&dir).map_err(|source| Error::Io {
             what: "creating a scratch directory",
             source,
         })?;
@@ -486,7 +489,7 @@ impl ScratchDir {
 
 impl Drop for ScratchDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let _ = crate::interrupt::remove_scratch_dir(&self.0);
     }
 }
 

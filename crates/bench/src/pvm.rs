@@ -91,7 +91,6 @@ use std::ffi::{c_char, c_int, CString, OsStr, OsString};
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -163,7 +162,8 @@ impl Daemon {
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(io("creating PVM's scratch directory"))?;
+        crate::interrupt::create_scratch_dir(&dir)
+            .map_err(io("creating PVM's scratch directory"))?;
         let mut env: Vec<(OsString, OsString)> = vec![
             ("PVM_ROOT".into(), pvm_root().into_os_string()),
             ("PVM_TMP".into(), dir.clone().into_os_string()),
@@ -187,7 +187,7 @@ impl Daemon {
         let pvmd = match Group::spawn(cmd, &out, &dir.join("pvmd.err")) {
             Ok(pvmd) => pvmd,
             Err(e) => {
-                let _ = std::fs::remove_dir_all(&dir);
+                let _ = crate::interrupt::remove_scratch_dir(&dir);
                 return Err(e);
             }
         };
@@ -203,7 +203,7 @@ impl Daemon {
             if text.contains('\n') {
                 return Ok(daemon);
             }
-            match daemon.pvmd.child.try_wait() {
+            match daemon.pvmd.try_wait() {
                 Ok(Some(status)) => return Err(daemon.failed(status)),
                 Ok(None) if Instant::now() >= deadline => {
                     return Err(Error::TimedOut(started.elapsed()));
@@ -242,19 +242,13 @@ impl Daemon {
             return;
         }
         if !self.pvmd.exited() {
-            let console = self
-                .command("pvm")
+            let mut console = self.command("pvm");
+            console
                 .stdin(Stdio::piped())
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .process_group(0)
-                .spawn();
-            if let Ok(console) = console {
-                let mut console = Group {
-                    child: console,
-                    log: PathBuf::new(),
-                };
-                if let Some(mut stdin) = console.child.stdin.take() {
+                .stderr(Stdio::null());
+            if let Ok(mut console) = Group::start(console, PathBuf::new()) {
+                if let Some(mut stdin) = console.take_stdin() {
                     let _ = stdin.write_all(b"halt\n");
                 }
                 let grace = Instant::now() + HALT_GRACE;
@@ -265,7 +259,7 @@ impl Daemon {
             }
         }
         self.pvmd.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = crate::interrupt::remove_scratch_dir(&self.dir);
     }
 
     /// pvmd's log, `pvml.<uid>`.
@@ -344,7 +338,7 @@ pub fn netpipe(
     receiver.args(&sizes).env("PVM_TMP", &receiver_dir);
     let mut receiver = Group::spawn(receiver, &receiver_log, &receiver_log)?;
     while !log_in(&receiver_dir).contains("new task") {
-        if let Ok(Some(status)) = receiver.child.try_wait() {
+        if let Ok(Some(status)) = receiver.try_wait() {
             return Err(receiver.failed(status));
         }
         if Instant::now() >= deadline {

@@ -98,6 +98,10 @@ pub struct Options {
     pub program: PathBuf,
     /// Its arguments.
     pub args: Vec<OsString>,
+    /// Hosts of the process rows, node `i` on host `i` modulo their number
+    /// (`JobSpec::hosts`); empty for this host. Fibers, OS threads and
+    /// pvm_spawn stay on this host.
+    pub hosts: Vec<launch::Host>,
 }
 
 impl Options {
@@ -108,6 +112,7 @@ impl Options {
             repetitions: 5,
             program: program.into(),
             args,
+            hosts: Vec::new(),
         }
     }
 }
@@ -346,9 +351,12 @@ fn processes(
     repetitions: u32,
     on_event: &mut impl FnMut(&Event),
 ) -> Result<Row, Error> {
-    let spec = JobSpec::new(count, &options.program)
+    let mut spec = JobSpec::new(count, &options.program)
         .args(options.args.iter().cloned())
         .timeout(JOB_TIMEOUT);
+    if !options.hosts.is_empty() {
+        spec = spec.hosts(options.hosts.clone());
+    }
     launch_once(&spec, on_event)?;
     let mut jobs = Vec::with_capacity(repetitions as usize);
     for _ in 0..repetitions {

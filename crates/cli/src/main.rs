@@ -229,6 +229,11 @@ enum Bench {
         /// Timed repetitions per row (after one untimed warm-up).
         #[arg(long, default_value_t = 5)]
         repetitions: u32,
+        /// Start the node processes on two emulated hosts joined by this
+        /// link, node i on host i mod 2 (needs root); the other rows stay
+        /// on this host.
+        #[arg(long)]
+        link: Option<threadwire_bench::net::Link>,
         #[command(flatten)]
         output: MachineReadable,
     },
@@ -400,6 +405,9 @@ fn dispatch(cli: Cli) -> Result<i32> {
             if under_launcher() {
                 return render::pingpong_node(&sizes, &paths, budget);
             }
+            // Before any thread starts: a signal then removes the emulated
+            // hosts and peers too. Not in the nodes, nor in PVM's tasks.
+            threadwire_bench::interrupt::install();
             let net = link.net()?;
             if net.is_some() && paths.iter().any(|p| p == "shm") {
                 bail!(
@@ -510,6 +518,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             if under_launcher() {
                 return render::rate_node(&options);
             }
+            threadwire_bench::interrupt::install();
             let args: Vec<OsString> = std::env::args_os().skip(1).collect();
             let net = link.net()?;
             let mut spec = JobSpec::new(2, std::env::current_exe()?).args(args);
@@ -583,6 +592,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 comm::node(&options)?;
                 return Ok(0);
             }
+            threadwire_bench::interrupt::install();
             let progress = Progress::new("bench comm", comm::cells(&options));
             let report = comm::run(&options, |ev| match comm::is_result(ev) {
                 true => progress.step(),
@@ -620,6 +630,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 encodings::node(&options)?;
                 return Ok(0);
             }
+            threadwire_bench::interrupt::install();
             let net = link.net()?;
             let progress = Progress::new("bench encodings", encodings::rows(&options));
             let on_event = |ev: &_| match encodings::is_result(ev) {
@@ -640,6 +651,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Bench(Bench::Spawn {
             counts,
             repetitions,
+            link,
             output,
         }) => {
             use threadwire_bench::spawn;
@@ -651,31 +663,38 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 spawn::node()?;
                 return Ok(0);
             }
+            threadwire_bench::interrupt::install();
             let node_args = vec!["bench".into(), "spawn".into()];
+            let net = OnLink { link }.net()?;
             let options = spawn::Options {
                 counts,
                 repetitions,
+                hosts: net.as_ref().map_or(Vec::new(), |n| n.launch_hosts()),
                 ..spawn::Options::new(std::env::current_exe()?, node_args)
             };
             let ep = spawn::node_config()
                 .init()
                 .context("starting a standalone node")?;
-            // Drawn on stderr, and only when it is a terminal.
-            let progress = indicatif::ProgressBar::new(spawn::steps(&options) as u64)
-                .with_message("bench spawn");
+            let progress = Progress::new("bench spawn", spawn::steps(&options));
             let report = spawn::run(
                 &ep,
                 &options,
-                |ev| render::event(ev, false),
-                |_, _| progress.inc(1),
+                |ev| progress.aside(ev),
+                |_, _| progress.step(),
             )?;
-            progress.finish_and_clear();
+            drop(progress);
             if output.json {
                 machine_readable::spawn_json(&report);
             } else if output.csv {
                 machine_readable::spawn_csv(&report);
             } else {
                 render::spawn_table(&report);
+                if let (Some(net), Some(link)) = (&net, link) {
+                    println!(
+                        "processes: node i on emulated host i mod 2 ({}, {}), joined over {link}",
+                        net.hosts[0].name, net.hosts[1].name
+                    );
+                }
             }
             Ok(0)
         }

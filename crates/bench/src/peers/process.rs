@@ -1,6 +1,11 @@
 //! Child processes of the peers: each in a process group of its own,
 //! killed with the group when dropped or past its deadline, so that no
 //! peer (mpirun and its ranks, pvmd and its tasks) outlives its run.
+//!
+//! Every group is registered with [`crate::interrupt`] while its leader is
+//! unreaped, so that a signal kills it too: it is spawned, and its leader
+//! reaped, only holding the registry's lock (rules 1 and 2 there). Hence
+//! `child` is private: [`Group::try_wait`] and [`Group::wait`] reap.
 
 use std::fs::File;
 use std::os::unix::process::CommandExt;
@@ -13,8 +18,8 @@ use super::Error;
 /// A child in a process group of its own, killed with the group when
 /// dropped.
 pub(crate) struct Group {
-    pub(crate) child: Child,
-    pub(crate) log: PathBuf,
+    child: Child,
+    log: PathBuf,
 }
 
 impl Group {
@@ -34,21 +39,39 @@ impl Group {
             false => File::create(err),
         }
         .map_err(io("creating a log file"))?;
-        cmd.stdin(input)
-            .stdout(out_file)
-            .stderr(err_file)
-            .process_group(0);
-        let child = cmd.spawn().map_err(io("starting a peer"))?;
-        Ok(Group {
-            child,
-            log: err.to_path_buf(),
-        })
+        cmd.stdin(input).stdout(out_file).stderr(err_file);
+        Group::start(cmd, err.to_path_buf()).map_err(io("starting a peer"))
+    }
+
+    /// Starts `cmd`, its standard streams as set, in a process group of
+    /// its own; `log` is what [`failed`](Self::failed) quotes.
+    pub(crate) fn start(mut cmd: Command, log: PathBuf) -> std::io::Result<Group> {
+        cmd.process_group(0);
+        let mut registry = crate::interrupt::registry();
+        let child = cmd.spawn()?;
+        registry.add_group(child.id());
+        Ok(Group { child, log })
+    }
+
+    /// The child's standard input, if piped and not yet taken.
+    pub(crate) fn take_stdin(&mut self) -> Option<std::process::ChildStdin> {
+        self.child.stdin.take()
+    }
+
+    /// Its exit status if it has ended, reaping it (module docs).
+    pub(crate) fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        let mut registry = crate::interrupt::registry();
+        let status = self.child.try_wait()?;
+        if status.is_some() {
+            registry.remove_group(self.child.id());
+        }
+        Ok(status)
     }
 
     pub(crate) fn wait(&mut self, deadline: Instant) -> Result<ExitStatus, Error> {
         let started = Instant::now();
         loop {
-            match self.child.try_wait() {
+            match self.try_wait() {
                 Ok(Some(status)) => return Ok(status),
                 Ok(None) if Instant::now() >= deadline => {
                     self.kill();
@@ -80,14 +103,20 @@ impl Group {
     }
 
     pub(crate) fn kill(&mut self) {
-        if matches!(self.child.try_wait(), Ok(Some(_))) {
-            return;
-        }
-        if let Ok(pid) = i32::try_from(self.child.id()) {
-            // SAFETY: kill(2) takes no pointers; the group is the child's
-            // own (process_group(0)), and the child is not yet reaped, so
-            // its id cannot have been reused.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        {
+            let mut registry = crate::interrupt::registry();
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                registry.remove_group(self.child.id());
+                return;
+            }
+            if let Ok(pid) = i32::try_from(self.child.id()) {
+                // SAFETY: kill(2) takes no pointers; the group is the
+                // child's own (process_group(0)), and the child is not yet
+                // reaped, so its id cannot have been reused.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+            }
+            // Killed: nothing is left for the interrupt thread to do.
+            registry.remove_group(self.child.id());
         }
         let _ = self.child.wait();
     }

@@ -1,0 +1,346 @@
+//! Leaving nothing behind when a benchmark is interrupted by SIGINT,
+//! SIGTERM or SIGHUP: not the emulated hosts of a `--link` run, nor the
+//! peers' process groups, nor their scratch directories.
+//!
+//! Their owners remove them when dropped ([`ScopedNet`], the peers'
+//! process groups and directories), but a signal's default action ends the
+//! process at once, running no drop; and a peer in a process group of its
+//! own does not even get a terminal's Ctrl-C. So each of them is also
+//! registered here while it exists, and [`install`] starts a thread that
+//! undoes whatever is registered when one of the signals arrives:
+//!
+//! 1. [`install`], on the main thread before it starts any other, blocks the
+//!    three signals there; threads started later inherit the mask, so a
+//!    signal stays pending until the interrupt thread takes it with
+//!    `sigwait`. (Children start with an empty mask: std clears it before
+//!    exec.)
+//! 2. The thread records the signal, so that a net being built ([`net::up`])
+//!    stops before its next command and removes what it built.
+//! 3. It takes the registry's lock and keeps it: it waits for a net change,
+//!    a spawn or a reap under way, and no owner changes anything after.
+//! 4. SIGKILL to every registered process group, then a wait (at most
+//!    [`GROUPS_GRACE`]) until none of their processes is left but zombies,
+//!    so that none writes into a directory being removed.
+//! 5. Every registered scratch directory is removed, then every registered
+//!    net ([`net::down`] of its prefix).
+//! 6. One line on stderr says what was removed, and the process exits with
+//!    status 128 + signal. The launcher's nodes, started with
+//!    `PR_SET_PDEATHSIG`, die with it.
+//!
+//! A second signal during this stays pending and changes nothing.
+//!
+//! # The lock
+//!
+//! One mutex guards the [`Registry`]. Its rules keep the interrupt thread
+//! and an owner's drop safe against each other:
+//!
+//! 1. Something to undo is registered before it exists (a net's prefix, a
+//!    directory) or in the critical section that creates it (a peer is
+//!    spawned holding the lock): nothing to undo exists unregistered.
+//! 2. A process group's leader is reaped only holding the lock, in the
+//!    critical section that unregisters its group: as the unreaped leader
+//!    (a zombie at worst) keeps its id from reuse, SIGKILL to a registered
+//!    group reaches the peer and nothing else.
+//! 3. [`net::up`] and [`net::down`] hold the lock while they change the
+//!    system, and a [`ScopedNet`] is unregistered in the critical section
+//!    that removes it: the interrupt thread never removes a net half-way
+//!    through being built.
+//! 4. The interrupt thread never releases the lock: an owner dropped after
+//!    it took it waits there until the process exits.
+//!
+//! [`ScopedNet`]: crate::net::ScopedNet
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Mutex, MutexGuard, Once, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::net;
+
+/// How long step 4 waits for the killed process groups to be gone.
+pub const GROUPS_GRACE: Duration = Duration::from_secs(2);
+
+const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// What the interrupt thread would undo now.
+#[derive(Debug)]
+pub(crate) struct Registry {
+    /// Process groups of live peers, by their leader's id.
+    groups: Vec<libc::pid_t>,
+    /// Prefixes of live [`ScopedNet`](crate::net::ScopedNet)s.
+    nets: Vec<String>,
+    /// Scratch directories of live peers.
+    dirs: Vec<PathBuf>,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    groups: Vec::new(),
+    nets: Vec::new(),
+    dirs: Vec::new(),
+});
+
+/// The signal the interrupt thread took, 0 before one came (step 2).
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// Starts the interrupt thread (module docs). Call it once, early, on the
+/// main thread of a program that builds nets or runs peers, before it
+/// starts any other thread: a thread started before does not block the
+/// signals, and one that lands there still ends the process at once.
+/// Later calls do nothing.
+pub fn install() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        let threads = std::fs::read_dir("/proc/self/task").map_or(1, |d| d.count());
+        if threads > 1 {
+            tracing::warn!(
+                "interrupt::install with {threads} threads running: \
+                 a signal that reaches another ends the process at once"
+            );
+        }
+        let set = signal_set();
+        // SAFETY: `set` is initialised; SIG_BLOCK is a valid `how`.
+        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+        let spawned = std::thread::Builder::new()
+            .name("interrupt".into())
+            .spawn(move || clean_up_on_signal(set));
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start the interrupt thread: {e}");
+        }
+    });
+}
+
+/// The registry, locked (the rules are in the module docs).
+pub(crate) fn registry() -> MutexGuard<'static, Registry> {
+    // Every change to the registry is a single push or remove: a panic
+    // elsewhere under the lock leaves it whole.
+    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The signal being handled, once the interrupt thread has taken one.
+pub(crate) fn signal() -> Option<libc::c_int> {
+    match SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        signal => Some(signal),
+    }
+}
+
+/// Creates a scratch directory (and its parents), registered (rule 1).
+pub(crate) fn create_scratch_dir(dir: &Path) -> std::io::Result<()> {
+    let mut registry = registry();
+    std::fs::create_dir_all(dir)?;
+    registry.add_dir(dir);
+    Ok(())
+}
+
+/// Removes a scratch directory made by [`create_scratch_dir`], and its
+/// registration.
+pub(crate) fn remove_scratch_dir(dir: &Path) -> std::io::Result<()> {
+    let mut registry = registry();
+    registry.remove_dir(dir);
+    std::fs::remove_dir_all(dir)
+}
+
+impl Registry {
+    /// Registers the process group led by `leader`.
+    pub(crate) fn add_group(&mut self, leader: u32) {
+        if let Ok(id) = libc::pid_t::try_from(leader) {
+            self.groups.push(id);
+        }
+    }
+
+    pub(crate) fn remove_group(&mut self, leader: u32) {
+        if let Ok(id) = libc::pid_t::try_from(leader) {
+            remove_one(&mut self.groups, &id);
+        }
+    }
+
+    pub(crate) fn add_net(&mut self, prefix: &str) {
+        self.nets.push(prefix.to_string());
+    }
+
+    pub(crate) fn remove_net(&mut self, prefix: &str) {
+        if let Some(i) = self.nets.iter().position(|p| p == prefix) {
+            self.nets.swap_remove(i);
+        }
+    }
+
+    pub(crate) fn add_dir(&mut self, dir: &Path) {
+        self.dirs.push(dir.to_path_buf());
+    }
+
+    pub(crate) fn remove_dir(&mut self, dir: &Path) {
+        remove_one(&mut self.dirs, &dir.to_path_buf());
+    }
+
+    /// Steps 4 and 5: what was removed, and what could not be, as phrases.
+    fn undo(&self) -> Vec<String> {
+        let mut done = Vec::new();
+        for &group in &self.groups {
+            // SAFETY: kill(2) takes no pointers; the group's leader is
+            // not reaped (rule 2), so the id is still the peer's group.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        }
+        let deadline = Instant::now() + GROUPS_GRACE;
+        while self.groups.iter().any(|&g| group_has_live_process(g)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if !self.groups.is_empty() {
+            done.push(count(self.groups.len(), "peer process group", "killed"));
+        }
+        let mut dirs = 0;
+        for dir in &self.dirs {
+            match std::fs::remove_dir_all(dir) {
+                Ok(()) => dirs += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => done.push(format!("could not remove {}: {e}", dir.display())),
+            }
+        }
+        if dirs > 0 {
+            done.push(count(dirs, "scratch directory", "removed"));
+        }
+        for prefix in &self.nets {
+            match net::down_locked(prefix, self) {
+                Ok(()) => done.push(format!("removed net {prefix}")),
+                Err(e) => done.push(format!("could not remove net {prefix}: {e}")),
+            }
+        }
+        done
+    }
+}
+
+/// The interrupt thread: steps 2 to 6.
+fn clean_up_on_signal(set: libc::sigset_t) {
+    let signal = loop {
+        let mut signal = 0;
+        // SAFETY: `set` is initialised and `signal` is a valid place for
+        // the result; every thread blocks the set (step 1).
+        if unsafe { libc::sigwait(&set, &mut signal) } == 0 {
+            break signal;
+        }
+    };
+    SIGNAL.store(signal, Ordering::SeqCst);
+    let registry = registry();
+    let done = registry.undo();
+    let done = match done.is_empty() {
+        true => "nothing to remove".to_string(),
+        false => done.join(", "),
+    };
+    // SAFETY: isatty takes no pointers.
+    let on_terminal = unsafe { libc::isatty(libc::STDERR_FILENO) } == 1;
+    // On a terminal, first erase a progress bar's line.
+    let erase = if on_terminal { "\r\x1b[2K" } else { "" };
+    eprintln!("{erase}threadwire: {}: {done}", signal_name(signal));
+    std::process::exit(128 + signal);
+    // `registry` is never dropped: rule 4.
+}
+
+fn signal_set() -> libc::sigset_t {
+    let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigemptyset initialises the whole set; then each signal
+    // number is valid.
+    unsafe {
+        libc::sigemptyset(set.as_mut_ptr());
+        for signal in SIGNALS {
+            libc::sigaddset(set.as_mut_ptr(), signal);
+        }
+        set.assume_init()
+    }
+}
+
+fn signal_name(signal: libc::c_int) -> &'static str {
+    match signal {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        _ => "signal",
+    }
+}
+
+/// Whether a process of group `group` is alive, not counting zombies.
+fn group_has_live_process(group: libc::pid_t) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // `pid (comm) state ppid pgrp …`; comm may hold spaces and ')'.
+        let mut fields = stat
+            .rsplit_once(')')
+            .map_or("", |(_, f)| f)
+            .split_whitespace();
+        let state = fields.next();
+        let pgrp = fields.nth(1).and_then(|f| f.parse::<libc::pid_t>().ok());
+        pgrp == Some(group) && !matches!(state, Some("Z" | "X"))
+    })
+}
+
+fn remove_one<T: PartialEq>(list: &mut Vec<T>, item: &T) {
+    if let Some(i) = list.iter().position(|x| x == item) {
+        list.swap_remove(i);
+    }
+}
+
+fn count(n: usize, what: &str, verb: &str) -> String {
+    let what = match (n, what.strip_suffix('y')) {
+        (1, _) => what.to_string(),
+        (_, Some(stem)) => format!("{stem}ies"),
+        (_, None) => format!("{what}s"),
+    };
+    format!("{verb} {n} {what}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_removed_one_at_a_time() {
+        let mut registry = Registry {
+            groups: Vec::new(),
+            nets: Vec::new(),
+            dirs: Vec::new(),
+        };
+        registry.add_net("tw1");
+        registry.add_net("tw1");
+        registry.remove_net("tw1");
+        assert_eq!(registry.nets, ["tw1"]);
+        registry.add_group(7);
+        registry.remove_group(8);
+        registry.remove_group(7);
+        assert!(registry.groups.is_empty());
+        registry.add_dir(Path::new("/tmp/a"));
+        registry.remove_dir(Path::new("/tmp/a"));
+        assert!(registry.dirs.is_empty());
+    }
+
+    #[test]
+    fn a_group_of_live_processes_is_seen_and_a_gone_one_is_not() {
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let group = child.id() as libc::pid_t;
+        assert!(group_has_live_process(group));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!group_has_live_process(group));
+    }
+
+    #[test]
+    fn counts_read_as_english() {
+        assert_eq!(
+            count(1, "scratch directory", "removed"),
+            "removed 1 scratch directory"
+        );
+        assert_eq!(
+            count(2, "scratch directory", "removed"),
+            "removed 2 scratch directories"
+        );
+        assert_eq!(
+            count(3, "peer process group", "killed"),
+            "killed 3 peer process groups"
+        );
+    }
+}
