@@ -60,6 +60,9 @@ use crate::net;
 /// How long step 4 waits for the killed process groups to be gone.
 pub const GROUPS_GRACE: Duration = Duration::from_secs(2);
 
+/// How many times step 4 scans for processes forked since the last scan.
+const MAX_SCANS: usize = 10;
+
 const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// What the interrupt thread would undo now.
@@ -172,20 +175,54 @@ impl Registry {
         remove_one(&mut self.dirs, &dir.to_path_buf());
     }
 
-    /// Steps 4 and 5: what was removed, and what could not be, as phrases.
-    fn undo(&self) -> Vec<String> {
-        let mut done = Vec::new();
+    /// Step 4: stops the live processes of every registered group and
+    /// their descendants, whatever their group (Open MPI's orted and its
+    /// ranks, Hydra's proxies and theirs each take a group of their own),
+    /// scanning again until no new one turns up, so none forks past the
+    /// scan; then kills them all and waits for them. Returns how many.
+    fn kill_peers(&self) -> usize {
+        let mut stopped: Vec<libc::pid_t> = Vec::new();
+        for _ in 0..MAX_SCANS {
+            let mut fresh = peer_processes(&self.groups);
+            fresh.retain(|pid| !stopped.contains(pid));
+            if fresh.is_empty() {
+                break;
+            }
+            for &pid in &fresh {
+                // SAFETY: kill(2) takes no pointers; `pid` was a live
+                // descendant of an unreaped group leader's group a moment
+                // ago (rule 2).
+                unsafe { libc::kill(pid, libc::SIGSTOP) };
+            }
+            stopped.extend(fresh);
+        }
         for &group in &self.groups {
             // SAFETY: kill(2) takes no pointers; the group's leader is
             // not reaped (rule 2), so the id is still the peer's group.
             unsafe { libc::kill(-group, libc::SIGKILL) };
         }
+        for &pid in &stopped {
+            // SAFETY: as for SIGSTOP above; a stopped process cannot exit
+            // by itself, so the id is still the one found.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
         let deadline = Instant::now() + GROUPS_GRACE;
-        while self.groups.iter().any(|&g| group_has_live_process(g)) && Instant::now() < deadline {
+        while stopped.iter().any(|&pid| is_live(pid)) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }
+        stopped.len()
+    }
+
+    /// Steps 4 and 5: what was removed, and what could not be, as phrases.
+    fn undo(&self) -> Vec<String> {
+        let mut done = Vec::new();
         if !self.groups.is_empty() {
-            done.push(count(self.groups.len(), "peer process group", "killed"));
+            let killed = self.kill_peers();
+            done.push(format!(
+                "killed {} ({})",
+                count(self.groups.len(), "peer process group", "peer process groups"),
+                count(killed, "process", "processes")
+            ));
         }
         let mut dirs = 0;
         for dir in &self.dirs {
@@ -196,7 +233,8 @@ impl Registry {
             }
         }
         if dirs > 0 {
-            done.push(count(dirs, "scratch directory", "removed"));
+            let dirs = count(dirs, "scratch directory", "scratch directories");
+            done.push(format!("removed {dirs}"));
         }
         for prefix in &self.nets {
             match net::down_locked(prefix, self) {
@@ -256,22 +294,59 @@ fn signal_name(signal: libc::c_int) -> &'static str {
     }
 }
 
-/// Whether a process of group `group` is alive, not counting zombies.
-fn group_has_live_process(group: libc::pid_t) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    entries.flatten().any(|entry| {
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        // `pid (comm) state ppid pgrp …`; comm may hold spaces and ')'.
-        let mut fields = stat
-            .rsplit_once(')')
-            .map_or("", |(_, f)| f)
-            .split_whitespace();
-        let state = fields.next();
-        let pgrp = fields.nth(1).and_then(|f| f.parse::<libc::pid_t>().ok());
-        pgrp == Some(group) && !matches!(state, Some("Z" | "X"))
+/// The fields of a `/proc/<pid>/stat` used here.
+struct ProcessStat {
+    pid: libc::pid_t,
+    parent: libc::pid_t,
+    group: libc::pid_t,
+    /// Neither a zombie nor dead.
+    live: bool,
+}
+
+fn process_stat(pid: libc::pid_t) -> Option<ProcessStat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp …`; comm may hold spaces and ')'.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?;
+    Some(ProcessStat {
+        pid,
+        parent: fields.next()?.parse().ok()?,
+        group: fields.next()?.parse().ok()?,
+        live: !matches!(state, "Z" | "X"),
     })
+}
+
+fn is_live(pid: libc::pid_t) -> bool {
+    process_stat(pid).is_some_and(|p| p.live)
+}
+
+/// The live processes of `groups` and their descendants in any group.
+fn peer_processes(groups: &[libc::pid_t]) -> Vec<libc::pid_t> {
+    let table: Vec<ProcessStat> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| process_stat(entry.file_name().to_str()?.parse().ok()?))
+        .collect();
+    let mut found: Vec<libc::pid_t> = table
+        .iter()
+        .filter(|p| groups.contains(&p.group))
+        .map(|p| p.pid)
+        .collect();
+    // Children of found processes, until a pass finds none.
+    loop {
+        let before = found.len();
+        for p in &table {
+            if found.contains(&p.parent) && !found.contains(&p.pid) {
+                found.push(p.pid);
+            }
+        }
+        if found.len() == before {
+            break;
+        }
+    }
+    found.retain(|&pid| table.iter().any(|p| p.pid == pid && p.live));
+    found
 }
 
 fn remove_one<T: PartialEq>(list: &mut Vec<T>, item: &T) {
@@ -280,13 +355,9 @@ fn remove_one<T: PartialEq>(list: &mut Vec<T>, item: &T) {
     }
 }
 
-fn count(n: usize, what: &str, verb: &str) -> String {
-    let what = match (n, what.strip_suffix('y')) {
-        (1, _) => what.to_string(),
-        (_, Some(stem)) => format!("{stem}ies"),
-        (_, None) => format!("{what}s"),
-    };
-    format!("{verb} {n} {what}")
+/// `n` and the noun in the number it takes.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 #[cfg(test)]
@@ -314,33 +385,40 @@ mod tests {
     }
 
     #[test]
-    fn a_group_of_live_processes_is_seen_and_a_gone_one_is_not() {
+    fn a_group_and_its_descendants_in_other_groups_are_found() {
         use std::os::unix::process::CommandExt;
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
+        // sh leads the group; its child `setsid sleep` takes a session
+        // (and group) of its own, as Open MPI's ranks take a group.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "setsid sleep 30 & wait"])
             .process_group(0)
             .spawn()
             .unwrap();
         let group = child.id() as libc::pid_t;
-        assert!(group_has_live_process(group));
-        child.kill().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let found = loop {
+            let found = peer_processes(&[group]);
+            if found.len() == 2 || Instant::now() > deadline {
+                break found;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        for &pid in &found {
+            // SAFETY: kill(2) takes no pointers; these are this test's.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
         child.wait().unwrap();
-        assert!(!group_has_live_process(group));
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found.contains(&group));
+        while found.iter().any(|&pid| is_live(pid)) {
+            assert!(Instant::now() < deadline, "{found:?} outlived SIGKILL");
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     #[test]
-    fn counts_read_as_english() {
-        assert_eq!(
-            count(1, "scratch directory", "removed"),
-            "removed 1 scratch directory"
-        );
-        assert_eq!(
-            count(2, "scratch directory", "removed"),
-            "removed 2 scratch directories"
-        );
-        assert_eq!(
-            count(3, "peer process group", "killed"),
-            "killed 3 peer process groups"
-        );
+    fn counts_take_their_number() {
+        assert_eq!(count(1, "process", "processes"), "1 process");
+        assert_eq!(count(3, "process", "processes"), "3 processes");
     }
 }

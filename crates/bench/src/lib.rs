@@ -40,6 +40,7 @@ pub mod plot;
 pub mod pvm;
 pub mod rate;
 pub mod spawn;
+mod system;
 pub mod threads;
 
 /// Median, minimum and maximum of the repetitions of one measurement.

@@ -31,7 +31,6 @@ mod fibers;
 mod idle;
 mod messages;
 mod os_threads;
-mod system;
 
 pub use idle::IdleCost;
 

@@ -7,7 +7,8 @@
 //! the copies are kept apart so each benchmark module stays
 //! self-contained.
 
-use std::io;
+use crate::system::allowed_cpus;
+pub(super) use crate::system::pin_current_thread;
 
 /// Where the two threads of a ping-pong go.
 #[derive(Clone, Debug)]
@@ -149,52 +150,6 @@ fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
         }
     }
     Some(cpus)
-}
-
-/// The CPUs the calling thread may run on, lowest first.
-#[cfg(target_os = "linux")]
-fn allowed_cpus() -> io::Result<Vec<usize>> {
-    // SAFETY: an all-zero cpu_set_t is a valid empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a writable cpu_set_t of the size passed; pid 0 is
-    // the calling thread.
-    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok((0..libc::CPU_SETSIZE as usize)
-        // SAFETY: `cpu` is below CPU_SETSIZE, the bounds of `set`.
-        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
-        .collect())
-}
-
-/// Restricts the calling thread to `cpu`.
-#[cfg(target_os = "linux")]
-pub(super) fn pin_current_thread(cpu: usize) -> io::Result<()> {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(io::Error::from(io::ErrorKind::InvalidInput));
-    }
-    // SAFETY: an all-zero cpu_set_t is a valid empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu` was checked against CPU_SETSIZE above.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: `set` is an initialized cpu_set_t of the size passed; pid 0
-    // is the calling thread.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn allowed_cpus() -> io::Result<Vec<usize>> {
-    Err(io::Error::from(io::ErrorKind::Unsupported))
-}
-
-#[cfg(not(target_os = "linux"))]
-pub(super) fn pin_current_thread(_cpu: usize) -> io::Result<()> {
-    Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
 #[cfg(test)]

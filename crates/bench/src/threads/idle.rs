@@ -3,7 +3,8 @@
 //! over a window. A worker that polls its fibers or wakes on a timer shows
 //! here; one that sleeps until woken costs nothing.
 
-use super::{system, Error};
+use super::Error;
+use crate::system;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

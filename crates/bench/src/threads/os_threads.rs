@@ -3,7 +3,8 @@
 //! core, as it is between fibers of one worker, and not a wake-up of
 //! another core.
 
-use super::{system, Error, RING};
+use super::{Error, RING};
+use crate::system;
 use std::any::Any;
 use std::hint::black_box;
 use std::sync::{Barrier, Condvar, Mutex, MutexGuard, PoisonError};

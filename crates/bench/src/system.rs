@@ -1,5 +1,5 @@
-//! The system calls the thread benchmarks need, wrapped once: CPU
-//! affinity (Linux only; elsewhere it reports `Unsupported`) and the
+//! The system calls the benchmarks need, wrapped once (`threads` and
+//! `floors`): CPU affinity (Linux only; elsewhere it reports `Unsupported`) and the
 //! process's CPU time.
 
 use std::io;
@@ -8,9 +8,9 @@ use std::time::Duration;
 #[cfg(not(unix))]
 compile_error!("threadwire-bench: the thread benchmarks need getrusage (a Unix system)");
 
-/// The lowest-numbered CPU the calling thread may run on.
+/// The CPUs the calling thread may run on, lowest first.
 #[cfg(target_os = "linux")]
-pub(super) fn first_allowed_cpu() -> io::Result<usize> {
+pub(crate) fn allowed_cpus() -> io::Result<Vec<usize>> {
     // SAFETY: an all-zero cpu_set_t is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a writable cpu_set_t of the size passed; pid 0 is
@@ -19,15 +19,23 @@ pub(super) fn first_allowed_cpu() -> io::Result<usize> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    (0..libc::CPU_SETSIZE as usize)
+    Ok((0..libc::CPU_SETSIZE as usize)
         // SAFETY: `cpu` is below CPU_SETSIZE, the bounds of `set`.
-        .find(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect())
+}
+
+/// The lowest-numbered CPU the calling thread may run on.
+pub(crate) fn first_allowed_cpu() -> io::Result<usize> {
+    allowed_cpus()?
+        .first()
+        .copied()
         .ok_or_else(|| io::Error::other("the affinity mask is empty"))
 }
 
 /// Restricts the calling thread to `cpu`.
 #[cfg(target_os = "linux")]
-pub(super) fn pin_current_thread(cpu: usize) -> io::Result<()> {
+pub(crate) fn pin_current_thread(cpu: usize) -> io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
         return Err(io::Error::from(io::ErrorKind::InvalidInput));
     }
@@ -45,17 +53,17 @@ pub(super) fn pin_current_thread(cpu: usize) -> io::Result<()> {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(super) fn first_allowed_cpu() -> io::Result<usize> {
+pub(crate) fn allowed_cpus() -> io::Result<Vec<usize>> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(super) fn pin_current_thread(_cpu: usize) -> io::Result<()> {
+pub(crate) fn pin_current_thread(_cpu: usize) -> io::Result<()> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
 /// User plus system CPU time of the whole process so far.
-pub(super) fn process_cpu_time() -> io::Result<Duration> {
+pub(crate) fn process_cpu_time() -> io::Result<Duration> {
     // SAFETY: an all-zero rusage is a valid value for getrusage to fill.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `usage` is a writable rusage.
