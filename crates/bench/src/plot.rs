@@ -1,6 +1,7 @@
 //! Plots of a ping-pong sweep: one-way latency against size and bandwidth
-//! against size, both on log axes, one series per path, beside the 1998
-//! figures where they measured the same thing.
+//! against size, both on log axes, one series per path (thick, with
+//! markers) and one per peer (thin), beside the 1998 figures where they
+//! measured the same thing.
 //!
 //! [`pingpong`] takes plain points (path, size, median one-way time), so
 //! whoever measured them — the `threadwire bench pingpong` command, a test —
@@ -103,11 +104,17 @@ enum PlotErrorKind {
     },
 }
 
-/// Writes the latency and bandwidth charts of `points` into `dir` (created
-/// if missing) as the four [`PINGPONG_FILES`], with [`PINGPONG_1998`]
-/// beside them; returns the files' paths. Points whose time is not a
-/// positive number are left out, as a log axis has no place for them.
-pub fn pingpong(dir: &Path, points: &[Point<'_>]) -> Result<Vec<PathBuf>, PlotError> {
+/// Writes the latency and bandwidth charts of `points` (threadwire's) and
+/// `peers` (each peer's, its `path` naming it: `NPmpich2 (shm)`) into `dir`
+/// (created if missing) as the four [`PINGPONG_FILES`], with
+/// [`PINGPONG_1998`] beside them; returns the files' paths. Points whose
+/// time is not a positive number are left out, as a log axis has no place
+/// for them.
+pub fn pingpong(
+    dir: &Path,
+    points: &[Point<'_>],
+    peers: &[Point<'_>],
+) -> Result<Vec<PathBuf>, PlotError> {
     std::fs::create_dir_all(dir).map_err(|source| PlotError {
         kind: PlotErrorKind::Directory {
             dir: dir.to_path_buf(),
@@ -115,7 +122,14 @@ pub fn pingpong(dir: &Path, points: &[Point<'_>]) -> Result<Vec<PathBuf>, PlotEr
         },
     })?;
     register_font();
-    let series = series(points);
+    let mut series = series(points);
+    let ours = series.len();
+    series.extend(
+        self::series(peers)
+            .into_iter()
+            .map(|s| Series { peer: true, ..s }),
+    );
+    debug_assert!(series[..ours].iter().all(|s| !s.peer));
     let charts = [
         Chart {
             file_stem: "pingpong-latency",
@@ -202,6 +216,8 @@ struct Chart {
 struct Series<'a> {
     path: &'a str,
     points: Vec<(f64, f64)>,
+    /// A peer's: drawn thin, without markers.
+    peer: bool,
 }
 
 /// The paths of `points` in the order they first appear, each with its
@@ -218,6 +234,7 @@ fn series<'a>(points: &[Point<'a>]) -> Vec<Series<'a>> {
             None => out.push(Series {
                 path: p.path,
                 points: vec![point],
+                peer: false,
             }),
         }
     }
@@ -274,13 +291,16 @@ fn draw<DB: DrawingBackend>(
 
     for (i, s) in series.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
+        let width = if s.peer { 1 } else { 2 };
         let points = s.points.iter().map(|&p| (p.0, y_of(p)));
-        plot.draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))?
+        plot.draw_series(LineSeries::new(points.clone(), colour.stroke_width(width)))?
             .label(s.path)
             .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(width))
             });
-        plot.draw_series(points.map(|p| Circle::new(p, 3, colour.filled())))?;
+        if !s.peer {
+            plot.draw_series(points.map(|p| Circle::new(p, 3, colour.filled())))?;
+        }
     }
 
     // The 1998 markers, each with its figure beside it: right of the small
@@ -463,7 +483,12 @@ mod tests {
             size,
             one_way_seconds: 2e-7 + size as f64 * 1e-10,
         });
-        let written = pingpong(&dir.join("nested"), &points).expect("plots");
+        let peer = [8, 1000, 100_000].map(|size| Point {
+            path: "NPtcp (tcp)",
+            size,
+            one_way_seconds: 4e-7 + size as f64 * 1e-10,
+        });
+        let written = pingpong(&dir.join("nested"), &points, &peer).expect("plots");
         assert_eq!(written.len(), 4);
         for (file, name) in written.iter().zip(PINGPONG_FILES) {
             assert!(file.ends_with(name), "{}", file.display());

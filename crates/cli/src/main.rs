@@ -491,8 +491,30 @@ fn dispatch(cli: Cli) -> Result<i32> {
                         one_way_seconds: r.ns[0] / 1e9,
                     })
                     .collect();
+                let labels: Vec<(String, &threadwire_bench::peers::Measured)> = peers
+                    .iter()
+                    .filter_map(|p| {
+                        let measured = p.result.as_ref().ok()?;
+                        Some((format!("{} ({})", p.peer.name(), p.path), measured))
+                    })
+                    .collect();
+                let largest = sizes.iter().copied().max().unwrap_or(0);
+                let peer_points: Vec<_> = labels
+                    .iter()
+                    .flat_map(|(label, measured)| {
+                        measured
+                            .points
+                            .iter()
+                            .filter(|p| p.size <= largest + largest / 2)
+                            .map(|p| threadwire_bench::plot::Point {
+                                path: label,
+                                size: p.size,
+                                one_way_seconds: p.one_way.as_secs_f64(),
+                            })
+                    })
+                    .collect();
                 // stderr: stdout carries the results alone (--json, --csv).
-                for file in threadwire_bench::plot::pingpong(&dir, &points)? {
+                for file in threadwire_bench::plot::pingpong(&dir, &points, &peer_points)? {
                     eprintln!("threadwire: wrote {}", file.display());
                 }
             }
