@@ -18,9 +18,12 @@
 //!    stops before its next command and removes what it built.
 //! 3. It takes the registry's lock and keeps it: it waits for a net change,
 //!    a spawn or a reap under way, and no owner changes anything after.
-//! 4. SIGKILL to every registered process group, then a wait (at most
-//!    [`GROUPS_GRACE`]) until none of their processes is left but zombies,
-//!    so that none writes into a directory being removed.
+//! 4. Every process of a registered group, and every descendant of one
+//!    whatever its group (Open MPI's orted and ranks, Hydra's proxies and
+//!    ranks take groups of their own), is stopped, scanning again until no
+//!    new one turns up, then killed (SIGKILL); then a wait (at most
+//!    [`GROUPS_GRACE`]) until none is left but zombies, so that none
+//!    writes into a directory being removed.
 //! 5. Every registered scratch directory is removed, then every registered
 //!    net ([`net::down`] of its prefix).
 //! 6. One line on stderr says what was removed, and the process exits with
@@ -46,7 +49,9 @@
 //!    that removes it: the interrupt thread never removes a net half-way
 //!    through being built.
 //! 4. The interrupt thread never releases the lock: an owner dropped after
-//!    it took it waits there until the process exits.
+//!    it took it waits there until the process exits. A net that the
+//!    signal stopped half-way (step 2) and the program's own end
+//!    ([`exit`]) wait for that exit too, so the status is 128 + signal.
 //!
 //! [`ScopedNet`]: crate::net::ScopedNet
 
@@ -108,6 +113,8 @@ pub fn install() {
             .spawn(move || clean_up_on_signal(set));
         if let Err(e) = spawned {
             tracing::warn!("cannot start the interrupt thread: {e}");
+            // SAFETY: as above; the signals end the process again.
+            unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
         }
     });
 }
@@ -124,6 +131,25 @@ pub(crate) fn signal() -> Option<libc::c_int> {
     match SIGNAL.load(Ordering::SeqCst) {
         0 => None,
         signal => Some(signal),
+    }
+}
+
+/// Ends the process with status `code`, unless the interrupt thread has
+/// taken a signal: then waits for it to end the process, with 128 + the
+/// signal, once it has undone everything (a program that calls
+/// [`install`] ends so, lest an error the signal caused end it first).
+pub fn exit(code: i32) -> ! {
+    if signal().is_some() {
+        wait_for_exit();
+    }
+    std::process::exit(code)
+}
+
+/// Waits for the interrupt thread, which has taken a signal, to end the
+/// process. Holding the registry's lock here would deadlock.
+pub(crate) fn wait_for_exit() -> ! {
+    loop {
+        std::thread::park();
     }
 }
 
@@ -175,11 +201,8 @@ impl Registry {
         remove_one(&mut self.dirs, &dir.to_path_buf());
     }
 
-    /// Step 4: stops the live processes of every registered group and
-    /// their descendants, whatever their group (Open MPI's orted and its
-    /// ranks, Hydra's proxies and theirs each take a group of their own),
-    /// scanning again until no new one turns up, so none forks past the
-    /// scan; then kills them all and waits for them. Returns how many.
+    /// Step 4; returns how many processes it killed. Stopped first, none
+    /// forks a child that a later scan would miss once it is orphaned.
     fn kill_peers(&self) -> usize {
         let mut stopped: Vec<libc::pid_t> = Vec::new();
         for _ in 0..MAX_SCANS {
@@ -220,7 +243,11 @@ impl Registry {
             let killed = self.kill_peers();
             done.push(format!(
                 "killed {} ({})",
-                count(self.groups.len(), "peer process group", "peer process groups"),
+                count(
+                    self.groups.len(),
+                    "peer process group",
+                    "peer process groups"
+                ),
                 count(killed, "process", "processes")
             ));
         }

@@ -249,6 +249,13 @@ impl ScopedNet {
         registry.add_net(&cfg.prefix);
         let built = up_locked(cfg, &registry);
         if built.is_err() {
+            if crate::interrupt::signal().is_some() {
+                // Stopped by the signal: the interrupt thread, waiting for
+                // the lock, removes it (again, harmlessly) and the rest,
+                // and ends the process.
+                drop(registry);
+                crate::interrupt::wait_for_exit();
+            }
             registry.remove_net(&cfg.prefix);
         }
         built.map(ScopedNet)
@@ -266,8 +273,6 @@ impl ScopedNet {
             };
             match ScopedNet::up(&config) {
                 Ok(net) => return Ok(net),
-                // Interrupted: the interrupt thread is removing everything.
-                Err(e) if crate::interrupt::signal().is_some() => return Err(e),
                 Err(e) => last = Some(e),
             }
         }
@@ -366,8 +371,9 @@ impl From<NetErrorKind> for NetError {
 ///    and L = 50 ms:
 ///    `tc -n h qdisc replace dev eth0 root tbf rate Rmbit burst B latency L`,
 ///    `tc qdisc replace dev pv{i} root tbf rate Rmbit burst B latency L`.
-/// 6. If a command fails or a held signal arrives, remove everything as in
-///    step 2 and return the error; the signal is then let through.
+/// 6. If a command fails or a held signal arrives (or the interrupt thread
+///    took one, [`crate::interrupt`]), remove everything as in step 2 and
+///    return the error; a held signal is then let through.
 ///
 /// Re-running `up` is safe: step 2 starts from nothing.
 pub fn up(cfg: &NetConfig) -> Result<Net, NetError> {

@@ -344,7 +344,8 @@ fn main() {
             1
         }
     };
-    std::process::exit(code);
+    // After a signal, the exit status is the interrupt thread's (128 + it).
+    threadwire_bench::interrupt::exit(code);
 }
 
 fn dispatch(cli: Cli) -> Result<i32> {

@@ -34,7 +34,10 @@ impl HeldSignals {
         HeldSignals { old, watched }
     }
 
-    /// A held signal that has arrived, if any.
+    /// A held signal that has arrived, if any. After
+    /// [`crate::interrupt::install`] there is none to find, as the signals
+    /// were blocked already and the interrupt thread takes them: ask
+    /// [`crate::interrupt::signal`] too.
     pub(super) fn pending(&self) -> Option<libc::c_int> {
         let mut pending = empty_sigset();
         // SAFETY: `pending` is initialised and sigpending only writes it.

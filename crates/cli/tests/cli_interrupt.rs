@@ -1,0 +1,280 @@
+//! A benchmark on emulated hosts with its peers, interrupted by SIGINT (a
+//! terminal's Ctrl-C, `timeout -s INT`), leaves nothing behind: not its
+//! hosts, nor its peers' processes, nor their scratch directories
+//! (`threadwire_bench::interrupt`). Needs root and network namespaces;
+//! skips saying why without them.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Generous: the ping-pong runs about 20 s before the first peer starts.
+const PEER_DEADLINE: Duration = Duration::from_secs(240);
+/// Generous: the interrupt thread waits at most 2 s for the peers to die,
+/// then removes two hosts.
+const CLEANUP_DEADLINE: Duration = Duration::from_secs(60);
+
+#[test]
+fn an_interrupted_benchmark_leaves_nothing_behind() {
+    if let Some(reason) = cannot_make_namespaces() {
+        eprintln!("SKIPPED: {reason}");
+        return;
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_threadwire"))
+        .args([
+            "bench",
+            "pingpong",
+            "--link",
+            "none",
+            "--paths",
+            "tcp",
+            "--peers",
+            "--sizes",
+            "8,1000000",
+            "--repetitions",
+            "50",
+            "--ms",
+            "200",
+        ])
+        .env_remove(threadwire::env::JOB)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start threadwire bench pingpong");
+    let pid = child.id() as libc::pid_t;
+    let mut stderr = child.stderr.take().expect("piped");
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    // ScopedNet::up_with_free_prefix: `twb` and the id plus 0 to 4.
+    let prefixes: Vec<String> = (0..5)
+        .map(|k| format!("twb{}", (pid as u32 + k) % 100_000))
+        .collect();
+    let _guard = Cleanup(prefixes.clone());
+
+    let deadline = Instant::now() + PEER_DEADLINE;
+    let prefix = loop {
+        let namespaces = output("ip", &["netns", "list"]);
+        let built = prefixes.iter().find(|p| {
+            namespaces
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(&format!("{p}h1")))
+        });
+        if let Some(prefix) = built {
+            break prefix.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the emulated hosts never came up"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the benchmark ended early"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let netpipe = on_path("NPtcp");
+    if netpipe {
+        while peer_leaders(pid).is_empty() {
+            assert!(Instant::now() < deadline, "no peer ever started");
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the benchmark ended before a peer started"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Time for mpirun or pvmd to start its ranks or tasks.
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    // The peers' groups, and those their descendants took (Open MPI's and
+    // Hydra's ranks each take one).
+    let table = processes();
+    let leaders = peer_leaders(pid);
+    let groups: Vec<libc::pid_t> = descendants(&table, &leaders)
+        .iter()
+        .filter_map(|d| table.iter().find(|p| p.pid == *d).map(|p| p.group))
+        .collect();
+    assert!(!netpipe || !groups.is_empty(), "no peer found");
+    let names: Vec<&str> = table
+        .iter()
+        .filter(|p| groups.contains(&p.group))
+        .map(|p| p.name.as_str())
+        .collect();
+    eprintln!("interrupting {pid} on net {prefix}, peers {names:?}");
+
+    // SAFETY: kill(2) takes no pointers; the child is not yet reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let deadline = Instant::now() + CLEANUP_DEADLINE;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running {CLEANUP_DEADLINE:?} after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stderr = stderr.join().expect("stderr reader");
+    assert_eq!(
+        status.code(),
+        Some(128 + libc::SIGINT),
+        "{status}: {stderr}"
+    );
+    assert!(stderr.contains("SIGINT:"), "says what it removed: {stderr}");
+    eprintln!("{}", stderr.trim());
+
+    let net_left = net_leftovers(&prefix);
+    assert!(net_left.is_empty(), "left {net_left:?}; {stderr}");
+    // Zombies do not count: they are dead, and a container's init may not
+    // reap the orphans.
+    let live: Vec<Process> = processes()
+        .into_iter()
+        .filter(|p| p.live && groups.contains(&p.group))
+        .collect();
+    assert!(live.is_empty(), "peers left: {live:?}; {stderr}");
+    let dirs: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+        .expect("read the temporary directory")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            n.starts_with(&format!("threadwire-peer-{pid}-"))
+                || n.starts_with(&format!("threadwire-pvm-{pid}-"))
+        })
+        .collect();
+    assert!(dirs.is_empty(), "scratch directories left: {dirs:?}");
+}
+
+/// Removes what a failed run left, so that it does not linger.
+struct Cleanup(Vec<String>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for prefix in &self.0 {
+            let _ = Command::new(env!("CARGO_BIN_EXE_threadwire"))
+                .args(["net", "down", "--prefix", prefix])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// Why namespaces cannot be made here, if they cannot.
+fn cannot_make_namespaces() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root: emulated hosts need network namespaces".into());
+    }
+    let probe = format!("twi{}probe", std::process::id() % 100_000);
+    match Command::new("ip").args(["netns", "add", &probe]).output() {
+        Ok(out) if out.status.success() => {
+            let _ = Command::new("ip").args(["netns", "del", &probe]).status();
+            None
+        }
+        Ok(out) => Some(format!(
+            "`ip netns add` fails here: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(e) => Some(format!("cannot run `ip`: {e}")),
+    }
+}
+
+fn output(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .expect("run a command");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
+/// The namespaces and links of the net with this prefix.
+fn net_leftovers(prefix: &str) -> Vec<String> {
+    let numbered = |rest: &str, kind: &str| {
+        rest.strip_prefix(kind)
+            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let namespaces = output("ip", &["netns", "list"]);
+    let links = output("ip", &["-o", "link", "show"]);
+    namespaces
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .chain(links.lines().filter_map(|l| l.split(": ").nth(1)))
+        .map(|n| n.split('@').next().unwrap_or(n).to_string())
+        .filter(|n| {
+            n.strip_prefix(prefix)
+                .is_some_and(|rest| rest == "br" || numbered(rest, "h") || numbered(rest, "v"))
+        })
+        .collect()
+}
+
+/// A line of `/proc/<pid>/stat`, the fields used here.
+#[derive(Debug)]
+struct Process {
+    pid: libc::pid_t,
+    parent: libc::pid_t,
+    group: libc::pid_t,
+    live: bool,
+    name: String,
+}
+
+fn processes() -> Vec<Process> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid: libc::pid_t = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let (head, tail) = stat.rsplit_once(')')?;
+            let name = head.split_once('(')?.1.to_string();
+            let mut fields = tail.split_whitespace();
+            let state = fields.next()?;
+            Some(Process {
+                pid,
+                parent: fields.next()?.parse().ok()?,
+                group: fields.next()?.parse().ok()?,
+                live: !matches!(state, "Z" | "X"),
+                name,
+            })
+        })
+        .collect()
+}
+
+/// The benchmark's live children that lead a process group of their own
+/// and are not `ip` or `tc` of the net: its peers (`Group` in
+/// `peers/process.rs`). Its nodes share its group.
+fn peer_leaders(bench: libc::pid_t) -> Vec<libc::pid_t> {
+    processes()
+        .iter()
+        .filter(|p| {
+            p.live && p.parent == bench && p.group == p.pid && p.name != "ip" && p.name != "tc"
+        })
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// `roots` and their descendants in `table`.
+fn descendants(table: &[Process], roots: &[libc::pid_t]) -> Vec<libc::pid_t> {
+    let mut found = roots.to_vec();
+    loop {
+        let before = found.len();
+        for p in table {
+            if found.contains(&p.parent) && !found.contains(&p.pid) {
+                found.push(p.pid);
+            }
+        }
+        if found.len() == before {
+            return found;
+        }
+    }
+}
