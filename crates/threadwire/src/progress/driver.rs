@@ -208,7 +208,7 @@ impl Driver {
     }
 
     /// Reads `peer`'s ring, if it has one, and moves this side's backlog
-    /// on; `true` if any frame arrived.
+    /// on; `true` if any record arrived (a frame, or a chunk of one).
     fn read_ring(&mut self, node: &NodeShared, peer: u32) -> bool {
         let p = &node.peers[peer as usize];
         let Some(ring) = p.shm() else {
@@ -234,7 +234,7 @@ impl Driver {
                 if r.doorbell || flushed.doorbell {
                     p.ring_doorbell();
                 }
-                return frames > 0;
+                return frames > 0 || r.records > 0;
             }
             (Err(e), _) => e.to_string(),
             (_, Some(why)) => format!("protocol error: {why}"),
@@ -373,13 +373,16 @@ impl Driver {
         }
     }
 
-    /// Reads what `peer` has sent, without asking epoll first.
-    pub(crate) fn poll_peer(&mut self, node: &NodeShared, peer: u32) {
-        if node.peers[peer as usize].shm().is_some() {
-            self.read_ring(node, peer);
-        } else {
-            self.read_peer(node, peer);
+    /// Reads what `peer` has sent, without asking epoll first; `true` if
+    /// anything came, a whole frame or a part of one.
+    pub(crate) fn poll_peer(&mut self, node: &NodeShared, peer: u32) -> bool {
+        let p = &node.peers[peer as usize];
+        if p.shm().is_some() {
+            return self.read_ring(node, peer);
         }
+        let before = p.tcp().map_or(0, Channel::bytes_received);
+        self.read_peer(node, peer);
+        p.tcp().map_or(0, Channel::bytes_received) != before
     }
 
     fn read_peer(&mut self, node: &NodeShared, peer: u32) {

@@ -37,6 +37,16 @@
 //!    it; and a peer that leaves a rendezvous unread for 10 ms is taken to
 //!    be busy elsewhere, so waiters sleep again.
 //!
+//! 8. The spin budget counts from the last sign of a transfer, not from
+//!    the start of the wait: a poll that moved bytes (a frame, or part of
+//!    one), or a sleep that ended on an event, starts a new spin. A large
+//!    TCP message arrives in socket-buffer pieces, and its sender flushes
+//!    the rest on writable events; sleeping between the pieces added a
+//!    kernel wake-up to each (measured: 1 MiB over loopback TCP at 3.1 GB/s
+//!    against 8.4 GB/s for 1,000,000 B, which fits the socket in one
+//!    write). On a slow link the pieces come milliseconds apart, so the
+//!    waiter still sleeps between them.
+//!
 //! No thread spins when nothing is pending: idle waits end in the kernel.
 
 mod driver;
@@ -230,7 +240,7 @@ impl ProgressEngine {
                 if polls {
                     if let Some(mut d) = self.try_driver() {
                         round = round.wrapping_add(1);
-                        match origin {
+                        let moved = match origin {
                             // Reading the one socket that matters costs one
                             // syscall when data is there; epoll_wait and then
                             // read cost two (measured: ~0.4 µs per message
@@ -239,12 +249,14 @@ impl ProgressEngine {
                             Origin::Peer(peer) if !round.is_multiple_of(8) => {
                                 d.poll_peer(node, peer)
                             }
-                            _ => {
-                                d.poll(node, Some(Duration::ZERO));
-                            }
-                        }
+                            _ => d.poll(node, Some(Duration::ZERO)),
+                        };
                         if done() {
                             return;
+                        }
+                        if moved {
+                            // Step 8: a transfer is under way.
+                            spin = SpinWait::new();
                         }
                         if !spin.spin() {
                             if node.peer_is_copying() {
@@ -253,9 +265,13 @@ impl ProgressEngine {
                                 std::thread::yield_now();
                                 continue;
                             }
+                            let mut woke_to_work = false;
                             parker.park_external(&self.waker, || {
-                                d.poll(node, Some(IDLE_TIMEOUT));
+                                woke_to_work = d.poll(node, Some(IDLE_TIMEOUT));
                             });
+                            if woke_to_work {
+                                spin = SpinWait::new();
+                            }
                         }
                         continue;
                     }

@@ -80,7 +80,7 @@ impl ShmConfig {
     /// The defaults: 2 MiB rings of 256-byte slots, frames up to 64 KiB
     /// in one record, larger ones in 64 KiB chunks, and from 512 KiB by
     /// rendezvous. Measured with `threadwire bench pingpong --paths shm`
-    /// (docs/PERFORMANCE.md): chunks through the ring pipeline the two
+    /// (docs/PERFORMANCE-STUDIES.md): chunks through the ring pipeline the two
     /// copies on two cores and beat one cross-memory copy up to 256 KiB
     /// (9.0 against 5.7 GB/s there); from 1 MiB the frame no longer fits
     /// the ring with room to spare and one copy wins (8.3 against 3.6 GB/s).

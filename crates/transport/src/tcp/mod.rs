@@ -15,6 +15,7 @@ mod writer;
 
 use mio::net::TcpStream;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use threadwire_wire::{FrameError, FrameHeader, Payload};
 
@@ -69,6 +70,9 @@ pub struct TcpChannel {
     stream: TcpStream,
     writer: Mutex<WriteQueue>,
     reader: Mutex<FrameReader>,
+    /// Bytes received so far, for waiters to tell a transfer in progress
+    /// from silence without taking the reader's lock.
+    received: AtomicU64,
 }
 
 impl TcpChannel {
@@ -85,6 +89,7 @@ impl TcpChannel {
             stream,
             writer: Mutex::new(WriteQueue::default()),
             reader: Mutex::new(FrameReader::new(max_frame)),
+            received: AtomicU64::new(0),
         })
     }
 
@@ -126,7 +131,16 @@ impl TcpChannel {
 
     /// Reads available frames and hands each to `on_frame`.
     pub fn receive(&self, on_frame: impl FnMut(Frame)) -> Result<ReadOutcome, ChannelError> {
-        lock(&self.reader).receive(&self.stream, on_frame)
+        let mut reader = lock(&self.reader);
+        let outcome = reader.receive(&self.stream, on_frame);
+        self.received.store(reader.received, Ordering::Relaxed);
+        outcome
+    }
+
+    /// Bytes received so far (frames whole or in part): a waiter that
+    /// sees it grow knows a transfer is under way.
+    pub fn bytes_received(&self) -> u64 {
+        self.received.load(Ordering::Relaxed)
     }
 
     /// Closes both directions; the peer sees end of stream.

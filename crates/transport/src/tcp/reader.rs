@@ -23,6 +23,8 @@ pub(super) struct FrameReader {
     end: usize,
     partial: Option<Partial>,
     max_frame: u64,
+    /// Bytes read from the socket so far.
+    pub(super) received: u64,
 }
 
 impl FrameReader {
@@ -33,6 +35,7 @@ impl FrameReader {
             end: 0,
             partial: None,
             max_frame,
+            received: 0,
         }
     }
 
@@ -55,6 +58,7 @@ impl FrameReader {
                     Some(n) => n,
                     None => return Ok(ReadOutcome::Drained),
                 };
+                self.received += n as u64;
                 budget = budget.saturating_sub(n);
                 if p.payload.len() == p.payload.capacity() {
                     let p = self.partial.take().expect("partial frame present");
@@ -82,6 +86,7 @@ impl FrameReader {
                     Some(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
                     Some(n) => {
                         self.end += n;
+                        self.received += n as u64;
                         budget = budget.saturating_sub(n);
                         if n < want {
                             self.parse_buffered(&mut on_frame)?;

@@ -31,6 +31,8 @@ pub struct Received {
     /// Ring the peer's doorbell (it waits for space, or sleeps on an
     /// answer this side sent).
     pub doorbell: bool,
+    /// Records read: frames, chunks of one, rendezvous answers.
+    pub records: usize,
 }
 
 impl ShmChannel {
@@ -72,6 +74,7 @@ impl ShmChannel {
             }
         }
         out.more = read == RECEIVE_BUDGET;
+        out.records = read;
         if read > 0 && rx.consumer.space_wanted() {
             out.doorbell = true;
         }
