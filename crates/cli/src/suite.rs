@@ -257,7 +257,7 @@ fn report(steps: &[Step], outcomes: &[Outcome], out: &Path) -> String {
         if !table.trim().is_empty() {
             let _ = writeln!(md, "```\n{}\n```\n", table.trim_end());
         }
-        for plot in ["pingpong-latency.png", "pingpong-bandwidth.png"] {
+        for plot in ["pingpong-latency.svg", "pingpong-bandwidth.svg"] {
             if out.join(&step.name).join(plot).exists() {
                 let _ = writeln!(md, "![{} {plot}]({}/{plot})\n", step.name, step.name);
             }
