@@ -212,12 +212,12 @@ pub fn pingpong_table(rows: &[Row]) {
     );
     for r in rows {
         println!(
-            "{:<12} {:>10} {:>12.3} {:>22} {:>12.1}",
+            "{:<12} {:>10} {:>12.3} {:>22} {:>12}",
             r.path,
             r.size,
             r.ns[0] / 1e3,
             format!("{:.3}–{:.3}", r.ns[1] / 1e3, r.ns[2] / 1e3),
-            r.size as f64 / (r.ns[0] / 1e9) / 1e6
+            mbps(r.size as f64 / (r.ns[0] / 1e9) / 1e6)
         );
     }
     println!(
@@ -474,6 +474,16 @@ fn three_figures(x: f64) -> String {
     format!("{x:.decimals$}")
 }
 
+/// MB/s in a table: tenths from 100 up, else three significant digits, so
+/// that 8 B in 187 µs shows as 0.0427 rather than as zero.
+fn mbps(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.1}")
+    } else {
+        three_figures(x)
+    }
+}
+
 /// `bench comm`: one row per path, one column per size, one-way ms; the
 /// 1998 figures in a row under the path they compare with.
 pub fn comm_table(report: &threadwire_bench::comm::Report) {
@@ -596,12 +606,12 @@ pub fn peers_table(rows: &[Row], reports: &[threadwire_bench::peers::Report]) {
         for line in peer_rows(rows, report) {
             let point = line.peer.point;
             println!(
-                "{name:<18} {:<12} {:>10} {:>11} {:>12.3} {:>12.1} {:>12.3} {:>9.2}",
+                "{name:<18} {:<12} {:>10} {:>11} {:>12.3} {:>12} {:>12.3} {:>9.2}",
                 report.path,
                 line.size,
                 format!("{}{}", point.size, if line.peer.exact { "" } else { "*" }),
                 point.one_way.as_secs_f64() * 1e6,
-                point.mbps(),
+                mbps(point.mbps()),
                 line.ours_ns / 1e3,
                 line.ratio
             );
@@ -637,11 +647,11 @@ pub fn encodings_table(report: &threadwire_bench::encodings::Report) {
             |raw| format!("{:.2}", s.one_way.as_secs_f64() / raw),
         );
         println!(
-            "{:>10} {:<21} {:>34} {:>10.1} {:>7}",
+            "{:>10} {:<21} {:>34} {:>10} {:>7}",
             s.size,
             encodings::name(row.encoding),
             format!("{:.3} ({:.3}–{:.3})", us(s.one_way), us(s.min), us(s.max)),
-            s.mbps(),
+            mbps(s.mbps()),
             ratio
         );
     }
