@@ -6,6 +6,28 @@
 //! progress engine finishes it when the socket becomes writable. Frames are
 //! never interleaved: a frame is queued whole, behind the ones before it.
 //!
+//! Senders that meet on one connection combine their writes:
+//!
+//! 1. A sender takes the writer with `try_lock`. If it gets it, it first
+//!    moves every frame handed over (step 2) into the queue, then writes
+//!    the queue and its own frame together: one `writev` for all.
+//! 2. A sender that finds the writer busy does not wait for it: it hands
+//!    its frame over and returns. The frame is accepted (`Queued`); a
+//!    failure to write it shows as the connection's loss, as for any
+//!    queued frame.
+//! 3. Whoever releases the writer (a sender, or the engine's `flush`)
+//!    looks at the handed-over bytes once more and, if any, takes the
+//!    writer again to write them: a frame handed over just before the
+//!    release is never left behind. A SeqCst fence between the release and
+//!    the look, and between the hand-over and the sender's own second
+//!    `try_lock`, makes sure one of the two sees the other.
+//!
+//! One thread's frames keep their order: each is either written by its
+//! sender after everything handed over before it, or handed over behind
+//! its predecessors. Under contention a `writev` carries many frames, so
+//! the message rate grows with the number of sending threads instead of
+//! being one system call per message.
+//!
 //! Receiving is done by the progress engine alone ([`TcpChannel::receive`]);
 //! small frames are parsed out of one 64 KiB buffer per read, large payloads
 //! are read straight into their own allocation.
@@ -15,12 +37,12 @@ mod writer;
 
 use mio::net::TcpStream;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::{Mutex, TryLockError};
 use threadwire_wire::{FrameError, FrameHeader, Payload};
 
 use reader::FrameReader;
-use writer::WriteQueue;
+use writer::{Handoff, WriteQueue};
 
 /// A frame as received: header and the payload's bytes.
 #[derive(Debug)]
@@ -69,6 +91,8 @@ pub enum ReadOutcome {
 pub struct TcpChannel {
     stream: TcpStream,
     writer: Mutex<WriteQueue>,
+    /// Frames of senders that found the writer busy (combining step 2).
+    handoff: Handoff,
     reader: Mutex<FrameReader>,
     /// Bytes received so far, for waiters to tell a transfer in progress
     /// from silence without taking the reader's lock.
@@ -88,6 +112,7 @@ impl TcpChannel {
         Ok(TcpChannel {
             stream,
             writer: Mutex::new(WriteQueue::default()),
+            handoff: Handoff::default(),
             reader: Mutex::new(FrameReader::new(max_frame)),
             received: AtomicU64::new(0),
         })
@@ -114,19 +139,61 @@ impl TcpChannel {
         header: &FrameHeader,
         payload: Payload,
     ) -> Result<SendOutcome, (ChannelError, Payload)> {
-        let mut queue = lock(&self.writer);
-        queue.send(&self.stream, header.encode(), payload)
+        let Some(mut queue) = self.try_writer() else {
+            // Combining step 2.
+            self.handoff.push(header.encode(), payload);
+            fence(Ordering::SeqCst);
+            self.write_handed_over();
+            return Ok(SendOutcome::Queued);
+        };
+        // Step 1.
+        queue.absorb(&self.handoff);
+        let outcome = queue.send(&self.stream, header.encode(), payload);
+        drop(queue);
+        self.write_handed_over();
+        outcome
     }
 
     /// Writes queued frames until the socket is full. `Ok(true)` when the
     /// queue is empty.
     pub fn flush(&self) -> Result<bool, ChannelError> {
-        lock(&self.writer).flush(&self.stream)
+        let mut queue = lock(&self.writer);
+        queue.absorb(&self.handoff);
+        let flushed = queue.flush(&self.stream);
+        drop(queue);
+        self.write_handed_over();
+        flushed.map(|empty| empty && self.handoff.bytes() == 0)
     }
 
-    /// Bytes waiting in the send queue.
+    /// Bytes waiting in the send queue, handed-over frames included.
     pub fn queued_bytes(&self) -> usize {
-        lock(&self.writer).queued_bytes()
+        lock(&self.writer).queued_bytes() + self.handoff.bytes()
+    }
+
+    /// The writer, unless another thread holds it.
+    fn try_writer(&self) -> Option<std::sync::MutexGuard<'_, WriteQueue>> {
+        match self.writer.try_lock() {
+            Ok(queue) => Some(queue),
+            Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Combining step 3, after releasing the writer (or handing a frame
+    /// over): writes what was handed over meanwhile, unless another thread
+    /// holds the writer, which then does it on its release. A failure marks
+    /// the queue broken; the next send and the read side report it.
+    fn write_handed_over(&self) {
+        fence(Ordering::SeqCst);
+        while self.handoff.bytes() > 0 {
+            let Some(mut queue) = self.try_writer() else {
+                return;
+            };
+            queue.absorb(&self.handoff);
+            let _ = queue.flush(&self.stream);
+            drop(queue);
+            fence(Ordering::SeqCst);
+        }
     }
 
     /// Reads available frames and hands each to `on_frame`.

@@ -106,3 +106,59 @@ fn orderly_close_is_closed() {
     drop(a);
     assert!(matches!(pump(&b, &b, 1), Err(ChannelError::Closed)));
 }
+
+/// Combining: 8 threads sending at once on one channel, mostly finding the
+/// writer busy and handing their frames over. Every frame arrives, each
+/// thread's in the order it sent them, and nothing stays queued.
+#[test]
+fn concurrent_senders_combine_and_keep_each_threads_order() {
+    const THREADS: u32 = 8;
+    const PER_THREAD: u32 = 2_000;
+    let (a, b, _) = pair(1 << 20);
+    let a = std::sync::Arc::new(a);
+    let senders: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let a = a.clone();
+            std::thread::spawn(move || {
+                for i in 0..PER_THREAD {
+                    // Sizes vary so that some writes are partial.
+                    let n = if i % 97 == 0 {
+                        70_000
+                    } else {
+                        8 + (i % 5) as usize
+                    };
+                    let data = vec![t as u8; n];
+                    let h = FrameHeader::data(t, 0, i, Format::OPAQUE, n as u64);
+                    a.send(&h, Payload::from_vec(data))
+                        .map_err(|(e, _)| e)
+                        .expect("send");
+                }
+            })
+        })
+        .collect();
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let want = (THREADS * PER_THREAD) as usize;
+    while got.len() < want {
+        assert!(Instant::now() < deadline, "{} of {want} frames", got.len());
+        let _ = a.flush();
+        b.receive(|f| got.push(f)).expect("receive");
+    }
+    for s in senders {
+        s.join().expect("sender");
+    }
+    let mut next = vec![0u32; THREADS as usize];
+    for f in &got {
+        let t = f.header.source_thread as usize;
+        assert_eq!(f.header.tag, next[t], "thread {t}'s frames out of order");
+        assert!(f.payload.iter().all(|&x| x == t as u8));
+        next[t] += 1;
+    }
+    assert!(next.iter().all(|&n| n == PER_THREAD));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while a.queued_bytes() > 0 {
+        assert!(Instant::now() < deadline, "bytes left queued");
+        let _ = a.flush();
+        let _ = b.receive(|_| {});
+    }
+}

@@ -1,8 +1,10 @@
 //! The send queue of a TCP channel and its vectored writes.
 
-use super::{ChannelError, SendOutcome};
+use super::{lock, ChannelError, SendOutcome};
 use std::collections::VecDeque;
 use std::io::{self, IoSlice, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use threadwire_wire::{Payload, HEADER_LEN};
 
 /// At most this many buffers per `writev` (Linux allows 1024; more than a
@@ -35,6 +37,31 @@ impl Outgoing {
     }
 }
 
+/// Frames handed over by senders that found the writer busy (combining
+/// steps in the module docs of `tcp`): the writer takes them all and
+/// writes them with its own in one `writev`.
+#[derive(Default)]
+pub(super) struct Handoff {
+    items: Mutex<Vec<Outgoing>>,
+    /// Bytes of the frames in `items`: counted before a frame goes in, so
+    /// that a look at it alone tells whether anything may be waiting.
+    bytes: AtomicUsize,
+}
+
+impl Handoff {
+    /// Hands a frame over, to be written in order behind those before it.
+    pub(super) fn push(&self, header: [u8; HEADER_LEN], payload: Payload) {
+        let item = Outgoing { header, payload };
+        self.bytes.fetch_add(item.len(), Ordering::SeqCst);
+        lock(&self.items).push(item);
+    }
+
+    /// Bytes handed over and not yet taken by the writer.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::SeqCst)
+    }
+}
+
 #[derive(Default)]
 pub(super) struct WriteQueue {
     items: VecDeque<Outgoing>,
@@ -47,6 +74,19 @@ pub(super) struct WriteQueue {
 impl WriteQueue {
     pub(super) fn queued_bytes(&self) -> usize {
         self.queued
+    }
+
+    /// Moves the frames handed over into the queue, behind its own, in
+    /// the order they were handed over.
+    pub(super) fn absorb(&mut self, handoff: &Handoff) {
+        if handoff.bytes() == 0 {
+            return;
+        }
+        let items = std::mem::take(&mut *lock(&handoff.items));
+        let bytes: usize = items.iter().map(Outgoing::len).sum();
+        handoff.bytes.fetch_sub(bytes, Ordering::SeqCst);
+        self.queued += bytes;
+        self.items.extend(items);
     }
 
     pub(super) fn send(
