@@ -82,13 +82,6 @@ impl Channel {
         }
     }
 
-    /// Bytes received so far, whole frames or not.
-    pub fn bytes_received(&self) -> u64 {
-        match self {
-            Channel::Tcp(c) => c.bytes_received(),
-        }
-    }
-
     /// Closes the channel; the peer sees end of stream.
     pub fn close(&self) {
         match self {

@@ -376,18 +376,16 @@ impl Driver {
     /// Reads what `peer` has sent, without asking epoll first; `true` if
     /// anything came, a whole frame or a part of one.
     pub(crate) fn poll_peer(&mut self, node: &NodeShared, peer: u32) -> bool {
-        let p = &node.peers[peer as usize];
-        if p.shm().is_some() {
+        if node.peers[peer as usize].shm().is_some() {
             return self.read_ring(node, peer);
         }
-        let before = p.tcp().map_or(0, Channel::bytes_received);
-        self.read_peer(node, peer);
-        p.tcp().map_or(0, Channel::bytes_received) != before
+        self.read_peer(node, peer)
     }
 
-    fn read_peer(&mut self, node: &NodeShared, peer: u32) {
+    /// Reads `peer`'s TCP connection; `true` unless it had nothing.
+    fn read_peer(&mut self, node: &NodeShared, peer: u32) -> bool {
         let Some(channel) = node.peers[peer as usize].tcp() else {
-            return;
+            return false;
         };
         let mut protocol_error = None;
         let outcome = channel.receive(|frame| {
@@ -398,9 +396,10 @@ impl Driver {
         if let Some(why) = protocol_error {
             tracing::warn!("n{}: dropping connection to n{peer}: {why}", node.id);
             node.lose_peer(peer, LossCause::Failed(format!("protocol error: {why}")));
-            return;
+            return true;
         }
         match outcome {
+            Ok(ReadOutcome::Empty) => return false,
             Ok(ReadOutcome::Drained) => {}
             Ok(ReadOutcome::More) => self.more.push(peer),
             Err(ChannelError::Closed) => {
@@ -418,6 +417,7 @@ impl Driver {
                 node.lose_peer(peer, failure_cause(&e))
             }
         }
+        true
     }
 
     fn read_control(&mut self, node: &NodeShared) {
@@ -443,7 +443,7 @@ impl Driver {
             }
         }
         match outcome {
-            Ok(ReadOutcome::Drained) => {}
+            Ok(ReadOutcome::Empty | ReadOutcome::Drained) => {}
             Ok(ReadOutcome::More) => self.control_more = true,
             Err(e) => node.launcher_lost(&e),
         }

@@ -37,7 +37,7 @@ mod writer;
 
 use mio::net::TcpStream;
 use std::io;
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::atomic::{fence, Ordering};
 use std::sync::{Mutex, TryLockError};
 use threadwire_wire::{FrameError, FrameHeader, Payload};
 
@@ -80,7 +80,10 @@ pub enum SendOutcome {
 /// What [`TcpChannel::receive`] left behind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadOutcome {
-    /// The socket has nothing more for now.
+    /// The socket had nothing: not a byte was read.
+    Empty,
+    /// Bytes were read (whole frames or part of one), and the socket has
+    /// nothing more for now.
     Drained,
     /// The read budget ran out with data left: call again without waiting
     /// for readiness (edge-triggered polling will not report it again).
@@ -94,9 +97,6 @@ pub struct TcpChannel {
     /// Frames of senders that found the writer busy (combining step 2).
     handoff: Handoff,
     reader: Mutex<FrameReader>,
-    /// Bytes received so far, for waiters to tell a transfer in progress
-    /// from silence without taking the reader's lock.
-    received: AtomicU64,
 }
 
 impl TcpChannel {
@@ -114,7 +114,6 @@ impl TcpChannel {
             writer: Mutex::new(WriteQueue::default()),
             handoff: Handoff::default(),
             reader: Mutex::new(FrameReader::new(max_frame)),
-            received: AtomicU64::new(0),
         })
     }
 
@@ -198,16 +197,7 @@ impl TcpChannel {
 
     /// Reads available frames and hands each to `on_frame`.
     pub fn receive(&self, on_frame: impl FnMut(Frame)) -> Result<ReadOutcome, ChannelError> {
-        let mut reader = lock(&self.reader);
-        let outcome = reader.receive(&self.stream, on_frame);
-        self.received.store(reader.received, Ordering::Relaxed);
-        outcome
-    }
-
-    /// Bytes received so far (frames whole or in part): a waiter that
-    /// sees it grow knows a transfer is under way.
-    pub fn bytes_received(&self) -> u64 {
-        self.received.load(Ordering::Relaxed)
+        lock(&self.reader).receive(&self.stream, on_frame)
     }
 
     /// Closes both directions; the peer sees end of stream.

@@ -23,8 +23,6 @@ pub(super) struct FrameReader {
     end: usize,
     partial: Option<Partial>,
     max_frame: u64,
-    /// Bytes read from the socket so far.
-    pub(super) received: u64,
 }
 
 impl FrameReader {
@@ -35,7 +33,6 @@ impl FrameReader {
             end: 0,
             partial: None,
             max_frame,
-            received: 0,
         }
     }
 
@@ -56,9 +53,8 @@ impl FrameReader {
                 let n = match read_uninit(stream, &mut p.payload)? {
                     Some(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
                     Some(n) => n,
-                    None => return Ok(ReadOutcome::Drained),
+                    None => return Ok(drained(budget)),
                 };
-                self.received += n as u64;
                 budget = budget.saturating_sub(n);
                 if p.payload.len() == p.payload.capacity() {
                     let p = self.partial.take().expect("partial frame present");
@@ -68,7 +64,7 @@ impl FrameReader {
                     });
                 }
                 if n < want {
-                    return Ok(ReadOutcome::Drained);
+                    return Ok(drained(budget));
                 }
             } else {
                 self.parse_buffered(&mut on_frame)?;
@@ -86,17 +82,16 @@ impl FrameReader {
                     Some(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
                     Some(n) => {
                         self.end += n;
-                        self.received += n as u64;
                         budget = budget.saturating_sub(n);
                         if n < want {
                             self.parse_buffered(&mut on_frame)?;
                             if self.partial.is_none() {
-                                return Ok(ReadOutcome::Drained);
+                                return Ok(drained(budget));
                             }
                             // A large frame began: its payload may be waiting.
                         }
                     }
-                    None => return Ok(ReadOutcome::Drained),
+                    None => return Ok(drained(budget)),
                 }
             }
             if budget == 0 {
@@ -180,5 +175,15 @@ fn read(stream: &mut impl Read, buf: &mut [u8]) -> io::Result<Option<usize>> {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// The outcome of a call that stopped at an empty socket with `budget` of
+/// [`READ_BUDGET`] left: whether it read anything at all.
+fn drained(budget: usize) -> ReadOutcome {
+    if budget == READ_BUDGET {
+        ReadOutcome::Empty
+    } else {
+        ReadOutcome::Drained
     }
 }
