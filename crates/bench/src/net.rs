@@ -779,6 +779,24 @@ fn run(cmd: &str, args: &[&str]) -> Result<String, NetError> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
+/// Why emulated hosts cannot be made here, if they cannot: not root, or a
+/// kernel or container that refuses `ip netns add` (tried with a throwaway
+/// namespace `{prefix}probe`, removed at once). For callers that skip, and
+/// say why, where there are no namespaces.
+pub fn unavailable(prefix: &str) -> Option<String> {
+    if let Err(e) = require_root("creating") {
+        return Some(e.to_string());
+    }
+    let probe = format!("{prefix}probe");
+    match run("ip", &["netns", "add", &probe]) {
+        Ok(_) => {
+            let _ = run("ip", &["netns", "del", &probe]);
+            None
+        }
+        Err(e) => Some(e.to_string()),
+    }
+}
+
 fn require_root(action: &'static str) -> Result<(), NetError> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let euid = unsafe { libc::geteuid() };

@@ -339,13 +339,7 @@ pub fn rate_table(options: &rate::Options, samples: &[rate::Sample]) {
 /// Messages per second in millions, to three significant digits, so that a
 /// slow rate shows as small rather than as zero.
 fn millions(per_second: f64) -> String {
-    let m = per_second / 1e6;
-    let decimals = if m > 0.0 && m.is_finite() {
-        (2.0 - m.log10().floor()).clamp(0.0, 9.0) as usize
-    } else {
-        2
-    };
-    format!("{m:.decimals$}")
+    three_figures(per_second / 1e6)
 }
 
 /// `bench threads`: one row per measurement, then the idle cost.

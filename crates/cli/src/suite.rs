@@ -4,8 +4,9 @@
 //! 1. Each step is `threadwire bench …` started as a child of this
 //!    process, its standard output (the table) kept in `OUT/NAME.txt` and
 //!    its standard error in `OUT/NAME.log`; plots go to `OUT/NAME/`.
-//! 2. Steps on emulated links need root; without it they are listed as
-//!    skipped, with the reason, and the rest still run.
+//! 2. Steps on emulated links need network namespaces (root); where they
+//!    cannot be made, those steps are listed as skipped, with the reason,
+//!    and the rest still run.
 //! 3. A step that fails does not stop the suite: the report says so, with
 //!    the last lines it printed, and the suite exits with status 1.
 //! 4. `OUT/README.md` gathers, per step, the command, how long it took and
@@ -137,7 +138,7 @@ fn plan(args: &SuiteArgs) -> Vec<Step> {
         pingpong.push("--peers");
     }
     add("pingpong", &pingpong, None);
-    let not_root = (!is_root()).then(|| "emulated links need root".to_string());
+    let no_namespaces = threadwire_bench::net::unavailable("tws");
     let link_names: Vec<String> = args.links.iter().map(|l| l.to_string()).collect();
     for link in &link_names {
         let name = format!("pingpong-{link}");
@@ -149,7 +150,7 @@ fn plan(args: &SuiteArgs) -> Vec<Step> {
         if peers {
             a.push("--peers");
         }
-        add(&name, &a, not_root.clone());
+        add(&name, &a, no_namespaces.clone());
     }
     let encodings_sizes: &[&str] = if quick { &["--sizes", "8,1000"] } else { &[] };
     add(
@@ -184,7 +185,7 @@ fn plan(args: &SuiteArgs) -> Vec<Step> {
         add(
             "rate-none",
             &[&["bench", "rate", "--link", "none"], rate].concat(),
-            not_root.clone(),
+            no_namespaces.clone(),
         );
     }
     let threads: &[&str] = if quick {
@@ -194,11 +195,6 @@ fn plan(args: &SuiteArgs) -> Vec<Step> {
     };
     add("threads", &[&["bench", "threads"], threads].concat(), None);
     steps
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid takes nothing and cannot fail.
-    unsafe { libc::geteuid() == 0 }
 }
 
 /// Runs one step, its table into `NAME.txt` and its stderr into `NAME.log`.

@@ -166,22 +166,7 @@ impl Drop for Cleanup {
 
 /// Why namespaces cannot be made here, if they cannot.
 fn cannot_make_namespaces() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root: emulated hosts need network namespaces".into());
-    }
-    let probe = format!("twi{}probe", std::process::id() % 100_000);
-    match Command::new("ip").args(["netns", "add", &probe]).output() {
-        Ok(out) if out.status.success() => {
-            let _ = Command::new("ip").args(["netns", "del", &probe]).status();
-            None
-        }
-        Ok(out) => Some(format!(
-            "`ip netns add` fails here: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
-        Err(e) => Some(format!("cannot run `ip`: {e}")),
-    }
+    threadwire_bench::net::unavailable(&format!("twi{}", std::process::id() % 100_000))
 }
 
 fn output(cmd: &str, args: &[&str]) -> String {

@@ -2,26 +2,9 @@
 
 use std::process::Command;
 
-/// Why namespaces cannot be made here, if they cannot: not root, or a
-/// container that forbids `ip netns add`.
+/// Why namespaces cannot be made here, if they cannot.
 pub fn cannot_run(prefix: &str) -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root".to_string());
-    }
-    let probe = format!("{prefix}probe");
-    let added = Command::new("ip").args(["netns", "add", &probe]).output();
-    match added {
-        Ok(out) if out.status.success() => {
-            let _ = Command::new("ip").args(["netns", "del", &probe]).status();
-            None
-        }
-        Ok(out) => Some(format!(
-            "`ip netns add` fails here: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
-        Err(e) => Some(format!("cannot run `ip`: {e}")),
-    }
+    threadwire_bench::net::unavailable(prefix)
 }
 
 /// A command's standard output, asserting that it succeeded.
