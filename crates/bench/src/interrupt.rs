@@ -68,7 +68,7 @@ pub const GROUPS_GRACE: Duration = Duration::from_secs(2);
 /// How many times step 4 scans for processes forked since the last scan.
 const MAX_SCANS: usize = 10;
 
-const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+pub(crate) const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// What the interrupt thread would undo now.
 #[derive(Debug)]
@@ -299,7 +299,7 @@ fn clean_up_on_signal(set: libc::sigset_t) {
     // `registry` is never dropped: rule 4.
 }
 
-fn signal_set() -> libc::sigset_t {
+pub(crate) fn signal_set() -> libc::sigset_t {
     let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
     // SAFETY: sigemptyset initialises the whole set; then each signal
     // number is valid.
@@ -343,7 +343,8 @@ fn process_stat(pid: libc::pid_t) -> Option<ProcessStat> {
     })
 }
 
-fn is_live(pid: libc::pid_t) -> bool {
+/// Whether `pid` runs: false once it has ended (a zombie) or is gone.
+pub(crate) fn is_live(pid: libc::pid_t) -> bool {
     process_stat(pid).is_some_and(|p| p.live)
 }
 

@@ -96,8 +96,6 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// The Debian packages of `NPpvm` and the daemon it runs under.
-pub const NETPIPE_PACKAGES: &str = "netpipe-pvm pvm";
 /// The Debian package of the daemon, its console and (by dependency) libpvm3.
 pub const PACKAGES: &str = "pvm";
 /// The library [`task_main`] loads.
@@ -291,7 +289,7 @@ pub fn netpipe(
     log: &Path,
     deadline: Instant,
 ) -> Result<(), Error> {
-    require(&["NPpvm", "pvm"], NETPIPE_PACKAGES)?;
+    require(&["NPpvm", "pvm"], crate::peers::Peer::Pvm.packages())?;
     let started = Instant::now();
     // Debug mask 4 logs each task's enrollment ("new task"), which the
     // transmitter must not precede; tasks talk to each other directly, so
@@ -678,7 +676,11 @@ mod tests {
 
     #[test]
     fn a_missing_program_names_the_packages() {
-        let e = require(&["threadwire-no-such-program"], NETPIPE_PACKAGES).unwrap_err();
+        let e = require(
+            &["threadwire-no-such-program"],
+            crate::peers::Peer::Pvm.packages(),
+        )
+        .unwrap_err();
         let text = e.to_string();
         assert!(
             text.contains("threadwire-no-such-program missing")

@@ -158,7 +158,7 @@ enum Bench {
               value_parser = ["thread", "shm", "tcp"])]
         paths: Vec<String>,
         /// Repetitions per size.
-        #[arg(long, default_value_t = 5)]
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
         repetitions: u32,
         /// Milliseconds per repetition.
         #[arg(long, default_value_t = 100)]
@@ -192,7 +192,7 @@ enum Bench {
         #[arg(long, default_value_t = 50_000)]
         messages: u64,
         /// Timed repetitions per thread count (after one untimed warm-up).
-        #[arg(long, default_value_t = 5)]
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
         repetitions: u32,
         /// Sends (receives) started before they are completed together.
         #[arg(long, default_value_t = 64)]
@@ -211,7 +211,7 @@ enum Bench {
         #[arg(long, default_value_t = 200_000)]
         iterations: u64,
         /// Timed repetitions per row and column.
-        #[arg(long, default_value_t = 5)]
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
         repetitions: u32,
         #[command(flatten)]
         output: MachineReadable,
@@ -227,7 +227,7 @@ enum Bench {
         )]
         counts: Vec<u32>,
         /// Timed repetitions per row (after one untimed warm-up).
-        #[arg(long, default_value_t = 5)]
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
         repetitions: u32,
         /// Start the node processes on two emulated hosts joined by this
         /// link, node i on host i mod 2 (needs root); the other rows stay
@@ -249,7 +249,7 @@ enum Bench {
         )]
         links: Vec<threadwire_bench::net::Link>,
         /// Repetitions per size (fewer on slow links, to fit --seconds).
-        #[arg(long, default_value_t = 5)]
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
         repetitions: u32,
         /// Milliseconds per repetition, at least.
         #[arg(long, default_value_t = 50)]
@@ -272,7 +272,7 @@ enum Bench {
         #[arg(long, value_delimiter = ',', conflicts_with = "max_power")]
         sizes: Option<Vec<usize>>,
         /// Repetitions per size and encoding.
-        #[arg(long, default_value_t = 5)]
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
         repetitions: u32,
         /// Milliseconds per repetition.
         #[arg(long, default_value_t = 100)]
@@ -286,7 +286,7 @@ enum Bench {
     /// thread's wake-up, memcpy bandwidth and loopback TCP.
     Floors {
         /// Timed repetitions per row (after one untimed warm-up).
-        #[arg(long, default_value_t = 5)]
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
         repetitions: u32,
         /// Milliseconds per repetition (iteration counts are calibrated to it).
         #[arg(long, default_value_t = 100)]

@@ -7,7 +7,7 @@
 //! 2. Steps on emulated links need network namespaces (root); where they
 //!    cannot be made, those steps are listed as skipped, with the reason,
 //!    and the rest still run.
-//! 3. A step that fails does not stop the suite: the report says so, with
+//! 3. A step that fails, or runs past an hour, does not stop the suite: the report says so, with
 //!    the last lines it printed, and the suite exits with status 1.
 //! 4. `OUT/README.md` gathers, per step, the command, how long it took and
 //!    its table, in the order they ran: the raw material of
@@ -18,6 +18,7 @@
 
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -62,9 +63,13 @@ enum Outcome {
     Failed { took: Duration, why: String },
 }
 
-/// The classic sizes up to 1 MB: the ping-pong's sweep on emulated links,
-/// where 16 MiB would take half a minute a round trip on 10 Mbit/s.
-const LINK_SIZES: &str = "8,20,100,1000,60000,250000,1000000";
+/// The longest a step may run: the slowest, the ping-pong with its peers
+/// on 10 Mbit/s, takes 13 minutes.
+const STEP_DEADLINE: Duration = Duration::from_secs(60 * 60);
+
+/// The largest size of the ping-pong on emulated links: the classic sizes
+/// up to 1 MB, as 16 MiB would take half a minute a round trip on 10 Mbit/s.
+const LINK_LARGEST: usize = 1_000_000;
 
 /// Runs the suite; the process's exit status.
 pub fn run(args: &SuiteArgs) -> Result<i32> {
@@ -140,10 +145,16 @@ fn plan(args: &SuiteArgs) -> Vec<Step> {
     add("pingpong", &pingpong, None);
     let no_namespaces = threadwire_bench::net::unavailable("tws");
     let link_names: Vec<String> = args.links.iter().map(|l| l.to_string()).collect();
+    let link_sizes: Vec<String> = threadwire_bench::pingpong::CLASSIC_SIZES
+        .iter()
+        .filter(|&&n| n <= LINK_LARGEST)
+        .map(usize::to_string)
+        .collect();
+    let link_sizes = link_sizes.join(",");
     for link in &link_names {
         let name = format!("pingpong-{link}");
         let plots = out(&name);
-        let sizes = if quick { "8,1000" } else { LINK_SIZES };
+        let sizes = if quick { "8,1000" } else { &link_sizes };
         let mut a = vec!["bench", "pingpong", "--link", link, "--paths", "tcp"];
         a.extend(["--sizes", sizes, "--plot", &plots]);
         a.extend(tiny_timing);
@@ -204,13 +215,50 @@ fn run_step(exe: &Path, step: &Step, out: &Path) -> Result<Outcome> {
         std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))
     };
     let started = Instant::now();
-    let status = Command::new(exe)
-        .args(&step.args)
+    let mut cmd = Command::new(exe);
+    cmd.args(&step.args)
         .stdin(Stdio::null())
         .stdout(file("txt")?)
-        .stderr(file("log")?)
-        .status()
+        .stderr(file("log")?);
+    // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+    // If the suite dies, the step gets SIGTERM and cleans up after itself
+    // (its peers, its emulated hosts) instead of running on alone.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let mut child = cmd
+        .spawn()
         .with_context(|| format!("starting {}", step.name))?;
+    let status = loop {
+        if let Some(status) = child.try_wait().context("waiting for a step")? {
+            break status;
+        }
+        if started.elapsed() > STEP_DEADLINE {
+            // SIGTERM first, so that it removes what it built.
+            if let Ok(pid) = i32::try_from(child.id()) {
+                // SAFETY: kill(2) takes no pointers; the child is not yet
+                // reaped, so its id is still its own.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+            let grace = Instant::now() + Duration::from_secs(30);
+            while child.try_wait()?.is_none() && Instant::now() < grace {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(Outcome::Failed {
+                took: started.elapsed(),
+                why: format!("still running after {STEP_DEADLINE:?}: stopped"),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     let took = started.elapsed();
     if status.success() {
         return Ok(Outcome::Ran(took));
@@ -253,7 +301,10 @@ fn report(steps: &[Step], outcomes: &[Outcome], out: &Path) -> String {
         if !table.trim().is_empty() {
             let _ = writeln!(md, "```\n{}\n```\n", table.trim_end());
         }
-        for plot in ["pingpong-latency.svg", "pingpong-bandwidth.svg"] {
+        let svgs = threadwire_bench::plot::PINGPONG_FILES
+            .iter()
+            .filter(|f| f.ends_with(".svg"));
+        for plot in svgs {
             if out.join(&step.name).join(plot).exists() {
                 let _ = writeln!(md, "![{} {plot}]({}/{plot})\n", step.name, step.name);
             }

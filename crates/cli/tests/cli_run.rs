@@ -669,7 +669,7 @@ impl Drop for NetGuard {
 /// why without them.
 #[test]
 fn nodes_on_namespace_hosts_share_memory_inside_and_use_tcp_between() {
-    const PREFIX: &str = "twc1";
+    const PREFIX: &str = "twn1";
     let up = run(threadwire().args(["net", "up", "--hosts", "2", "--prefix", PREFIX]));
     if up.code() != Some(0) {
         eprintln!(
@@ -813,6 +813,7 @@ fn bench_pingpong_on_an_emulated_link_leaves_nothing_behind() {
 /// missing (not root, no namespaces).
 #[test]
 fn bench_comm_reports_every_path_and_size() {
+    let _one_at_a_time = COMM_NETS.lock().unwrap_or_else(|e| e.into_inner());
     let ran = run(threadwire().args([
         "bench",
         "comm",
@@ -1024,9 +1025,15 @@ fn bench_threads_csv_has_a_header_and_every_row() {
     }
 }
 
+/// `bench comm` runs name their emulated hosts `twc<pid>`, and each test
+/// checks that none is left: one such test at a time, so that none sees
+/// another's hosts while they run.
+static COMM_NETS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// `bench comm` with the smallest budget and an unshaped link, printed as
 /// `format`.
 fn bench_comm_tiny(format: &str) -> Ran {
+    let _one_at_a_time = COMM_NETS.lock().unwrap_or_else(|e| e.into_inner());
     let ran = run(threadwire().args([
         "bench",
         "comm",

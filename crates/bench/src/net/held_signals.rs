@@ -13,20 +13,13 @@ pub(super) struct HeldSignals {
 }
 
 impl HeldSignals {
-    const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
-
     pub(super) fn hold() -> HeldSignals {
-        let mut hold = empty_sigset();
-        for signal in Self::SIGNALS {
-            // SAFETY: `hold` was initialised by sigemptyset and `signal` is
-            // a valid signal number.
-            unsafe { libc::sigaddset(&mut hold, signal) };
-        }
+        let hold = crate::interrupt::signal_set();
         let mut old = empty_sigset();
         // SAFETY: both sets are initialised; SIG_BLOCK is a valid `how`, so
         // the call cannot fail.
         unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &hold, &mut old) };
-        let watched = Self::SIGNALS
+        let watched = crate::interrupt::SIGNALS
             .into_iter()
             // SAFETY: `old` was filled in by pthread_sigmask.
             .filter(|&s| unsafe { libc::sigismember(&old, s) } == 0)

@@ -92,14 +92,7 @@ impl Group {
     /// id, and so its group's, cannot be reused, so [`kill`](Self::kill)
     /// reaches only its own group.
     pub(crate) fn exited(&self) -> bool {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()));
-        match stat {
-            Ok(stat) => stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.trim_start().chars().next())
-                .is_some_and(|state| state == 'Z' || state == 'X'),
-            Err(_) => true,
-        }
+        libc::pid_t::try_from(self.child.id()).map_or(true, |pid| !crate::interrupt::is_live(pid))
     }
 
     pub(crate) fn kill(&mut self) {
