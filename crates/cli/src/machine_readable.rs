@@ -32,18 +32,18 @@ use threadwire_bench::threads;
 pub fn pingpong_json(rows: &[Row], peers: &[Report]) {
     let mut out = String::from("{\n  \"benchmark\": \"pingpong\",\n  \"rows\": [");
     for (i, r) in rows.iter().enumerate() {
-        let mbps = r.size as f64 / (r.ns[0] / 1e9) / 1e6;
+        let s = &r.sample;
         let _ = write!(
             out,
             "{}\n    {{\"path\": {}, \"size\": {}, \"median_ns\": {}, \"min_ns\": {}, \
              \"max_ns\": {}, \"mbps\": {}}}",
             if i == 0 { "" } else { "," },
             string(&r.path),
-            r.size,
-            number(r.ns[0]),
-            number(r.ns[1]),
-            number(r.ns[2]),
-            number(mbps)
+            s.size,
+            s.one_way.as_nanos(),
+            s.min.as_nanos(),
+            s.max.as_nanos(),
+            number(s.mbps())
         );
     }
     out.push_str("\n  ],\n  \"fits\": [");
@@ -121,17 +121,17 @@ pub fn pingpong_csv(rows: &[Row], peers: &[Report]) {
         source("source")
     );
     for r in rows {
-        let mbps = r.size as f64 / (r.ns[0] / 1e9) / 1e6;
+        let s = &r.sample;
         let _ = writeln!(
             out,
             "{}{},{},{},{},{},{}",
             source("threadwire"),
             field(&r.path),
-            r.size,
-            csv_number(r.ns[0]),
-            csv_number(r.ns[1]),
-            csv_number(r.ns[2]),
-            csv_number(mbps)
+            s.size,
+            s.one_way.as_nanos(),
+            s.min.as_nanos(),
+            s.max.as_nanos(),
+            csv_number(s.mbps())
         );
     }
     for report in peers {

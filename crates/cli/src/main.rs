@@ -488,8 +488,8 @@ fn dispatch(cli: Cli) -> Result<i32> {
                     .iter()
                     .map(|r| threadwire_bench::plot::Point {
                         path: &r.path,
-                        size: r.size,
-                        one_way_seconds: r.ns[0] / 1e9,
+                        size: r.sample.size,
+                        one_way_seconds: r.sample.one_way.as_secs_f64(),
                     })
                     .collect();
                 let labels: Vec<(String, &threadwire_bench::peers::Measured)> = peers
@@ -799,9 +799,9 @@ fn run_peers(
         let path = transport.name();
         results
             .iter()
-            .find(|r| r.size == largest && r.path.split('/').next() == Some(path))
-            .filter(|r| r.ns[0].is_finite() && r.ns[0] > 0.0)
-            .map(|r| Duration::from_secs_f64(r.ns[0] / 1e9))
+            .find(|r| r.sample.size == largest && r.path.split('/').next() == Some(path))
+            .map(|r| r.sample.one_way)
+            .filter(|t| !t.is_zero())
     };
     let placement = net.map_or(Placement::Local, Placement::on);
     let link = link.map(|l| l.to_string());

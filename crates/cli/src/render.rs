@@ -2,8 +2,9 @@
 
 use anyhow::Result;
 use std::io::Write;
+use std::time::Duration;
 use threadwire::launch::{Event, JobReport, OutputStream};
-use threadwire_bench::fit::{self, Fit};
+use threadwire_bench::fit::Fit;
 use threadwire_bench::pingpong::{self, Budget, Sample};
 use threadwire_bench::rate;
 use threadwire_bench::threads;
@@ -144,12 +145,10 @@ fn print_samples(path: &str, samples: &[Sample]) {
     }
 }
 
-/// One `pingpong-result` line: a path's size, with its median, minimum and
-/// maximum one-way time in nanoseconds (NaN where unreadable).
+/// One `pingpong-result` line: a path's sample of one size.
 pub struct Row {
     pub path: String,
-    pub size: usize,
-    pub ns: [f64; 3],
+    pub sample: Sample,
 }
 
 /// Takes a `pingpong-result` line into `rows`: whether `ev` was one (if
@@ -158,13 +157,21 @@ pub fn collect_results(ev: &Event, rows: &mut Vec<Row>) -> bool {
     if let Event::Output { line, .. } = ev {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() == 6 && f[0] == RESULT {
-            let p = |s: &str| s.parse::<f64>().unwrap_or(f64::NAN);
-            rows.push(Row {
-                path: f[1].to_string(),
-                size: f[2].parse().unwrap_or(0),
-                ns: [p(f[3]), p(f[4]), p(f[5])],
-            });
-            return true;
+            let ns = |s: &str| s.parse().ok().map(Duration::from_nanos);
+            if let (Ok(size), Some(one_way), Some(min), Some(max)) =
+                (f[2].parse(), ns(f[3]), ns(f[4]), ns(f[5]))
+            {
+                rows.push(Row {
+                    path: f[1].to_string(),
+                    sample: Sample {
+                        size,
+                        one_way,
+                        min,
+                        max,
+                    },
+                });
+                return true;
+            }
         }
     }
     false
@@ -196,16 +203,18 @@ pub fn pingpong_fits(rows: &[Row]) -> Vec<(&str, Option<Fit>)> {
     paths
         .into_iter()
         .map(|path| {
-            let medians = rows
+            let samples: Vec<Sample> = rows
                 .iter()
                 .filter(|r| r.path == path)
-                .map(|r| (r.size as f64, r.ns[0] / 1e9));
-            (path, fit::least_squares(medians))
+                .map(|r| r.sample)
+                .collect();
+            (path, pingpong::fit(&samples))
         })
         .collect()
 }
 
 pub fn pingpong_table(rows: &[Row]) {
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
     println!(
         "{:<12} {:>10} {:>12} {:>22} {:>12}",
         "path", "size (B)", "one-way µs", "min–max µs", "MB/s"
@@ -214,10 +223,10 @@ pub fn pingpong_table(rows: &[Row]) {
         println!(
             "{:<12} {:>10} {:>12.3} {:>22} {:>12}",
             r.path,
-            r.size,
-            r.ns[0] / 1e3,
-            format!("{:.3}–{:.3}", r.ns[1] / 1e3, r.ns[2] / 1e3),
-            mbps(r.size as f64 / (r.ns[0] / 1e9) / 1e6)
+            r.sample.size,
+            us(r.sample.one_way),
+            format!("{:.3}–{:.3}", us(r.sample.min), us(r.sample.max)),
+            mbps(r.sample.mbps())
         );
     }
     println!(
@@ -561,14 +570,15 @@ pub fn peer_rows(rows: &[Row], report: &threadwire_bench::peers::Report) -> Vec<
     rows.iter()
         .filter(|r| r.path == report.path)
         .filter_map(|r| {
-            let peer = measured.at(r.size)?;
+            let peer = measured.at(r.sample.size)?;
             let peer_ns_per_byte =
                 peer.point.one_way.as_secs_f64() * 1e9 / peer.point.size.max(1) as f64;
+            let ours_ns = r.sample.min.as_secs_f64() * 1e9;
             Some(PeerRow {
-                size: r.size,
+                size: r.sample.size,
                 peer,
-                ours_ns: r.ns[1],
-                ratio: r.ns[1] / r.size.max(1) as f64 / peer_ns_per_byte,
+                ours_ns,
+                ratio: ours_ns / r.sample.size.max(1) as f64 / peer_ns_per_byte,
             })
         })
         .collect()
