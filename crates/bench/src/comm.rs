@@ -35,8 +35,8 @@ use crate::pingpong::{self, Budget, Sample};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
-use threadwire::launch::{self, Event, JobSpec, LaunchError};
 use threadwire::{Address, Endpoint, InitError, JoinError};
+use threadwire_launch::{Event, JobSpec, LaunchError};
 
 /// The message sizes of the 1998 table, in bytes: 1 B, 1 KB, 32 KB, 1 MB.
 pub const SIZES: [usize; 4] = [1, 1000, 32_000, 1_000_000];
@@ -325,8 +325,8 @@ pub fn run(options: &Options, mut on_event: impl FnMut(&Event)) -> Result<Report
         .env(PATH_VAR, "local")
         .timeout(options.job_timeout(&local));
     let mut cells = Vec::new();
-    let report =
-        launch::run(&job, |ev| collect(ev, &mut cells, &mut on_event)).map_err(Error::Launch)?;
+    let report = threadwire_launch::run(&job, |ev| collect(ev, &mut cells, &mut on_event))
+        .map_err(Error::Launch)?;
     if report.status != 0 {
         return Err(Error::JobFailed(report.status));
     }
@@ -366,7 +366,7 @@ fn on_link(
         .env(PATH_VAR, link.name())
         .hosts(net.launch_hosts())
         .timeout(options.job_timeout(&[Path::Link(link)]));
-    let report = launch::run(&job, |ev| collect(ev, cells, on_event))
+    let report = threadwire_launch::run(&job, |ev| collect(ev, cells, on_event))
         .map_err(|e| format!("the job did not start: {e}"))?;
     match report.status {
         0 => Ok(()),

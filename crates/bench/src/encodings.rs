@@ -25,8 +25,8 @@ use crate::pingpong::{self, Bounce, Budget, Sample};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
-use threadwire::launch::{self, Event, JobSpec, LaunchError};
 use threadwire::{Address, Encoding, InitError, Message, Packer, Payload};
+use threadwire_launch::{Event, JobSpec, LaunchError};
 
 /// The first word of a node's result line: `encodings-result ENCODING SIZE
 /// MEDIAN_NS MIN_NS MAX_NS`.
@@ -201,7 +201,7 @@ pub fn run(
         }
     };
     let mut rows = Vec::new();
-    let report = launch::run(&job, |ev| {
+    let report = threadwire_launch::run(&job, |ev| {
         if let Event::Output { line, .. } = ev {
             rows.extend(parse_result(line));
         }

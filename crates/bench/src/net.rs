@@ -225,12 +225,12 @@ pub struct Net {
 }
 
 impl Net {
-    /// The hosts as a launcher's host list ([`threadwire::launch::JobSpec::hosts`]):
+    /// The hosts as a launcher's host list ([`threadwire_launch::JobSpec::hosts`]):
     /// node `i` runs in namespace `i % hosts`.
-    pub fn launch_hosts(&self) -> Vec<threadwire::launch::Host> {
+    pub fn launch_hosts(&self) -> Vec<threadwire_launch::Host> {
         self.hosts
             .iter()
-            .map(|h| threadwire::launch::Host::Netns(h.name.clone()))
+            .map(|h| threadwire_launch::Host::Netns(h.name.clone()))
             .collect()
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! | Row        | Started                                          | Timed until |
 //! |------------|--------------------------------------------------|-------------|
-//! | processes  | a job of N nodes, [`launch::run`]                 | the last node's line, printed right after `init`, reaches the launcher (*all joined*); `run` returns (*job finished*) |
+//! | processes  | a job of N nodes, [`threadwire_launch::run`]                 | the last node's line, printed right after `init`, reaches the launcher (*all joined*); `run` returns (*job finished*) |
 //! | fibers     | N × [`spawn`](threadwire::Node::spawn) of a body that returns | all N joined |
 //! | OS threads | N × [`spawn_os`](threadwire::Node::spawn_os), likewise | all N joined |
 //! | pvm_spawn  | N tasks with one `pvm_spawn` from a PVM parent, under a private pvmd ([`crate::pvm`]) | a message from each has reached the parent |
@@ -30,8 +30,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use threadwire::launch::{self, Event, JobSpec, LaunchError};
 use threadwire::{Endpoint, InitError, JoinError, ThreadHandle};
+use threadwire_launch::{Event, JobSpec, LaunchError};
 
 /// The first word of a node's line after `init`: `spawn-joined NODE
 /// STARTED_NS JOINED_NS`, nanoseconds of `CLOCK_MONOTONIC`.
@@ -101,7 +101,7 @@ pub struct Options {
     /// Hosts of the process rows, node `i` on host `i` modulo their number
     /// (`JobSpec::hosts`); empty for this host. Fibers, OS threads and
     /// pvm_spawn stay on this host.
-    pub hosts: Vec<launch::Host>,
+    pub hosts: Vec<threadwire_launch::Host>,
 }
 
 impl Options {
@@ -136,7 +136,7 @@ impl Millis {
 }
 
 /// Where a job's start goes: milliseconds from the call of
-/// [`launch::run`], by the nodes' clocks (module docs).
+/// [`threadwire_launch::run`], by the nodes' clocks (module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Timeline {
     /// Until the last node's code runs: fork, exec, loading, the program's
@@ -379,7 +379,7 @@ fn launch_once(spec: &JobSpec, on_event: &mut impl FnMut(&Event)) -> Result<Job,
     // Per node: its code running, past init (its clock), line read (ours).
     let mut stamps: Vec<Option<[u64; 3]>> = vec![None; spec.nodes as usize];
     let t0 = monotonic_ns();
-    let report = launch::run(spec, |ev| match ev {
+    let report = threadwire_launch::run(spec, |ev| match ev {
         Event::Output { line, .. } if line.starts_with(JOINED) => {
             let read = monotonic_ns();
             let f: Vec<u64> = line

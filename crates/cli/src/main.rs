@@ -11,8 +11,8 @@ use progress::Progress;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
-use threadwire::launch::{FailurePolicy, JobSpec};
 use threadwire_bench::threads;
+use threadwire_launch::{FailurePolicy, JobSpec};
 
 #[derive(Parser)]
 #[command(
@@ -455,7 +455,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 if let Some(net) = &net {
                     spec = spec.hosts(net.launch_hosts());
                 }
-                let report = threadwire::launch::run(&spec, |ev| {
+                let report = threadwire_launch::run(&spec, |ev| {
                     match render::collect_results(ev, &mut results) {
                         true => progress.step(),
                         false => progress.aside(ev),
@@ -550,7 +550,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             }
             let mut results = Vec::new();
             let progress = Progress::new("bench rate", threadwire_bench::rate::samples(&options));
-            let report = threadwire::launch::run(&spec, |ev| {
+            let report = threadwire_launch::run(&spec, |ev| {
                 match render::collect_rate_results(ev, &mut results) {
                     true => progress.step(),
                     false => progress.aside(ev),
@@ -839,12 +839,12 @@ fn launch(job: &JobArgs, program: PathBuf, args: Vec<OsString>) -> Result<i32> {
     if let Some(file) = &job.hosts {
         let text = std::fs::read_to_string(file)
             .with_context(|| format!("reading host file {}", file.display()))?;
-        let hosts = threadwire::launch::parse_host_file(&text)
+        let hosts = threadwire_launch::parse_host_file(&text)
             .with_context(|| format!("host file {}", file.display()))?;
         spec = spec.hosts(hosts);
     }
     let verbose = job.verbose;
-    let report = threadwire::launch::run(&spec, |e| render::event(e, verbose))
+    let report = threadwire_launch::run(&spec, |e| render::event(e, verbose))
         .with_context(|| format!("starting {}", spec.program.display()))?;
     if job.stats {
         render::stats(&report);

@@ -10,7 +10,7 @@
 //! its whole process's CPU time).
 
 use indicatif::{ProgressBar, ProgressStyle};
-use threadwire::launch::Event;
+use threadwire_launch::Event;
 
 use crate::render;
 

@@ -3,11 +3,11 @@
 use anyhow::Result;
 use std::io::Write;
 use std::time::Duration;
-use threadwire::launch::{Event, JobReport, OutputStream};
 use threadwire_bench::fit::Fit;
 use threadwire_bench::pingpong::{self, Budget, Sample};
 use threadwire_bench::rate;
 use threadwire_bench::threads;
+use threadwire_launch::{Event, JobReport, OutputStream};
 
 pub fn event(ev: &Event, verbose: bool) {
     match ev {

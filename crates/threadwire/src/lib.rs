@@ -43,15 +43,16 @@
 #![warn(missing_docs)]
 
 mod address;
+pub mod control;
 mod endpoint;
 pub mod env;
 mod error;
-pub mod launch;
 mod mailbox;
 mod message;
 mod node;
 mod peer;
 mod progress;
+mod report;
 mod request;
 mod stats;
 
@@ -61,6 +62,7 @@ pub use error::{InitError, LossCause, PeerLost, RecvError, SendError};
 pub use message::{Message, Status};
 pub use node::{init, Config, Node, ThreadHandle, DEFAULT_MAX_FRAME};
 pub use peer::ChannelChoice;
+pub use report::ReportError;
 pub use request::{wait_all, wait_any, Completion, RecvRequest, Request, SendRequest};
 pub use stats::Stats;
 

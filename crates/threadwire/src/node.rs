@@ -1,7 +1,7 @@
 //! A node: this process's membership in its job, shared by all its threads.
 
+use crate::control::{self as protocol, Control};
 use crate::error::{InitError, InitErrorKind, LossCause, PeerLost};
-use crate::launch::protocol::{self, Control};
 use crate::lock;
 use crate::mailbox::{remote_message, MailboxTable, MAX_THREADS};
 use crate::peer::{ChannelChoice, Peer};

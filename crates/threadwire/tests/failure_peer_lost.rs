@@ -7,7 +7,7 @@
 mod support;
 
 use support::JobOutput;
-use threadwire::launch::{Event, FailurePolicy, NodeExit};
+use threadwire_launch::{Event, FailurePolicy, NodeExit};
 
 const SURVIVOR_CHECKS: [&str; 8] = [
     "n0.t0: recv from n2.t0: PeerLost n2",

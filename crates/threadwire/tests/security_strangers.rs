@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use threadwire::launch::{Event, OutputStream};
+use threadwire_launch::{Event, OutputStream};
 use threadwire_transport::handshake::{self, Credentials, HandshakeError};
 use threadwire_wire::{FrameHeader, FrameKind, PROTOCOL_VERSION};
 

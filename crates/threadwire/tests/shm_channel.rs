@@ -8,7 +8,7 @@
 mod support;
 
 use support::JobOutput;
-use threadwire::launch::Event;
+use threadwire_launch::Event;
 
 /// The channel names every node reported, `routes[node][peer]`.
 fn routes(out: &JobOutput) -> Vec<Vec<String>> {
@@ -152,7 +152,7 @@ fn a_node_killed_by_sigkill_leaves_nothing_behind() {
     let out = support::run_observed(
         support::job(2, "node-shm")
             .args(["wait"])
-            .on_failure(threadwire::launch::FailurePolicy::Continue),
+            .on_failure(threadwire_launch::FailurePolicy::Continue),
         |e| {
             if let Event::Output { node: 1, line, .. } = e {
                 if let Some(pid) = line.strip_prefix("shm n1: ready pid=") {
@@ -173,7 +173,7 @@ fn a_node_killed_by_sigkill_leaves_nothing_behind() {
     );
     assert_eq!(
         out.report.exits[1],
-        threadwire::launch::NodeExit::Signal(9),
+        threadwire_launch::NodeExit::Signal(9),
         "{t}"
     );
     assert_nothing_left(&out, &before);

@@ -1,8 +1,8 @@
 //! The driver: one poll loop per node over its listener, handshakes in
 //! progress, peer channels and the launcher's control connection.
 
+use crate::control::Control;
 use crate::error::LossCause;
-use crate::launch::protocol::Control;
 use crate::node::NodeShared;
 use std::collections::HashMap;
 use std::io;

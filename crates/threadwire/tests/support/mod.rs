@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 use std::time::Duration;
-use threadwire::launch::{self, Event, JobReport, JobSpec, OutputStream};
+use threadwire_launch::{Event, JobReport, JobSpec, OutputStream};
 
 /// Every job ends by this long at the latest, so a hang fails the test
 /// instead of hanging CI.
@@ -126,7 +126,7 @@ pub fn run_observed(mut spec: JobSpec, mut observe: impl FnMut(&Event)) -> JobOu
     let mut stdout = vec![Vec::new(); n];
     let mut stderr = vec![Vec::new(); n];
     let mut events = Vec::new();
-    let report = launch::run(&spec, |ev| {
+    let report = threadwire_launch::run(&spec, |ev| {
         if let Event::Output { node, stream, line } = ev {
             let lines = match stream {
                 OutputStream::Stdout => &mut stdout,

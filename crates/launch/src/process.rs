@@ -5,7 +5,8 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::Sender;
 
-use super::{Internal, OutputStream};
+use crate::event::OutputStream;
+use crate::job::Internal;
 
 /// How a node process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

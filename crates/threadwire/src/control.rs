@@ -1,4 +1,7 @@
-//! Messages between a node and its launcher, on the control connection.
+//! Messages between a node and its launcher, on the control connection:
+//! the half of the launcher–node contract that is not the environment
+//! ([`crate::env`]). The launcher (`threadwire-launch`) and the runtime
+//! both speak it.
 //!
 //! The control connection is authenticated like any peer connection (the
 //! launcher accepts as node [`LAUNCHER`]) and carries `Control` frames whose
@@ -7,7 +10,10 @@
 //! 1. Node → launcher: `Register { addr }`, the address it listens on.
 //! 2. Launcher → node, once all nodes registered: `Directory { addrs }`.
 //! 3. Launcher → node, at any time: `PeerLost { node, cause }`.
-//! 4. Node → launcher, at finalize: `Stats`, then a `Bye` frame.
+//! 4. Node → launcher, once joined: `Channels { routes }`.
+//! 5. Node → launcher, at any time: `Report { data }`, a result the
+//!    program reports ([`Node::report`](crate::Node::report)).
+//! 6. Node → launcher, at finalize: `Stats`, then a `Bye` frame.
 
 use crate::Stats;
 use std::io::{self, Read, Write};
@@ -26,6 +32,7 @@ const DIRECTORY: u32 = 2;
 const PEER_LOST: u32 = 3;
 const STATS: u32 = 4;
 const CHANNELS: u32 = 5;
+const REPORT: u32 = 6;
 
 /// A control message.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,6 +61,11 @@ pub enum Control {
     Channels {
         /// One entry per node.
         routes: Vec<String>,
+    },
+    /// A result the node's program reports, in a codec of the program's.
+    Report {
+        /// The report's bytes.
+        data: Vec<u8>,
     },
 }
 
@@ -122,6 +134,10 @@ impl Control {
                 pack_strings(&mut p, routes);
                 CHANNELS
             }
+            Control::Report { data } => {
+                p.pack_bytes(data);
+                REPORT
+            }
         };
         let payload = p.finish();
         let mut header = FrameHeader::control(FrameKind::Control, kind, payload.len() as u64);
@@ -158,6 +174,9 @@ impl Control {
             }
             CHANNELS => Control::Channels {
                 routes: unpack_strings(&mut u)?,
+            },
+            REPORT => Control::Report {
+                data: u.unpack_bytes()?,
             },
             other => return Err(ControlError::Unexpected(other)),
         })
@@ -222,6 +241,10 @@ mod tests {
                     "tcp".into(),
                 ],
             },
+            Control::Report {
+                data: b"{\"rows\": []}".to_vec(),
+            },
+            Control::Report { data: Vec::new() },
         ];
         let mut buf = Vec::new();
         for m in &msgs {

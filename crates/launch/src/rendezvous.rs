@@ -1,10 +1,10 @@
 //! The launcher's rendezvous service: authenticates nodes, collects their
 //! listen addresses, and keeps one control connection per node.
 
-use super::protocol::{self, Control, LAUNCHER};
-use super::Internal;
+use crate::job::Internal;
 use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc::Sender;
+use threadwire::control::{self as protocol, Control, LAUNCHER};
 use threadwire_transport::handshake::{self, Credentials};
 
 /// Accepts control connections until `nodes` have registered; one thread
@@ -73,6 +73,9 @@ fn read_controls(node: u32, mut stream: TcpStream, events: &Sender<Internal>) {
             }
             Ok(Some(Control::Channels { routes })) => {
                 let _ = events.send(Internal::Channels { node, routes });
+            }
+            Ok(Some(Control::Report { data })) => {
+                let _ = events.send(Internal::Report { node, data });
             }
             Ok(Some(other)) => tracing::warn!("rendezvous: unexpected {other:?} from n{node}"),
             Ok(None) | Err(_) => return,

@@ -1,0 +1,88 @@
+//! What a job is: its nodes, program, environment, hosts and policies.
+
+use crate::hosts::Host;
+use std::ffi::OsString;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What to do when a node fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FailurePolicy {
+    /// Tell the others, give them [`GRACE`] to finish, then kill the rest.
+    #[default]
+    Abort,
+    /// Tell the others and let them decide.
+    Continue,
+}
+
+/// How long survivors of a failure may run on under [`FailurePolicy::Abort`].
+pub const GRACE: Duration = Duration::from_millis(1000);
+
+/// A job to start.
+#[derive(Clone, Debug)]
+pub struct JobSpec {
+    /// Number of nodes.
+    pub nodes: u32,
+    /// The program every node runs.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Extra environment for every node.
+    pub env: Vec<(String, String)>,
+    /// Kill the job after this long.
+    pub timeout: Option<Duration>,
+    /// What a node failure does to the job.
+    pub on_failure: FailurePolicy,
+    /// Address the rendezvous service and the nodes listen on.
+    pub bind: IpAddr,
+    /// Where the nodes run, node `i` on host `i % hosts.len()`; empty: all
+    /// on this host.
+    pub hosts: Vec<Host>,
+}
+
+impl JobSpec {
+    /// `nodes` copies of `program` on this host, no arguments.
+    pub fn new(nodes: u32, program: impl Into<PathBuf>) -> JobSpec {
+        JobSpec {
+            nodes,
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            timeout: None,
+            on_failure: FailurePolicy::Abort,
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            hosts: Vec::new(),
+        }
+    }
+
+    /// Runs the nodes on `hosts` (node `i` on host `i % hosts.len()`).
+    pub fn hosts(mut self, hosts: Vec<Host>) -> JobSpec {
+        self.hosts = hosts;
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, args: I) -> JobSpec {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds an environment variable for every node.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> JobSpec {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Sets the job timeout.
+    pub fn timeout(mut self, t: Duration) -> JobSpec {
+        self.timeout = Some(t);
+        self
+    }
+
+    /// Sets the failure policy.
+    pub fn on_failure(mut self, p: FailurePolicy) -> JobSpec {
+        self.on_failure = p;
+        self
+    }
+}
