@@ -18,6 +18,7 @@
 //! assert_eq!(unpacker.unpack_string().unwrap(), "hello");
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
 mod frame;
