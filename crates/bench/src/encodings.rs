@@ -20,7 +20,7 @@
 //! encoding in turn (so that a drift of the machine spreads over all of
 //! them) and prints one line per encoding and size.
 
-use crate::net::Net;
+use threadwire_testbed::net::Net;
 use crate::pingpong::{self, Bounce, Budget, Sample};
 use std::ffi::OsString;
 use std::path::PathBuf;

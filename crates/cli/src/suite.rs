@@ -22,7 +22,8 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use threadwire_bench::net::Link;
+use threadwire_testbed::net::Link;
+use threadwire_testbed::wait_deadline;
 
 /// `threadwire bench suite` arguments.
 #[derive(clap::Args)]
@@ -143,7 +144,7 @@ fn plan(args: &SuiteArgs) -> Vec<Step> {
         pingpong.push("--peers");
     }
     add("pingpong", &pingpong, None);
-    let no_namespaces = threadwire_bench::net::unavailable("tws");
+    let no_namespaces = threadwire_testbed::net::unavailable("tws");
     let link_names: Vec<String> = args.links.iter().map(|l| l.to_string()).collect();
     let link_sizes: Vec<String> = threadwire_bench::pingpong::CLASSIC_SIZES
         .iter()
@@ -235,11 +236,11 @@ fn run_step(exe: &Path, step: &Step, out: &Path) -> Result<Outcome> {
     let mut child = cmd
         .spawn()
         .with_context(|| format!("starting {}", step.name))?;
-    let status = loop {
-        if let Some(status) = child.try_wait().context("waiting for a step")? {
-            break status;
-        }
-        if started.elapsed() > STEP_DEADLINE {
+    let status = match wait_deadline(&mut child, started + STEP_DEADLINE)
+        .context("waiting for a step")?
+    {
+        Some(status) => status,
+        None => {
             // SIGTERM first, so that it removes what it built.
             if let Ok(pid) = i32::try_from(child.id()) {
                 // SAFETY: kill(2) takes no pointers; the child is not yet
@@ -247,17 +248,15 @@ fn run_step(exe: &Path, step: &Step, out: &Path) -> Result<Outcome> {
                 unsafe { libc::kill(pid, libc::SIGTERM) };
             }
             let grace = Instant::now() + Duration::from_secs(30);
-            while child.try_wait()?.is_none() && Instant::now() < grace {
-                std::thread::sleep(Duration::from_millis(100));
+            if wait_deadline(&mut child, grace)?.is_none() {
+                let _ = child.kill();
+                let _ = child.wait();
             }
-            let _ = child.kill();
-            let _ = child.wait();
             return Ok(Outcome::Failed {
                 took: started.elapsed(),
                 why: format!("still running after {STEP_DEADLINE:?}: stopped"),
             });
         }
-        std::thread::sleep(Duration::from_millis(100));
     };
     let took = started.elapsed();
     if status.success() {

@@ -85,8 +85,8 @@
 //! multithreaded process cannot safely change. The functions used take and
 //! return `int`s and C strings only, which their prototypes in `pvm3.h` fix.
 
-use crate::peers::process::{io, is_executable, last_lines, require, Group};
-use crate::peers::{Error, Options, Placement};
+use super::process::{io, is_executable, last_lines, require, Group};
+use super::{Error, Options, Placement};
 use std::ffi::{c_char, c_int, CString, OsStr, OsString};
 use std::fs::File;
 use std::io::Write;
@@ -95,6 +95,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use threadwire_testbed::interrupt::{create_scratch_dir, remove_scratch_dir};
+use threadwire_testbed::watch::{wait_until, Watched};
 
 /// The Debian package of the daemon, its console and (by dependency) libpvm3.
 pub const PACKAGES: &str = "pvm";
@@ -160,7 +162,7 @@ impl Daemon {
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&dir);
-        crate::interrupt::create_scratch_dir(&dir)
+        create_scratch_dir(&dir)
             .map_err(io("creating PVM's scratch directory"))?;
         let mut env: Vec<(OsString, OsString)> = vec![
             ("PVM_ROOT".into(), pvm_root().into_os_string()),
@@ -185,7 +187,7 @@ impl Daemon {
         let pvmd = match Group::spawn(cmd, &out, &dir.join("pvmd.err")) {
             Ok(pvmd) => pvmd,
             Err(e) => {
-                let _ = crate::interrupt::remove_scratch_dir(&dir);
+                let _ = remove_scratch_dir(&dir);
                 return Err(e);
             }
         };
@@ -196,24 +198,20 @@ impl Daemon {
             stopped: false,
         };
         let started = Instant::now();
-        loop {
-            let text = std::fs::read_to_string(&out).unwrap_or_default();
-            if text.contains('\n') {
-                return Ok(daemon);
+        // Ready once it has printed its socket's path, one line (step 1).
+        let ready = || std::fs::read_to_string(&out).is_ok_and(|text| text.contains('\n'));
+        let pidfd = daemon.pvmd.process().pidfd();
+        match wait_until(&daemon.dir, ready, Some(pidfd), deadline) {
+            Ok(Watched::Ready) => Ok(daemon),
+            Ok(Watched::ProcessExited) => {
+                let status = daemon.pvmd.wait(deadline)?;
+                Err(daemon.failed(status))
             }
-            match daemon.pvmd.try_wait() {
-                Ok(Some(status)) => return Err(daemon.failed(status)),
-                Ok(None) if Instant::now() >= deadline => {
-                    return Err(Error::TimedOut(started.elapsed()));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-                Err(source) => {
-                    return Err(Error::Io {
-                        what: "waiting for pvmd",
-                        source,
-                    })
-                }
-            }
+            Ok(Watched::TimedOut) => Err(Error::TimedOut(started.elapsed())),
+            Err(source) => Err(Error::Io {
+                what: "waiting for pvmd",
+                source,
+            }),
         }
     }
 
@@ -239,7 +237,7 @@ impl Daemon {
         if std::mem::replace(&mut self.stopped, true) {
             return;
         }
-        if !self.pvmd.exited() {
+        if !self.pvmd.process().has_exited() {
             let mut console = self.command("pvm");
             console
                 .stdin(Stdio::piped())
@@ -249,15 +247,14 @@ impl Daemon {
                 if let Some(mut stdin) = console.take_stdin() {
                     let _ = stdin.write_all(b"halt\n");
                 }
-                let grace = Instant::now() + HALT_GRACE;
-                while !self.pvmd.exited() && Instant::now() < grace {
-                    std::thread::sleep(Duration::from_millis(2));
-                }
+                self.pvmd
+                    .process()
+                    .wait_exited(Instant::now() + HALT_GRACE);
                 console.kill();
             }
         }
         self.pvmd.kill();
-        let _ = crate::interrupt::remove_scratch_dir(&self.dir);
+        let _ = remove_scratch_dir(&self.dir);
     }
 
     /// pvmd's log, `pvml.<uid>`.
@@ -289,7 +286,7 @@ pub fn netpipe(
     log: &Path,
     deadline: Instant,
 ) -> Result<(), Error> {
-    require(&["NPpvm", "pvm"], crate::peers::Peer::Pvm.packages())?;
+    require(&["NPpvm", "pvm"], super::Peer::Pvm.packages())?;
     let started = Instant::now();
     // Debug mask 4 logs each task's enrollment ("new task"), which the
     // transmitter must not precede; tasks talk to each other directly, so
@@ -335,14 +332,20 @@ pub fn netpipe(
     let mut receiver = in_namespace(&daemon, receiver_ns, "NPpvm");
     receiver.args(&sizes).env("PVM_TMP", &receiver_dir);
     let mut receiver = Group::spawn(receiver, &receiver_log, &receiver_log)?;
-    while !log_in(&receiver_dir).contains("new task") {
-        if let Ok(Some(status)) = receiver.try_wait() {
+    let enrolled = || log_in(&receiver_dir).contains("new task");
+    match wait_until(&receiver_dir, enrolled, Some(receiver.process().pidfd()), deadline) {
+        Ok(Watched::Ready) => {}
+        Ok(Watched::ProcessExited) => {
+            let status = receiver.wait(deadline)?;
             return Err(receiver.failed(status));
         }
-        if Instant::now() >= deadline {
-            return Err(Error::TimedOut(started.elapsed()));
+        Ok(Watched::TimedOut) => return Err(Error::TimedOut(started.elapsed())),
+        Err(source) => {
+            return Err(Error::Io {
+                what: "waiting for the NPpvm receiver to enroll",
+                source,
+            })
         }
-        std::thread::sleep(Duration::from_millis(2));
     }
     let mut transmitter = in_namespace(&daemon, transmitter_ns, "NPpvm");
     transmitter
@@ -678,7 +681,7 @@ mod tests {
     fn a_missing_program_names_the_packages() {
         let e = require(
             &["threadwire-no-such-program"],
-            crate::peers::Peer::Pvm.packages(),
+            super::Peer::Pvm.packages(),
         )
         .unwrap_err();
         let text = e.to_string();
