@@ -30,13 +30,13 @@
 //! way, so its 4 calibration round trips and two repetitions of two round
 //! trips take 13 s, most of a default run.
 
-use threadwire_testbed::net::{Link, NetError, ScopedNet};
 use crate::pingpong::{self, Budget, Sample};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 use threadwire::{Address, Endpoint, InitError, JoinError};
 use threadwire_launch::{Event, JobSpec, LaunchError};
+use threadwire_testbed::net::{Link, NetError, ScopedNet};
 
 /// The message sizes of the 1998 table, in bytes: 1 B, 1 KB, 32 KB, 1 MB.
 pub const SIZES: [usize; 4] = [1, 1000, 32_000, 1_000_000];

@@ -361,7 +361,8 @@ pub fn run(peer: Peer, options: &Options) -> Result<Measured, Error> {
             let mut refused = None;
             let sent = retry_until(deadline, || {
                 let mut transmitter =
-                    match Group::spawn(in_namespace(transmitter_ns, &transmitter_args), &log, &log) {
+                    match Group::spawn(in_namespace(transmitter_ns, &transmitter_args), &log, &log)
+                    {
                         Ok(transmitter) => transmitter,
                         Err(e) => return Some(Err(e)),
                     };

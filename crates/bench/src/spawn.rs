@@ -326,7 +326,8 @@ fn pvm_spawn(options: &Options, count: u32, repetitions: u32) -> Result<Row, cra
         args: options.args.clone(),
     };
     let deadline = Instant::now() + JOB_TIMEOUT;
-    let times = crate::peers::pvm::spawn_times(&task, count as usize, repetitions as usize, deadline)?;
+    let times =
+        crate::peers::pvm::spawn_times(&task, count as usize, repetitions as usize, deadline)?;
     let mut ms: Vec<f64> = times.iter().map(|t| t.as_secs_f64() * 1e3).collect();
     Ok(Row {
         kind: Kind::PvmSpawn,

@@ -236,27 +236,23 @@ fn run_step(exe: &Path, step: &Step, out: &Path) -> Result<Outcome> {
     let mut child = cmd
         .spawn()
         .with_context(|| format!("starting {}", step.name))?;
-    let status = match wait_deadline(&mut child, started + STEP_DEADLINE)
-        .context("waiting for a step")?
-    {
-        Some(status) => status,
-        None => {
-            // SIGTERM first, so that it removes what it built.
-            if let Ok(pid) = i32::try_from(child.id()) {
-                // SAFETY: kill(2) takes no pointers; the child is not yet
-                // reaped, so its id is still its own.
-                unsafe { libc::kill(pid, libc::SIGTERM) };
-            }
-            let grace = Instant::now() + Duration::from_secs(30);
-            if wait_deadline(&mut child, grace)?.is_none() {
-                let _ = child.kill();
-                let _ = child.wait();
-            }
-            return Ok(Outcome::Failed {
-                took: started.elapsed(),
-                why: format!("still running after {STEP_DEADLINE:?}: stopped"),
-            });
+    let deadline = started + STEP_DEADLINE;
+    let Some(status) = wait_deadline(&mut child, deadline).context("waiting for a step")? else {
+        // SIGTERM first, so that it removes what it built.
+        if let Ok(pid) = i32::try_from(child.id()) {
+            // SAFETY: kill(2) takes no pointers; the child is not yet
+            // reaped, so its id is still its own.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
         }
+        let grace = Instant::now() + Duration::from_secs(30);
+        if wait_deadline(&mut child, grace)?.is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        return Ok(Outcome::Failed {
+            took: started.elapsed(),
+            why: format!("still running after {STEP_DEADLINE:?}: stopped"),
+        });
     };
     let took = started.elapsed();
     if status.success() {

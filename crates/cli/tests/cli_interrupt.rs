@@ -244,7 +244,7 @@ fn processes() -> Vec<Process> {
 
 /// The benchmark's live children that lead a process group of their own
 /// and are not `ip` or `tc` of the net: its peers (`Group` in
-/// `peers/process.rs`). Its nodes share its group.
+/// `peers/process.rs` of threadwire-bench). Its nodes share its group.
 fn peer_leaders(bench: libc::pid_t) -> Vec<libc::pid_t> {
     processes()
         .iter()

@@ -25,7 +25,8 @@ pub(crate) fn readable(fds: &[BorrowedFd<'_>], deadline: Option<Instant>) -> io:
         };
         // SAFETY: `polled` is a live, writable array of `polled.len()`
         // pollfds whose descriptors the borrows keep open.
-        let ready = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, timeout) };
+        let ready =
+            unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, timeout) };
         if ready < 0 {
             let error = io::Error::last_os_error();
             if error.kind() == io::ErrorKind::Interrupted {

@@ -92,10 +92,8 @@ mod tests {
     /// Raises `signal` at this thread, which must hold it.
     fn raise_here(signal: libc::c_int) {
         // SAFETY: pthread_self is this live thread; the signal is held.
-        assert_eq!(
-            unsafe { libc::pthread_kill(libc::pthread_self(), signal) },
-            0
-        );
+        let sent = unsafe { libc::pthread_kill(libc::pthread_self(), signal) };
+        assert_eq!(sent, 0);
     }
 
     /// Takes `signal` off this thread's pending set, so dropping the hold

@@ -123,10 +123,8 @@ mod tests {
     use std::time::Duration;
 
     fn scratch(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "threadwire-watch-{}-{name}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("threadwire-watch-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
@@ -160,7 +158,10 @@ mod tests {
         silent.wait().unwrap();
 
         let soon = Instant::now() + Duration::from_millis(20);
-        assert_eq!(wait_until(&dir, || false, None, soon).unwrap(), Watched::TimedOut);
+        assert_eq!(
+            wait_until(&dir, || false, None, soon).unwrap(),
+            Watched::TimedOut
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

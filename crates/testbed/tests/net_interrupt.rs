@@ -61,7 +61,12 @@ fn an_interrupted_up_leaves_nothing_behind() {
     let deadline = Instant::now() + Duration::from_secs(20);
     let pidfd = Pidfd::open(child.id()).unwrap();
     let host_2 = Path::new(NETNS_DIR).join("twt3h2");
-    match watch::wait_until(Path::new(NETNS_DIR), || host_2.exists(), Some(&pidfd), deadline) {
+    match watch::wait_until(
+        Path::new(NETNS_DIR),
+        || host_2.exists(),
+        Some(&pidfd),
+        deadline,
+    ) {
         Ok(Watched::Ready) => {}
         Ok(Watched::ProcessExited) => panic!("the child ended early"),
         Ok(Watched::TimedOut) => panic!("the child never built host 2"),

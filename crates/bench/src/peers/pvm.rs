@@ -162,8 +162,7 @@ impl Daemon {
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&dir);
-        create_scratch_dir(&dir)
-            .map_err(io("creating PVM's scratch directory"))?;
+        create_scratch_dir(&dir).map_err(io("creating PVM's scratch directory"))?;
         let mut env: Vec<(OsString, OsString)> = vec![
             ("PVM_ROOT".into(), pvm_root().into_os_string()),
             ("PVM_TMP".into(), dir.clone().into_os_string()),
@@ -247,9 +246,7 @@ impl Daemon {
                 if let Some(mut stdin) = console.take_stdin() {
                     let _ = stdin.write_all(b"halt\n");
                 }
-                self.pvmd
-                    .process()
-                    .wait_exited(Instant::now() + HALT_GRACE);
+                self.pvmd.process().wait_exited(Instant::now() + HALT_GRACE);
                 console.kill();
             }
         }
@@ -333,7 +330,12 @@ pub fn netpipe(
     receiver.args(&sizes).env("PVM_TMP", &receiver_dir);
     let mut receiver = Group::spawn(receiver, &receiver_log, &receiver_log)?;
     let enrolled = || log_in(&receiver_dir).contains("new task");
-    match wait_until(&receiver_dir, enrolled, Some(receiver.process().pidfd()), deadline) {
+    match wait_until(
+        &receiver_dir,
+        enrolled,
+        Some(receiver.process().pidfd()),
+        deadline,
+    ) {
         Ok(Watched::Ready) => {}
         Ok(Watched::ProcessExited) => {
             let status = receiver.wait(deadline)?;
@@ -681,7 +683,7 @@ mod tests {
     fn a_missing_program_names_the_packages() {
         let e = require(
             &["threadwire-no-such-program"],
-            super::Peer::Pvm.packages(),
+            crate::peers::Peer::Pvm.packages(),
         )
         .unwrap_err();
         let text = e.to_string();

@@ -35,7 +35,7 @@
 //!
 //! # The lock
 //!
-//! One mutex guards the [`Registry`]. Its rules keep the interrupt thread
+//! One mutex guards the registry (`registry.rs`). Its rules keep the interrupt thread
 //! and an owner's drop safe against each other:
 //!
 //! 1. Something to undo is registered before it exists (a net's prefix, a
@@ -55,7 +55,7 @@
 //!    ([`exit`]) wait for that exit too, so the status is 128 + signal.
 //!
 //! The registry knows process groups and directories itself, and nets only
-//! as things to remove ([`registry`]'s `Removable`), so that this module
+//! as things to remove (a `Removable`, `registry.rs`), so that this module
 //! does not depend on [`crate::net`], which depends on it.
 //!
 //! [`ScopedNet`]: crate::net::ScopedNet
@@ -68,8 +68,8 @@ use std::sync::{MutexGuard, Once};
 
 mod registry;
 
-pub(crate) use registry::{registry, Registry, Removable};
 pub use registry::GROUPS_GRACE;
+pub(crate) use registry::{registry, Registry, Removable};
 
 use crate::signals::{signal_name, signal_set};
 
@@ -222,7 +222,10 @@ mod tests {
         assert_eq!(nothing.exit_code(), 130);
         let some = Interrupted {
             signal: libc::SIGTERM,
-            done: vec!["removed 1 scratch directory".into(), "removed net tw1".into()],
+            done: vec![
+                "removed 1 scratch directory".into(),
+                "removed net tw1".into(),
+            ],
         };
         assert_eq!(
             some.to_string(),

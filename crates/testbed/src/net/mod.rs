@@ -77,7 +77,6 @@
 //! ([`current`] and the listings it reads), `command.rs` (running `ip` and
 //! `tc`), `scoped.rs` ([`ScopedNet`]), `error.rs` ([`NetError`]).
 
-
 mod build;
 mod command;
 mod error;

@@ -11,7 +11,7 @@ pub(super) const MAX_PREFIX_LEN: usize = 11;
 /// Host `i` is `10.77.N.{i+1}`; `.254` is the bridge.
 pub(super) const MAX_HOSTS: u32 = 253;
 
-/// What [`up`] builds.
+/// What [`up`](super::up) builds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NetConfig {
     /// Number of hosts (namespaces), 1 to 253.

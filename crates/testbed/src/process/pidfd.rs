@@ -131,7 +131,10 @@ mod tests {
         let mut children: Vec<_> = (0..3)
             .map(|_| Command::new("true").spawn().unwrap())
             .collect();
-        let pidfds: Vec<Pidfd> = children.iter().map(|c| Pidfd::open(c.id()).unwrap()).collect();
+        let pidfds: Vec<Pidfd> = children
+            .iter()
+            .map(|c| Pidfd::open(c.id()).unwrap())
+            .collect();
         let far = Instant::now() + Duration::from_secs(30);
         assert!(wait_all_exited(&pidfds, far).unwrap());
         assert!(pidfds.iter().all(|p| p.has_exited().unwrap()));
