@@ -7,7 +7,7 @@
 //! |------------------|-------------------------------------------|---------------|
 //! | `thread`         | two fibers of node 0                      | the mailbox   |
 //! | `shm`            | node 0 and node 1 of one host             | shared memory |
-//! | `tcp/LINK`       | two emulated hosts joined by LINK ([`net`](crate::net)) | TCP |
+//! | `tcp/LINK`       | two emulated hosts joined by LINK ([`net`](threadwire_testbed::net)) | TCP |
 //!
 //! Every figure is the one-way time of [`pingpong::run`], half a round
 //! trip, median (min–max) of the repetitions. The 1998 figures
@@ -30,13 +30,13 @@
 //! way, so its 4 calibration round trips and two repetitions of two round
 //! trips take 13 s, most of a default run.
 
-use crate::net::{Link, NetError, ScopedNet};
 use crate::pingpong::{self, Budget, Sample};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 use threadwire::{Address, Endpoint, InitError, JoinError};
 use threadwire_launch::{Event, JobSpec, LaunchError};
+use threadwire_testbed::net::{Link, NetError, ScopedNet};
 
 /// The message sizes of the 1998 table, in bytes: 1 B, 1 KB, 32 KB, 1 MB.
 pub const SIZES: [usize; 4] = [1, 1000, 32_000, 1_000_000];
@@ -50,7 +50,7 @@ const PATH_VAR: &str = "THREADWIRE_BENCH_COMM_PATH";
 const RESULT: &str = "comm-result";
 
 /// The share of a shaped link's rate that is TCP payload: tbf counts whole
-/// 1514-byte frames, of which 1448 bytes are payload ([`net`](crate::net)
+/// 1514-byte frames, of which 1448 bytes are payload ([`net`](threadwire_testbed::net)
 /// measured 95.7–96.2%).
 const PAYLOAD_SHARE: f64 = 1448.0 / 1514.0;
 

@@ -20,13 +20,13 @@
 //! encoding in turn (so that a drift of the machine spreads over all of
 //! them) and prints one line per encoding and size.
 
-use crate::net::Net;
 use crate::pingpong::{self, Bounce, Budget, Sample};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 use threadwire::{Address, Encoding, InitError, Message, Packer, Payload};
 use threadwire_launch::{Event, JobSpec, LaunchError};
+use threadwire_testbed::net::Net;
 
 /// The first word of a node's result line: `encodings-result ENCODING SIZE
 /// MEDIAN_NS MIN_NS MAX_NS`.

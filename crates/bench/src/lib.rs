@@ -9,22 +9,21 @@
 //! - [`floors`]: the physical floors of this machine that the other
 //!   benchmarks are judged against: a cache line between cores, a
 //!   thread's wake-up, memcpy bandwidth and loopback TCP.
-//! - [`interrupt`]: on SIGINT, SIGTERM or SIGHUP, the emulated hosts,
-//!   peers and scratch directories of a run are removed before it exits.
-//! - [`net`]: emulated hosts, network namespaces on a bridge with links
-//!   shaped to 10 Mbit/s … 1 Gbit/s (`threadwire net up` / `net down`).
 //! - [`peers`]: NetPIPE over TCP, Open MPI, MPICH and PVM, run beside
-//!   the ping-pong (`bench pingpong --peers`).
+//!   the ping-pong (`bench pingpong --peers`); [`peers::pvm`] is PVM 3.4,
+//!   the 1998 peer: a private virtual machine per run, NetPIPE's `NPpvm`
+//!   under it and the time of `pvm_spawn`.
 //! - [`pingpong`]: one-way latency and bandwidth between two endpoints.
 //! - [`plot`]: latency and bandwidth charts of a ping-pong sweep (SVG, PNG).
-//! - [`pvm`]: PVM 3.4, the 1998 peer: a private virtual machine per run,
-//!   NetPIPE's `NPpvm` under it and the time of `pvm_spawn`.
 //! - [`rate`]: 8-byte message rate from T threads of one node to T of
 //!   another, as MPI's msgrate / osu_mbw_mr.
 //! - [`spawn`]: start-up cost of N processes, fibers and OS threads, the
 //!   1998 processes-versus-threads comparison.
 //! - [`threads`]: the classic thread-package measurements, fibers beside
 //!   OS threads.
+//!
+//! The emulated hosts, the cleanup on a signal and the child processes
+//! with deadlines that the benchmarks run on are `threadwire-testbed`'s.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
@@ -32,12 +31,9 @@ pub mod comm;
 pub mod encodings;
 pub mod fit;
 pub mod floors;
-pub mod interrupt;
-pub mod net;
 pub mod peers;
 pub mod pingpong;
 pub mod plot;
-pub mod pvm;
 pub mod rate;
 pub mod spawn;
 mod system;

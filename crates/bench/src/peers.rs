@@ -5,7 +5,7 @@
 //! threadwire path it is compared with: shared memory ↔ MPI's default
 //! selection (which picks shared memory between two ranks on one host),
 //! TCP ↔ `NPtcp` over loopback, MPI forced onto TCP and `NPpvm` (under a
-//! PVM daemon of its own, [`crate::pvm`]). On emulated hosts (`--link`)
+//! PVM daemon of its own, [`pvm`]). On emulated hosts (`--link`)
 //! every peer runs between the two namespaces and is compared with TCP:
 //! `NPtcp` started in each, `mpirun` starting one rank in each (the
 //! `mpi` module's numbered steps say how, and why UCX is held to TCP
@@ -27,8 +27,10 @@ use std::time::{Duration, Instant};
 
 mod mpi;
 pub(crate) mod process;
+pub mod pvm;
 
 use process::Group;
+use threadwire_testbed::retry::retry_until;
 
 /// Trials NetPIPE 3.7.2 runs per size, each of `-n` round trips.
 const NETPIPE_TRIALS: u32 = 3;
@@ -128,9 +130,9 @@ pub enum Placement {
     /// On two emulated hosts (network namespaces), one side on each.
     Namespaces {
         /// The receiver's host (NPtcp's listening side, MPI's rank 1).
-        receiver: crate::net::Host,
+        receiver: threadwire_testbed::net::Host,
         /// The transmitter's host (MPI's rank 0).
-        transmitter: crate::net::Host,
+        transmitter: threadwire_testbed::net::Host,
         /// This host's address as the emulated hosts see it (the bridge's).
         gateway: Ipv4Addr,
     },
@@ -139,7 +141,7 @@ pub enum Placement {
 impl Placement {
     /// The first two hosts of `net`, or [`Placement::Local`] if it has
     /// fewer.
-    pub fn on(net: &crate::net::Net) -> Placement {
+    pub fn on(net: &threadwire_testbed::net::Net) -> Placement {
         match &net.hosts[..] {
             [receiver, transmitter, ..] => Placement::Namespaces {
                 receiver: receiver.clone(),
@@ -354,18 +356,31 @@ pub fn run(peer: Peer, options: &Options) -> Result<Measured, Error> {
             ]);
             transmitter_args.push(output.display().to_string());
             // The receiver listens soon after it starts; until then the
-            // transmitter exits at once ("Cannot Connect"): try again.
-            loop {
+            // transmitter exits at once ("Cannot Connect"): try again. A
+            // retry, as NPtcp gives no sign of listening (retry_until).
+            let mut refused = None;
+            let sent = retry_until(deadline, || {
                 let mut transmitter =
-                    Group::spawn(in_namespace(transmitter_ns, &transmitter_args), &log, &log)?;
-                let status = transmitter.wait(deadline)?;
-                if status.success() {
-                    break;
+                    match Group::spawn(in_namespace(transmitter_ns, &transmitter_args), &log, &log)
+                    {
+                        Ok(transmitter) => transmitter,
+                        Err(e) => return Some(Err(e)),
+                    };
+                match transmitter.wait(deadline) {
+                    Ok(status) if status.success() => Some(Ok(())),
+                    Ok(status) if receiver.process().has_exited() => {
+                        Some(Err(transmitter.failed(status)))
+                    }
+                    Ok(status) => {
+                        refused = Some(transmitter.failed(status));
+                        None
+                    }
+                    Err(e) => Some(Err(e)),
                 }
-                if receiver.exited() || Instant::now() >= deadline {
-                    return Err(transmitter.failed(status));
-                }
-                std::thread::sleep(Duration::from_millis(50));
+            });
+            match sent {
+                Some(sent) => sent?,
+                None => return Err(refused.unwrap_or(Error::TimedOut(options.deadline))),
             }
             receiver.wait(deadline)?;
         }
@@ -383,7 +398,7 @@ pub fn run(peer: Peer, options: &Options) -> Result<Measured, Error> {
                 return Err(mpirun.failed(status));
             }
         }
-        Peer::Pvm => crate::pvm::netpipe(options, &output, &log, deadline)?,
+        Peer::Pvm => pvm::netpipe(options, &output, &log, deadline)?,
     }
     let text = std::fs::read_to_string(&output).map_err(|source| Error::Io {
         what: "reading NetPIPE's output",
@@ -479,7 +494,7 @@ impl ScratchDir {
             std::process::id(),
             peer.name().replace('/', "-")
         ));
-        crate::interrupt::create_scratch_dir(&dir).map_err(|source| Error::Io {
+        threadwire_testbed::interrupt::create_scratch_dir(&dir).map_err(|source| Error::Io {
             what: "creating a scratch directory",
             source,
         })?;
@@ -489,7 +504,7 @@ impl ScratchDir {
 
 impl Drop for ScratchDir {
     fn drop(&mut self) {
-        let _ = crate::interrupt::remove_scratch_dir(&self.0);
+        let _ = threadwire_testbed::interrupt::remove_scratch_dir(&self.0);
     }
 }
 

@@ -10,8 +10,8 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use threadwire_bench::peers::pvm;
 use threadwire_bench::peers::{self, Error, Peer, Placement};
-use threadwire_bench::pvm;
 
 /// A test: its name and body.
 type Test = (&'static str, fn() -> Outcome);

@@ -52,7 +52,7 @@ enum Net {
         hosts: u32,
         /// ethernet10, fast100, atm155, gige or none.
         #[arg(long, default_value = "none")]
-        link: threadwire_bench::net::Link,
+        link: threadwire_testbed::net::Link,
         /// Name prefix of the namespaces, veths and bridge.
         #[arg(long, default_value = "tw")]
         prefix: String,
@@ -233,7 +233,7 @@ enum Bench {
         /// link, node i on host i mod 2 (needs root); the other rows stay
         /// on this host.
         #[arg(long)]
-        link: Option<threadwire_bench::net::Link>,
+        link: Option<threadwire_testbed::net::Link>,
         #[command(flatten)]
         output: MachineReadable,
     },
@@ -247,7 +247,7 @@ enum Bench {
             value_delimiter = ',',
             default_value = "ethernet10,fast100,atm155,gige"
         )]
-        links: Vec<threadwire_bench::net::Link>,
+        links: Vec<threadwire_testbed::net::Link>,
         /// Repetitions per size (fewer on slow links, to fit --seconds).
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
         repetitions: u32,
@@ -303,17 +303,17 @@ struct OnLink {
     /// (ethernet10, fast100, atm155, gige or none; needs root), built for
     /// the run and removed after it.
     #[arg(long)]
-    link: Option<threadwire_bench::net::Link>,
+    link: Option<threadwire_testbed::net::Link>,
 }
 
 impl OnLink {
     /// The emulated hosts, if asked for: node 0 on the first, node 1 on
     /// the second.
-    fn net(&self) -> Result<Option<threadwire_bench::net::ScopedNet>> {
+    fn net(&self) -> Result<Option<threadwire_testbed::net::ScopedNet>> {
         let Some(link) = self.link else {
             return Ok(None);
         };
-        threadwire_bench::net::ScopedNet::up_with_free_prefix("twb", 2, link)
+        threadwire_testbed::net::ScopedNet::up_with_free_prefix("twb", 2, link)
             .map(Some)
             .context("building the emulated hosts for --link")
     }
@@ -345,7 +345,7 @@ fn main() {
         }
     };
     // After a signal, the exit status is the interrupt thread's (128 + it).
-    threadwire_bench::interrupt::exit(code);
+    threadwire_testbed::interrupt::exit(code);
 }
 
 fn dispatch(cli: Cli) -> Result<i32> {
@@ -408,7 +408,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             }
             // Before any thread starts: a signal then removes the emulated
             // hosts and peers too. Not in the nodes, nor in PVM's tasks.
-            threadwire_bench::interrupt::install();
+            threadwire_testbed::interrupt::install(progress::report_interrupt);
             let net = link.net()?;
             if net.is_some() && paths.iter().any(|p| p == "shm") {
                 bail!(
@@ -541,7 +541,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             if under_launcher() {
                 return render::rate_node(&options);
             }
-            threadwire_bench::interrupt::install();
+            threadwire_testbed::interrupt::install(progress::report_interrupt);
             let args: Vec<OsString> = std::env::args_os().skip(1).collect();
             let net = link.net()?;
             let mut spec = JobSpec::new(2, std::env::current_exe()?).args(args);
@@ -615,7 +615,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 comm::node(&options)?;
                 return Ok(0);
             }
-            threadwire_bench::interrupt::install();
+            threadwire_testbed::interrupt::install(progress::report_interrupt);
             let progress = Progress::new("bench comm", comm::cells(&options));
             let report = comm::run(&options, |ev| match comm::is_result(ev) {
                 true => progress.step(),
@@ -653,7 +653,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 encodings::node(&options)?;
                 return Ok(0);
             }
-            threadwire_bench::interrupt::install();
+            threadwire_testbed::interrupt::install(progress::report_interrupt);
             let net = link.net()?;
             let progress = Progress::new("bench encodings", encodings::rows(&options));
             let on_event = |ev: &_| match encodings::is_result(ev) {
@@ -679,14 +679,14 @@ fn dispatch(cli: Cli) -> Result<i32> {
         }) => {
             use threadwire_bench::spawn;
             // The pvm_spawn rows run this command again as PVM tasks.
-            if let Some(code) = threadwire_bench::pvm::task_main() {
+            if let Some(code) = threadwire_bench::peers::pvm::task_main() {
                 return Ok(code);
             }
             if under_launcher() {
                 spawn::node()?;
                 return Ok(0);
             }
-            threadwire_bench::interrupt::install();
+            threadwire_testbed::interrupt::install(progress::report_interrupt);
             let node_args = vec!["bench".into(), "spawn".into()];
             let net = OnLink { link }.net()?;
             let options = spawn::Options {
@@ -749,7 +749,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             link,
             prefix,
         }) => {
-            let net = threadwire_bench::net::up(&threadwire_bench::net::NetConfig {
+            let net = threadwire_testbed::net::up(&threadwire_testbed::net::NetConfig {
                 hosts,
                 link,
                 prefix,
@@ -758,10 +758,10 @@ fn dispatch(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Net(Net::Down { prefix }) => {
-            threadwire_bench::net::down(&prefix)?;
+            threadwire_testbed::net::down(&prefix)?;
             Ok(0)
         }
-        Command::Net(Net::Show { prefix }) => match threadwire_bench::net::current(&prefix)? {
+        Command::Net(Net::Show { prefix }) => match threadwire_testbed::net::current(&prefix)? {
             Some(net) => {
                 render::net(&net);
                 Ok(0)
@@ -790,8 +790,8 @@ fn run_peers(
     sizes: &[usize],
     budget: threadwire_bench::pingpong::Budget,
     results: &[render::Row],
-    net: Option<&threadwire_bench::net::Net>,
-    link: Option<threadwire_bench::net::Link>,
+    net: Option<&threadwire_testbed::net::Net>,
+    link: Option<threadwire_testbed::net::Link>,
 ) -> Vec<threadwire_bench::peers::Report> {
     use threadwire_bench::peers::{self, Placement};
     let largest = sizes.iter().copied().max().unwrap_or(0);

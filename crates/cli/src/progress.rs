@@ -11,6 +11,7 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use threadwire_launch::Event;
+use threadwire_testbed::interrupt::Interrupted;
 
 use crate::render;
 
@@ -60,4 +61,14 @@ impl Drop for Progress {
     fn drop(&mut self) {
         self.bar.finish_and_clear();
     }
+}
+
+/// Says on stderr what the interrupt thread removed on a signal
+/// (`threadwire_testbed::interrupt::install`), on a line of its own: on a
+/// terminal, a progress bar's line is erased first.
+pub fn report_interrupt(interrupted: &Interrupted) {
+    // SAFETY: isatty takes no pointers.
+    let on_terminal = unsafe { libc::isatty(libc::STDERR_FILENO) } == 1;
+    let erase = if on_terminal { "\r\x1b[2K" } else { "" };
+    eprintln!("{erase}threadwire: {interrupted}");
 }

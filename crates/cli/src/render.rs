@@ -383,7 +383,7 @@ pub fn threads_table(report: &threads::Report) {
 }
 
 /// A net of emulated hosts, and the host file that runs a job on it.
-pub fn net(net: &threadwire_bench::net::Net) {
+pub fn net(net: &threadwire_testbed::net::Net) {
     println!(
         "bridge {} {} — link {}",
         net.bridge, net.bridge_addr, net.link

@@ -22,7 +22,8 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use threadwire_bench::net::Link;
+use threadwire_testbed::net::Link;
+use threadwire_testbed::wait_deadline;
 
 /// `threadwire bench suite` arguments.
 #[derive(clap::Args)]
@@ -143,7 +144,7 @@ fn plan(args: &SuiteArgs) -> Vec<Step> {
         pingpong.push("--peers");
     }
     add("pingpong", &pingpong, None);
-    let no_namespaces = threadwire_bench::net::unavailable("tws");
+    let no_namespaces = threadwire_testbed::net::unavailable("tws");
     let link_names: Vec<String> = args.links.iter().map(|l| l.to_string()).collect();
     let link_sizes: Vec<String> = threadwire_bench::pingpong::CLASSIC_SIZES
         .iter()
@@ -235,29 +236,23 @@ fn run_step(exe: &Path, step: &Step, out: &Path) -> Result<Outcome> {
     let mut child = cmd
         .spawn()
         .with_context(|| format!("starting {}", step.name))?;
-    let status = loop {
-        if let Some(status) = child.try_wait().context("waiting for a step")? {
-            break status;
+    let deadline = started + STEP_DEADLINE;
+    let Some(status) = wait_deadline(&mut child, deadline).context("waiting for a step")? else {
+        // SIGTERM first, so that it removes what it built.
+        if let Ok(pid) = i32::try_from(child.id()) {
+            // SAFETY: kill(2) takes no pointers; the child is not yet
+            // reaped, so its id is still its own.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
         }
-        if started.elapsed() > STEP_DEADLINE {
-            // SIGTERM first, so that it removes what it built.
-            if let Ok(pid) = i32::try_from(child.id()) {
-                // SAFETY: kill(2) takes no pointers; the child is not yet
-                // reaped, so its id is still its own.
-                unsafe { libc::kill(pid, libc::SIGTERM) };
-            }
-            let grace = Instant::now() + Duration::from_secs(30);
-            while child.try_wait()?.is_none() && Instant::now() < grace {
-                std::thread::sleep(Duration::from_millis(100));
-            }
+        let grace = Instant::now() + Duration::from_secs(30);
+        if wait_deadline(&mut child, grace)?.is_none() {
             let _ = child.kill();
             let _ = child.wait();
-            return Ok(Outcome::Failed {
-                took: started.elapsed(),
-                why: format!("still running after {STEP_DEADLINE:?}: stopped"),
-            });
         }
-        std::thread::sleep(Duration::from_millis(100));
+        return Ok(Outcome::Failed {
+            took: started.elapsed(),
+            why: format!("still running after {STEP_DEADLINE:?}: stopped"),
+        });
     };
     let took = started.elapsed();
     if status.success() {

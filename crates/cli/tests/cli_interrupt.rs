@@ -1,13 +1,20 @@
 //! A benchmark on emulated hosts with its peers, interrupted by SIGINT (a
 //! terminal's Ctrl-C, `timeout -s INT`), leaves nothing behind: not its
 //! hosts, nor its peers' processes, nor their scratch directories
-//! (`threadwire_bench::interrupt`). Needs root and network namespaces;
+//! (`threadwire_testbed::interrupt`). Needs root and network namespaces;
 //! skips saying why without them.
 
 use std::io::Read;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use threadwire_testbed::process::Pidfd;
+use threadwire_testbed::retry::retry_until;
+use threadwire_testbed::wait_deadline;
+use threadwire_testbed::watch::{self, Watched};
 
+/// Where `ip netns add` makes a namespace's file.
+const NETNS_DIR: &str = "/run/netns";
 /// Generous: the ping-pong runs about 20 s before the first peer starts.
 const PEER_DEADLINE: Duration = Duration::from_secs(240);
 /// Generous: the interrupt thread waits at most 2 s for the peers to die,
@@ -55,39 +62,45 @@ fn an_interrupted_benchmark_leaves_nothing_behind() {
         .collect();
     let _guard = Cleanup(prefixes.clone());
 
+    // `ip netns add` makes the namespace's file in /run/netns (the probe
+    // of `cannot_make_namespaces` made the directory): watched, not polled.
     let deadline = Instant::now() + PEER_DEADLINE;
-    let prefix = loop {
-        let namespaces = output("ip", &["netns", "list"]);
-        let built = prefixes.iter().find(|p| {
-            namespaces
-                .lines()
-                .any(|l| l.split_whitespace().next() == Some(&format!("{p}h1")))
-        });
-        if let Some(prefix) = built {
-            break prefix.clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the emulated hosts never came up"
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the benchmark ended early"
-        );
-        std::thread::sleep(Duration::from_millis(20));
+    let pidfd = Pidfd::open(child.id()).expect("the benchmark's pidfd");
+    let netns = Path::new(NETNS_DIR);
+    let built = || {
+        prefixes
+            .iter()
+            .find(|p| netns.join(format!("{p}h1")).exists())
+            .cloned()
     };
+    match watch::wait_until(netns, || built().is_some(), Some(&pidfd), deadline) {
+        Ok(Watched::Ready) => {}
+        Ok(Watched::ProcessExited) => panic!("the benchmark ended early"),
+        Ok(Watched::TimedOut) => panic!("the emulated hosts never came up"),
+        Err(e) => panic!("watching {NETNS_DIR}: {e}"),
+    }
+    let prefix = built().expect("a host 1 was built");
     let netpipe = on_path("NPtcp");
     if netpipe {
-        while peer_leaders(pid).is_empty() {
-            assert!(Instant::now() < deadline, "no peer ever started");
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "the benchmark ended before a peer started"
-            );
-            std::thread::sleep(Duration::from_millis(50));
+        // Another's fork signals nothing to us: retried (retry_until).
+        let started = retry_until(deadline, || {
+            if !peer_leaders(pid).is_empty() {
+                return Some(true);
+            }
+            pidfd.has_exited().unwrap_or(true).then_some(false)
+        });
+        match started {
+            Some(true) => {}
+            Some(false) => panic!("the benchmark ended before a peer started"),
+            None => panic!("no peer ever started"),
         }
-        // Time for mpirun or pvmd to start its ranks or tasks.
-        std::thread::sleep(Duration::from_secs(1));
+        // Up to a second for mpirun or pvmd to start its ranks or tasks;
+        // NPtcp starts none, and then the second passes.
+        let ranks = Instant::now() + Duration::from_secs(1);
+        let _ = retry_until(ranks, || {
+            let leaders = peer_leaders(pid);
+            (descendants(&processes(), &leaders).len() > leaders.len()).then_some(())
+        });
     }
     // The peers' groups, and those their descendants took (Open MPI's and
     // Hydra's ranks each take one).
@@ -108,16 +121,10 @@ fn an_interrupted_benchmark_leaves_nothing_behind() {
     // SAFETY: kill(2) takes no pointers; the child is not yet reaped.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
     let deadline = Instant::now() + CLEANUP_DEADLINE;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("still running {CLEANUP_DEADLINE:?} after SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(status) = wait_deadline(&mut child, deadline).expect("wait for the benchmark") else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("still running {CLEANUP_DEADLINE:?} after SIGINT");
     };
     let stderr = stderr.join().expect("stderr reader");
     assert_eq!(
@@ -166,7 +173,7 @@ impl Drop for Cleanup {
 
 /// Why namespaces cannot be made here, if they cannot.
 fn cannot_make_namespaces() -> Option<String> {
-    threadwire_bench::net::unavailable(&format!("twi{}", std::process::id() % 100_000))
+    threadwire_testbed::net::unavailable(&format!("twi{}", std::process::id() % 100_000))
 }
 
 fn output(cmd: &str, args: &[&str]) -> String {
@@ -237,7 +244,7 @@ fn processes() -> Vec<Process> {
 
 /// The benchmark's live children that lead a process group of their own
 /// and are not `ip` or `tc` of the net: its peers (`Group` in
-/// `peers/process.rs`). Its nodes share its group.
+/// `peers/process.rs` of threadwire-bench). Its nodes share its group.
 fn peer_leaders(bench: libc::pid_t) -> Vec<libc::pid_t> {
     processes()
         .iter()

@@ -112,7 +112,7 @@ pub(super) fn mpirun(
 }
 
 /// Writes the ssh stand-in of step 1 for `hosts`.
-fn write_agent(path: &Path, hosts: &[&crate::net::Host]) -> Result<(), Error> {
+fn write_agent(path: &Path, hosts: &[&threadwire_testbed::net::Host]) -> Result<(), Error> {
     let mut script = String::from(
         "#!/bin/sh\n\
          # ssh HOST COMMAND... for emulated hosts (threadwire bench --peers).\n\

@@ -1,4 +1,4 @@
-//! Emulated hosts (`threadwire_bench::net`) on the real system: they need
+//! Emulated hosts (`threadwire_testbed::net`) on the real system: they need
 //! root and a kernel that lets us create network namespaces, and say so
 //! (and skip) otherwise. Each test has its own prefix, so they run in
 //! parallel on their own subnets.
@@ -20,7 +20,7 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 use support::{cannot_run, leftovers, output};
-use threadwire_bench::net::{self, Host, Link, NetConfig};
+use threadwire_testbed::net::{self, Host, Link, NetConfig};
 
 /// Returns from the test, saying so, when namespaces cannot be made here.
 macro_rules! skip_unless_namespaces {
@@ -287,7 +287,7 @@ fn without_root_up_says_why_and_runs_nothing() {
 }
 
 /// Measures TCP goodput on every link for the record:
-/// `cargo test -p threadwire-bench --test net_namespaces -- --ignored --nocapture`.
+/// `cargo test -p threadwire-testbed --test net_namespaces -- --ignored --nocapture`.
 #[test]
 #[ignore = "a measurement of about 15 s, not a check"]
 fn measure_every_link() {

@@ -1,9 +1,34 @@
-//! Holding back the signals that would end the process while a net is
-//! built or removed (see "Interruption" in the parent module's docs).
+//! The signals that end a run early: SIGINT (a terminal's Ctrl-C), SIGTERM
+//! and SIGHUP; and holding them back on one thread while something must not
+//! be cut off half-way (a net being built or removed, "Interruption" in
+//! [`crate::net`]). [`crate::interrupt`] takes them on a thread of its own.
+
+/// The signals that [`crate::interrupt`] handles and [`HeldSignals`] holds.
+pub(crate) const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// [`SIGNALS`] as a signal set.
+pub(crate) fn signal_set() -> libc::sigset_t {
+    let mut set = empty_sigset();
+    for signal in SIGNALS {
+        // SAFETY: `set` is initialised and each signal number is valid.
+        unsafe { libc::sigaddset(&mut set, signal) };
+    }
+    set
+}
+
+/// The name of one of [`SIGNALS`].
+pub(crate) fn signal_name(signal: libc::c_int) -> &'static str {
+    match signal {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        _ => "signal",
+    }
+}
 
 /// SIGINT, SIGTERM and SIGHUP held back on this thread while alive; those
 /// that arrive stay pending and are delivered when it is dropped.
-pub(super) struct HeldSignals {
+pub(crate) struct HeldSignals {
     /// The thread's signal mask before.
     old: libc::sigset_t,
     /// The held signals that were not already blocked before: the caller's
@@ -13,13 +38,13 @@ pub(super) struct HeldSignals {
 }
 
 impl HeldSignals {
-    pub(super) fn hold() -> HeldSignals {
-        let hold = crate::interrupt::signal_set();
+    pub(crate) fn hold() -> HeldSignals {
+        let hold = signal_set();
         let mut old = empty_sigset();
         // SAFETY: both sets are initialised; SIG_BLOCK is a valid `how`, so
         // the call cannot fail.
         unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &hold, &mut old) };
-        let watched = crate::interrupt::SIGNALS
+        let watched = SIGNALS
             .into_iter()
             // SAFETY: `old` was filled in by pthread_sigmask.
             .filter(|&s| unsafe { libc::sigismember(&old, s) } == 0)
@@ -31,7 +56,7 @@ impl HeldSignals {
     /// [`crate::interrupt::install`] there is none to find, as the signals
     /// were blocked already and the interrupt thread takes them: ask
     /// [`crate::interrupt::signal`] too.
-    pub(super) fn pending(&self) -> Option<libc::c_int> {
+    pub(crate) fn pending(&self) -> Option<libc::c_int> {
         let mut pending = empty_sigset();
         // SAFETY: `pending` is initialised and sigpending only writes it.
         unsafe { libc::sigpending(&mut pending) };
@@ -67,10 +92,8 @@ mod tests {
     /// Raises `signal` at this thread, which must hold it.
     fn raise_here(signal: libc::c_int) {
         // SAFETY: pthread_self is this live thread; the signal is held.
-        assert_eq!(
-            unsafe { libc::pthread_kill(libc::pthread_self(), signal) },
-            0
-        );
+        let sent = unsafe { libc::pthread_kill(libc::pthread_self(), signal) };
+        assert_eq!(sent, 0);
     }
 
     /// Takes `signal` off this thread's pending set, so dropping the hold

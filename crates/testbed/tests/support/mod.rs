@@ -1,10 +1,10 @@
-//! Helpers of the tests of emulated hosts (`threadwire_bench::net`).
+//! Helpers of the tests of emulated hosts (`threadwire_testbed::net`).
 
 use std::process::Command;
 
 /// Why namespaces cannot be made here, if they cannot.
 pub fn cannot_run(prefix: &str) -> Option<String> {
-    threadwire_bench::net::unavailable(prefix)
+    threadwire_testbed::net::unavailable(prefix)
 }
 
 /// A command's standard output, asserting that it succeeded.

@@ -12,13 +12,17 @@
 mod support;
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
 use std::process::Command;
-use std::thread;
 use std::time::{Duration, Instant};
 use support::{cannot_run, leftovers};
-use threadwire_bench::net::{self, Link, NetConfig};
+use threadwire_testbed::net::{self, Link, NetConfig};
+use threadwire_testbed::process::Pidfd;
+use threadwire_testbed::watch::{self, Watched};
 
 const PREFIX: &str = "twt3";
+/// Where `ip netns add` makes a namespace's file.
+const NETNS_DIR: &str = "/run/netns";
 /// Set in the child.
 const CHILD: &str = "THREADWIRE_NET_TEST_CHILD";
 
@@ -52,11 +56,21 @@ fn an_interrupted_up_leaves_nothing_behind() {
         .process_group(0)
         .spawn()
         .unwrap();
+    // `ip netns add` makes the namespace's file in /run/netns (the probe
+    // of `cannot_run` made the directory): watched, not polled.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !leftovers(PREFIX).iter().any(|n| n == "twt3h2") {
-        assert!(Instant::now() < deadline, "the child never built host 2");
-        assert!(child.try_wait().unwrap().is_none(), "the child ended early");
-        thread::sleep(Duration::from_millis(5));
+    let pidfd = Pidfd::open(child.id()).unwrap();
+    let host_2 = Path::new(NETNS_DIR).join("twt3h2");
+    match watch::wait_until(
+        Path::new(NETNS_DIR),
+        || host_2.exists(),
+        Some(&pidfd),
+        deadline,
+    ) {
+        Ok(Watched::Ready) => {}
+        Ok(Watched::ProcessExited) => panic!("the child ended early"),
+        Ok(Watched::TimedOut) => panic!("the child never built host 2"),
+        Err(e) => panic!("watching {NETNS_DIR}: {e}"),
     }
     let group = child.id() as libc::pid_t;
     // SAFETY: the child leads this group and is not yet waited for, so the

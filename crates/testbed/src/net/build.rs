@@ -1,0 +1,207 @@
+//! Building and removing a net: [`up`] and [`down`], each a numbered
+//! protocol, run with the termination signals held ("Interruption" in the
+//! module docs).
+
+use std::net::Ipv4Addr;
+
+use super::command::{require_root, run};
+use super::error::NetErrorKind;
+use super::inspect::{inet_addr, namespaces, root_links};
+use super::plan::{check_prefix, plan, Names};
+use super::{Link, Net, NetConfig, NetError};
+use crate::interrupt::Registry;
+use crate::signals::HeldSignals;
+
+/// How long a packet may wait in a token bucket (`tc … latency`).
+const TBF_LATENCY_MS: u32 = 50;
+
+/// Builds the net `cfg` describes, first removing any net with its prefix.
+///
+/// Steps (names and subnet `N` as in the module docs; `p` is the prefix):
+///
+/// 1. Check for root and a valid config, running nothing otherwise; take
+///    the interrupt registry's lock and hold back SIGINT, SIGTERM and
+///    SIGHUP (module docs).
+/// 2. Remove any net with prefix `p`, whole or half-built, as [`down`].
+/// 3. Refuse if another interface holds an address in `10.77.N.0/24`.
+/// 4. `ip link add pbr type bridge`, `ip addr add 10.77.N.254/24 dev pbr`,
+///    `ip link set pbr up`.
+/// 5. For each host `i`, with `h` = `ph{i}`:
+///    `ip netns add h`;
+///    `ip link add pv{i} type veth peer name eth0 netns h`;
+///    `ip link set pv{i} master pbr`; `ip link set pv{i} up`;
+///    `ip -n h link set lo up`; `ip -n h addr add 10.77.N.{i+1}/24 dev eth0`;
+///    `ip -n h link set eth0 up`; `ip -n h route add default via 10.77.N.254`;
+///    and on a shaped link, with R its rate, B = max(32 KiB, R/1000 bytes: 1 ms of data)
+///    and L = 50 ms:
+///    `tc -n h qdisc replace dev eth0 root tbf rate Rmbit burst B latency L`,
+///    `tc qdisc replace dev pv{i} root tbf rate Rmbit burst B latency L`.
+/// 6. If a command fails or a held signal arrives (or the interrupt thread
+///    took one, [`crate::interrupt`]), remove everything as in step 2 and
+///    return the error; a held signal is then let through.
+///
+/// Re-running `up` is safe: step 2 starts from nothing.
+pub fn up(cfg: &NetConfig) -> Result<Net, NetError> {
+    up_locked(cfg, &crate::interrupt::registry())
+}
+
+/// [`up`], the caller holding the interrupt registry's lock.
+pub(super) fn up_locked(cfg: &NetConfig, _locked: &Registry) -> Result<Net, NetError> {
+    require_root("creating")?;
+    let net = plan(cfg)?;
+    let held = HeldSignals::hold();
+    remove(&net.prefix)?;
+    check_subnet_free(&net)?;
+    let built = build(&net, &held);
+    match built {
+        Ok(()) => Ok(net),
+        Err(cause) => match remove(&net.prefix) {
+            Ok(()) => Err(cause),
+            Err(cleanup) => Err(NetErrorKind::Cleanup {
+                cause: Box::new(cause),
+                cleanup: Box::new(cleanup),
+            }
+            .into()),
+        },
+    }
+    // `held` is dropped here: a signal that came in meanwhile is delivered.
+}
+
+/// Removes the net with this prefix, or what is left of one.
+///
+/// Steps (`p` is the prefix):
+///
+/// 1. Check for root and a valid prefix, running nothing otherwise; take
+///    the interrupt registry's lock and hold back SIGINT, SIGTERM and
+///    SIGHUP until the end (module docs).
+/// 2. `ip link del pv{i}` for every root-namespace link named `pv<digits>`:
+///    deleting one end of a veth pair deletes both, at once (deleting a
+///    namespace only frees its interfaces later, asynchronously).
+/// 3. `ip netns del ph{i}` for every namespace named `ph<digits>`.
+/// 4. `ip link del pbr` if the bridge exists.
+///
+/// Every step is attempted even if an earlier one failed; the first error
+/// is returned. Ok if nothing existed, so `down` is safe to re-run.
+pub fn down(prefix: &str) -> Result<(), NetError> {
+    down_locked(prefix, &crate::interrupt::registry())
+}
+
+/// [`down`], the caller holding the interrupt registry's lock.
+pub(super) fn down_locked(prefix: &str, _locked: &Registry) -> Result<(), NetError> {
+    require_root("removing")?;
+    check_prefix(prefix)?;
+    let _held = HeldSignals::hold();
+    remove(prefix)
+}
+
+/// [`up`], steps 4 and 5.
+fn build(net: &Net, held: &HeldSignals) -> Result<(), NetError> {
+    let step = |cmd: &str, args: &[&str]| -> Result<(), NetError> {
+        if let Some(signal) = held.pending().or_else(crate::interrupt::signal) {
+            return Err(NetErrorKind::Interrupted(signal).into());
+        }
+        run(cmd, args).map(drop)
+    };
+    let names = Names::new(&net.prefix);
+    let bridge = net.bridge.as_str();
+    let bridge_cidr = format!("{}/24", net.bridge_addr);
+    let gateway = net.bridge_addr.to_string();
+    step("ip", &["link", "add", bridge, "type", "bridge"])?;
+    step("ip", &["addr", "add", &bridge_cidr, "dev", bridge])?;
+    step("ip", &["link", "set", bridge, "up"])?;
+    let shaping = net.link.rate_mbit().map(|mbit| {
+        (
+            format!("{mbit}mbit"),
+            Link::burst_bytes(mbit).to_string(),
+            format!("{TBF_LATENCY_MS}ms"),
+        )
+    });
+    for (i, host) in (0u32..).zip(&net.hosts) {
+        let h = host.name.as_str();
+        let veth = names.veth(i);
+        let cidr = format!("{}/24", host.addr);
+        step("ip", &["netns", "add", h])?;
+        step(
+            "ip",
+            &[
+                "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", h,
+            ],
+        )?;
+        step("ip", &["link", "set", &veth, "master", bridge])?;
+        step("ip", &["link", "set", &veth, "up"])?;
+        step("ip", &["-n", h, "link", "set", "lo", "up"])?;
+        step("ip", &["-n", h, "addr", "add", &cidr, "dev", "eth0"])?;
+        step("ip", &["-n", h, "link", "set", "eth0", "up"])?;
+        step("ip", &["-n", h, "route", "add", "default", "via", &gateway])?;
+        if let Some((rate, burst, latency)) = &shaping {
+            let tbf = [
+                "root", "tbf", "rate", rate, "burst", burst, "latency", latency,
+            ];
+            let mut inside = vec!["-n", h, "qdisc", "replace", "dev", "eth0"];
+            inside.extend(tbf);
+            step("tc", &inside)?;
+            let mut outside = vec!["qdisc", "replace", "dev", &veth];
+            outside.extend(tbf);
+            step("tc", &outside)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`down`], steps 2 to 4, without the checks.
+fn remove(prefix: &str) -> Result<(), NetError> {
+    let names = Names::new(prefix);
+    let links = root_links()?;
+    let mut first_error = None;
+    let mut note = |result: Result<(), NetError>| {
+        if let Err(e) = result {
+            first_error.get_or_insert(e);
+        }
+    };
+    for veth in links.iter().filter(|l| names.veth_index(l).is_some()) {
+        note(delete_link(veth));
+    }
+    for ns in namespaces()?
+        .iter()
+        .filter(|n| names.host_index(n).is_some())
+    {
+        note(run("ip", &["netns", "del", ns]).map(drop));
+    }
+    if links.contains(&names.bridge) {
+        note(delete_link(&names.bridge));
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// `ip link del`, and Ok if the link vanished by itself meanwhile (the
+/// root end of a veth whose namespace was deleted goes asynchronously).
+fn delete_link(name: &str) -> Result<(), NetError> {
+    match run("ip", &["link", "del", name]) {
+        Ok(_) => Ok(()),
+        Err(e) if !root_links()?.iter().any(|l| l == name) => {
+            drop(e);
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// [`up`], step 3.
+fn check_subnet_free(net: &Net) -> Result<(), NetError> {
+    let octets = net.bridge_addr.octets();
+    let listing = run("ip", &["-o", "-4", "addr", "show"])?;
+    for line in listing.lines() {
+        let mut words = line.split_whitespace();
+        let device = words.nth(1).unwrap_or("?");
+        let taken = inet_addr(line).is_some_and(|a| a.octets()[..3] == octets[..3]);
+        if taken {
+            return Err(NetErrorKind::SubnetInUse {
+                prefix: net.prefix.clone(),
+                subnet: Ipv4Addr::new(octets[0], octets[1], octets[2], 0),
+                device: device.to_string(),
+            }
+            .into());
+        }
+    }
+    Ok(())
+}

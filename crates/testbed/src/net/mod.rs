@@ -1,0 +1,94 @@
+//! Emulated hosts: network namespaces joined by a Linux bridge, each host's
+//! link shaped to a classic rate (`threadwire net up` / `net down`).
+//!
+//! A net with prefix `p` and K hosts is, with `N` the prefix's subnet
+//! number (below):
+//!
+//! ```text
+//!   namespace ph0            namespace ph1                    namespace ph{K-1}
+//!   eth0 10.77.N.1/24        eth0 10.77.N.2/24          ...   eth0 10.77.N.K/24
+//!     |  veth pair             |                                 |
+//!   pv0                      pv1                       ...     pv{K-1}
+//!     +------------------ bridge pbr 10.77.N.254/24 -------------+   (root namespace)
+//! ```
+//!
+//! Every namespace has `lo` up and a default route via the bridge, which is
+//! also how a node in a namespace reaches a launcher on this host. With a
+//! shaped [`Link`], a token bucket (`tc … tbf`) sits on `eth0` inside the
+//! namespace (what the host sends) and on the root-side `pv{i}` (what it
+//! receives), so both directions of every host's link run at the rate.
+//!
+//! **Subnet.** `N` is the 32-bit FNV-1a hash of the prefix, modulo 250,
+//! plus 1 (so 1..=250): deterministic, so [`down`] and [`current`] need
+//! nothing but the prefix, and nets with different prefixes (parallel
+//! tests) usually get different subnets. Two prefixes can still collide;
+//! [`up`] then refuses, naming the interface that already holds an address
+//! in `10.77.N.0/24`, and another prefix must be chosen.
+//!
+//! **Names.** A prefix is 1 to 11 ASCII letters or digits, so that
+//! `p` + `v252` fits Linux's 15-byte interface names. Only names of the
+//! exact forms `ph<digits>`, `pv<digits>` and `pbr` belong to a net, so
+//! prefix `tw` never touches the namespaces of prefix `tw2` (`tw2h0` is
+//! not `tw` + `h` + digits).
+//!
+//! **Interruption.** While [`up`] or [`down`] changes the system, the
+//! calling thread holds back SIGINT, SIGTERM and SIGHUP, and the `ip` and
+//! `tc` children run in their own process group, so a terminal's Ctrl-C
+//! reaches only this process and kills no command half-way. [`up`] looks
+//! for a held signal before every command; on one it removes what it built,
+//! returns an error, and lets the signal through as it returns (by default
+//! ending the process, with nothing left behind). [`down`] always finishes
+//! first. Signals sent to the process reach another thread if one does not
+//! block them, so call these from a program's main thread before it starts
+//! others (as `threadwire net up` should). A net left half-built by anything
+//! that cannot be held (SIGKILL, a power cut) is removed by running [`up`]
+//! or [`down`] again with the same prefix.
+//!
+//! In a program that has called [`crate::interrupt::install`], every thread
+//! blocks the three signals and the interrupt thread takes them instead:
+//! [`up`] sees its record of the signal before every command just as it
+//! sees a held one, and stops and removes what it built; and as [`up`] and
+//! [`down`] hold the interrupt registry's lock while they change the
+//! system, that thread removes the [`ScopedNet`]s, registered there while
+//! they exist, only once the change is over.
+//!
+//! Everything here needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN); without
+//! it every function returns an error saying so, having run nothing.
+//!
+//! # Up and down
+//!
+//! [`up`], in short (its docs give every command):
+//!
+//! 1. Check for root and the config; take the interrupt registry's lock and
+//!    hold the three signals.
+//! 2. Remove any net of the prefix, whole or half-built, as [`down`] does.
+//! 3. Refuse if another interface holds an address in the subnet.
+//! 4. Make the bridge and give it `.254`.
+//! 5. Per host: the namespace, the veth pair, addresses, the default route
+//!    and, on a shaped link, a token bucket at each end.
+//! 6. On a failed command or a signal, remove everything as in step 2.
+//!
+//! [`down`]: 1. the same checks and holds; 2. delete the root-side veths;
+//! 3. delete the namespaces; 4. delete the bridge; every step tried even
+//! if one before failed.
+//!
+//! The parts: `link.rs` (the rates and token buckets), `plan.rs` (config,
+//! names, subnet), `build.rs` ([`up`], [`down`]), `inspect.rs`
+//! ([`current`] and the listings it reads), `command.rs` (running `ip` and
+//! `tc`), `scoped.rs` ([`ScopedNet`]), `error.rs` ([`NetError`]).
+
+mod build;
+mod command;
+mod error;
+mod inspect;
+mod link;
+mod plan;
+mod scoped;
+
+pub use build::{down, up};
+pub use command::unavailable;
+pub use error::NetError;
+pub use inspect::current;
+pub use link::{Link, ParseLinkError};
+pub use plan::{Host, Net, NetConfig};
+pub use scoped::ScopedNet;

@@ -1,0 +1,19 @@
+//! Child processes and deadlines: waiting for a process to end on its
+//! pidfd (never a loop of `try_wait` and sleep), and the process table.
+//!
+//! - [`wait_deadline`]: a [`Child`](std::process::Child) ends, or a
+//!   deadline passes, whichever comes first; the one wait to use for a
+//!   child in a program or a test.
+//! - [`Pidfd`]: the same for any process, child or not, without reaping
+//!   it; [`wait_all_exited`] for several.
+//! - [`descendants`] and [`is_live`]: what `/proc` says about processes
+//!   that are not ours to wait for.
+//!
+//! A process group of its own, killed with its descendants on a signal,
+//! is [`crate::group::ProcessGroup`].
+
+mod pidfd;
+mod table;
+
+pub use pidfd::{wait_all_exited, wait_deadline, Pidfd};
+pub use table::{descendants, is_live};
