@@ -11,6 +11,9 @@
 //!   thread's wake-up, memcpy bandwidth and loopback TCP.
 //! - [`interrupt`]: on SIGINT, SIGTERM or SIGHUP, the emulated hosts,
 //!   peers and scratch directories of a run are removed before it exits.
+//! - [`node_result`]: the one typed channel from a benchmark's nodes to
+//!   the command that launched them (results on the control connection,
+//!   never parsed stdout lines).
 //! - [`net`]: emulated hosts, network namespaces on a bridge with links
 //!   shaped to 10 Mbit/s … 1 Gbit/s (`threadwire net up` / `net down`).
 //! - [`peers`]: NetPIPE over TCP, Open MPI, MPICH and PVM, run beside
@@ -19,12 +22,19 @@
 //! - [`plot`]: latency and bandwidth charts of a ping-pong sweep (SVG, PNG).
 //! - [`pvm`]: PVM 3.4, the 1998 peer: a private virtual machine per run,
 //!   NetPIPE's `NPpvm` under it and the time of `pvm_spawn`.
+//! - [`report`]: the one [`Report`](report::Report) trait every
+//!   benchmark's result implements: a table, JSON and CSV into any
+//!   `Write`.
 //! - [`rate`]: 8-byte message rate from T threads of one node to T of
 //!   another, as MPI's msgrate / osu_mbw_mr.
 //! - [`spawn`]: start-up cost of N processes, fibers and OS threads, the
 //!   1998 processes-versus-threads comparison.
 //! - [`threads`]: the classic thread-package measurements, fibers beside
 //!   OS threads.
+//!
+//! Each benchmark is a folder: `mod.rs` its options and run, `node.rs` the
+//! side its launched nodes run, `report.rs` its report. Nothing here
+//! prints: results are returned, node results reported to the launcher.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
@@ -34,14 +44,24 @@ pub mod fit;
 pub mod floors;
 pub mod interrupt;
 pub mod net;
+pub mod node_result;
 pub mod peers;
 pub mod pingpong;
 pub mod plot;
 pub mod pvm;
 pub mod rate;
+pub mod report;
 pub mod spawn;
 mod system;
 pub mod threads;
+
+/// Two emulated hosts joined by `link`, if given (`--link` of the
+/// benchmarks between two nodes): node 0 runs on the first, node 1 on the
+/// second; both are removed when the net is dropped.
+pub fn two_hosts(link: Option<net::Link>) -> Result<Option<net::ScopedNet>, net::NetError> {
+    link.map(|link| net::ScopedNet::up_with_free_prefix("twb", 2, link))
+        .transpose()
+}
 
 /// Median, minimum and maximum of the repetitions of one measurement.
 fn spread<T: Copy + PartialOrd>(values: &mut [T]) -> (T, T, T) {
