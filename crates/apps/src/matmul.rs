@@ -48,12 +48,31 @@ pub struct Report {
     pub elapsed: Duration,
     /// Largest difference from the sequential product.
     pub max_error: f64,
+    /// Nodes of the job.
+    pub nodes: u32,
 }
 
 impl Report {
     /// Floating-point operations per second of the random round.
     pub fn gflops(&self) -> f64 {
         2.0 * (self.size as f64).powi(3) / self.elapsed.as_secs_f64() / 1e9
+    }
+}
+
+/// The host's line: `matmul 512x512: 6 worker threads on 4 nodes;
+/// verified (A x I = A, max error …); … ms, … GFLOP/s`.
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "matmul {n}x{n}: {w} worker threads on {k} nodes; verified (A x I = A, max error {e:.1e}); {ms:.1} ms, {g:.2} GFLOP/s",
+            n = self.size,
+            w = self.workers,
+            k = self.nodes,
+            e = self.max_error,
+            ms = self.elapsed.as_secs_f64() * 1e3,
+            g = self.gflops()
+        )
     }
 }
 
@@ -73,6 +92,17 @@ pub enum Error {
     /// The result is wrong.
     #[error("verification failed: {0}")]
     Wrong(String),
+    /// The node did not start.
+    #[error("starting the node")]
+    Init(#[from] threadwire::InitError),
+}
+
+/// A node of a multiply job launched by `threadwire apps matmul`: joins
+/// the job, runs [`run`] on `cfg` and returns the host's report on node 0
+/// (for the caller to show) and `None` elsewhere.
+pub fn node(cfg: Config) -> Result<Option<Report>, Error> {
+    let ep = threadwire::init()?;
+    run(&ep, cfg)
 }
 
 /// Runs the multiply on this node; thread 0's endpoint must be passed.
@@ -211,5 +241,6 @@ fn host(ep: &Endpoint, workers: &[Address], cfg: Config) -> Result<Report, Error
         workers: workers.len(),
         elapsed,
         max_error,
+        nodes: ep.node().nodes(),
     })
 }

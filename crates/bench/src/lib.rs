@@ -9,12 +9,18 @@
 //! - [`floors`]: the physical floors of this machine that the other
 //!   benchmarks are judged against: a cache line between cores, a
 //!   thread's wake-up, memcpy bandwidth and loopback TCP.
+//! - [`node_result`]: the one typed channel from a benchmark's nodes to
+//!   the command that launched them (results on the control connection,
+//!   never parsed stdout lines).
 //! - [`peers`]: NetPIPE over TCP, Open MPI, MPICH and PVM, run beside
 //!   the ping-pong (`bench pingpong --peers`); [`peers::pvm`] is PVM 3.4,
 //!   the 1998 peer: a private virtual machine per run, NetPIPE's `NPpvm`
 //!   under it and the time of `pvm_spawn`.
 //! - [`pingpong`]: one-way latency and bandwidth between two endpoints.
 //! - [`plot`]: latency and bandwidth charts of a ping-pong sweep (SVG, PNG).
+//! - [`report`]: the one [`Report`](report::Report) trait every
+//!   benchmark's result implements: a table, JSON and CSV into any
+//!   `Write`.
 //! - [`rate`]: 8-byte message rate from T threads of one node to T of
 //!   another, as MPI's msgrate / osu_mbw_mr.
 //! - [`spawn`]: start-up cost of N processes, fibers and OS threads, the
@@ -24,6 +30,10 @@
 //!
 //! The emulated hosts, the cleanup on a signal and the child processes
 //! with deadlines that the benchmarks run on are `threadwire-testbed`'s.
+//!
+//! Each benchmark is a folder: `mod.rs` its options and run, `node.rs` the
+//! side its launched nodes run, `report.rs` its report. Nothing here
+//! prints: results are returned, node results reported to the launcher.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
@@ -31,13 +41,25 @@ pub mod comm;
 pub mod encodings;
 pub mod fit;
 pub mod floors;
+pub mod node_result;
 pub mod peers;
 pub mod pingpong;
 pub mod plot;
 pub mod rate;
+pub mod report;
 pub mod spawn;
 mod system;
 pub mod threads;
+
+/// Two emulated hosts joined by `link`, if given (`--link` of the
+/// benchmarks between two nodes): node 0 runs on the first, node 1 on the
+/// second; both are removed when the net is dropped.
+pub fn two_hosts(
+    link: Option<threadwire_testbed::net::Link>,
+) -> Result<Option<threadwire_testbed::net::ScopedNet>, threadwire_testbed::net::NetError> {
+    link.map(|link| threadwire_testbed::net::ScopedNet::up_with_free_prefix("twb", 2, link))
+        .transpose()
+}
 
 /// Median, minimum and maximum of the repetitions of one measurement.
 fn spread<T: Copy + PartialOrd>(values: &mut [T]) -> (T, T, T) {

@@ -55,6 +55,11 @@ impl Progress {
     pub fn aside(&self, ev: &Event) {
         self.bar.suspend(|| render::aside(ev));
     }
+
+    /// Prints `line` on stderr, with the bar lifted while it prints.
+    pub fn aside_line(&self, line: String) {
+        self.bar.suspend(|| eprintln!("{line}"));
+    }
 }
 
 impl Drop for Progress {

@@ -1,3 +1,6 @@
-//! Helpers shared by the command's integration tests.
+//! Helpers shared by the command's integration tests. Each test file
+//! compiles its own copy and uses some of them, hence `dead_code`.
+#![allow(dead_code)]
 
+pub mod command;
 pub mod json;

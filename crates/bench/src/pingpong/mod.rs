@@ -6,9 +6,205 @@
 //! [`Bounce`], which makes each message from what a side holds and turns
 //! what it receives back into that, inside the timed round trip
 //! ([`encodings`](crate::encodings) packs and unpacks typed values there).
+//!
+//! The benchmark `bench pingpong` is [`sweep`]: one 2-node job per
+//! channel (the `thread` path in the first), whose nodes run
+//! [`node::node`] and report each size as it is measured; then, if asked,
+//! the NetPIPE [`peers`](crate::peers) on the same paths. Its result is a
+//! [`report::Report`].
 
+pub mod node;
+pub mod report;
+
+pub use node::{node, NodeError};
+pub use report::{Report, Row};
+
+use crate::node_result::NodeResult;
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use threadwire::{Address, Endpoint, Message, Payload, RecvError, SendError, UnpackError};
+use threadwire_launch::{Event, JobSpec, LaunchError};
+use threadwire_testbed::net::{Link, Net};
+
+/// Tells a node of [`sweep`] which paths its job measures, comma-separated.
+const PATHS_VAR: &str = "THREADWIRE_BENCH_PINGPONG_PATHS";
+
+/// What `bench pingpong` measures.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Sizes in bytes, ascending.
+    pub sizes: Vec<usize>,
+    /// `thread`, `shm`, `tcp`: the paths to measure.
+    pub paths: Vec<String>,
+    /// Repetitions and time per size.
+    pub budget: Budget,
+    /// Also run the NetPIPE peers on the same paths.
+    pub peers: bool,
+    /// The node program; under the launcher it must call [`node`] with the
+    /// same sizes and budget.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+}
+
+/// Why the sweep failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SweepError {
+    /// `shm` was asked for between two emulated hosts.
+    #[error("--link puts the two nodes on two emulated hosts: measure --paths thread,tcp")]
+    ShmBetweenHosts,
+    /// A job could not be started.
+    #[error("starting the benchmark job")]
+    Launch(#[source] LaunchError),
+    /// A job failed.
+    #[error("the benchmark job failed with status {0}")]
+    JobFailed(i32),
+}
+
+/// The number of results a sweep of `options` measures, for progress.
+pub fn steps(options: &Options) -> usize {
+    options.sizes.len() * options.paths.len()
+}
+
+/// The paths of this node's job, if it was started by [`sweep`].
+fn job_paths() -> Option<Vec<String>> {
+    let paths = std::env::var(PATHS_VAR).ok()?;
+    Some(paths.split(',').map(str::to_string).collect())
+}
+
+/// Runs `bench pingpong`: one job per channel, its nodes on the two first
+/// hosts of `net` if given (path `tcp/LINK`), then the peers if asked.
+/// `on_step` is called for each result as it comes, `on_event` sees every
+/// other event of the jobs.
+pub fn sweep(
+    options: &Options,
+    net: Option<&Net>,
+    mut on_step: impl FnMut(),
+    mut on_event: impl FnMut(&Event),
+) -> Result<Report, SweepError> {
+    let paths = &options.paths;
+    if net.is_some() && paths.iter().any(|p| p == "shm") {
+        return Err(SweepError::ShmBetweenHosts);
+    }
+    let channels = paths.iter().filter(|p| *p != "thread");
+    let jobs: Vec<(String, Vec<&str>)> = match paths.iter().any(|p| p == "thread") {
+        true if paths.len() == 1 => vec![("shm".into(), vec!["thread"])],
+        with_thread => channels
+            .enumerate()
+            .map(|(i, c)| {
+                let mut measured = vec![c.as_str()];
+                if with_thread && i == 0 {
+                    measured.insert(0, "thread");
+                }
+                (c.clone(), measured)
+            })
+            .collect(),
+    };
+    let mut rows: Vec<Row> = Vec::new();
+    for (channel, measured) in jobs {
+        let mut spec = JobSpec::new(2, &options.program)
+            .args(options.args.iter().cloned())
+            .env(threadwire::env::CHANNEL, channel)
+            .env(PATHS_VAR, measured.join(","));
+        if let Some(net) = net {
+            spec = spec.hosts(net.launch_hosts());
+        }
+        let report = threadwire_launch::run(&spec, |ev| match NodeResult::decode(ev) {
+            Some((_, NodeResult::Pingpong { path, sample })) => {
+                rows.push(Row { path, sample });
+                on_step();
+            }
+            _ => on_event(ev),
+        })
+        .map_err(SweepError::Launch)?;
+        if report.status != 0 {
+            return Err(SweepError::JobFailed(report.status));
+        }
+    }
+    let link = net.map(|n| n.link);
+    if let Some(link) = link {
+        for row in rows.iter_mut().filter(|r| r.path == "tcp") {
+            row.path = format!("tcp/{link}");
+        }
+    }
+    let peers = match options.peers {
+        true => run_peers(options, &rows, net, link),
+        false => Vec::new(),
+    };
+    Ok(Report { rows, peers })
+}
+
+/// `--peers`: NetPIPE on the measured paths, after our sweep, with its
+/// budget per size and our time at the largest size.
+fn run_peers(
+    options: &Options,
+    rows: &[Row],
+    net: Option<&Net>,
+    link: Option<Link>,
+) -> Vec<crate::peers::Report> {
+    use crate::peers::{self, Placement};
+    let largest = options.sizes.iter().copied().max().unwrap_or(0);
+    let ours = |transport: peers::Transport| {
+        let path = transport.name();
+        rows.iter()
+            .find(|r| r.sample.size == largest && r.path.split('/').next() == Some(path))
+            .map(|r| r.sample.one_way)
+            .filter(|t| !t.is_zero())
+    };
+    let placement = net.map_or(Placement::Local, Placement::on);
+    let link = link.map(|l| l.to_string());
+    let budget = options.budget;
+    peers::run_beside(
+        &options.paths,
+        &options.sizes,
+        budget.per_repetition * budget.repetitions.max(1),
+        ours,
+        &placement,
+        link.as_deref(),
+    )
+}
+
+/// Plots `report`'s latency and bandwidth against size, with the 1998
+/// figures and the peers' up to half again our largest size, into `dir`
+/// ([`crate::plot::pingpong`]); returns the files written.
+pub fn plot(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, crate::plot::PlotError> {
+    let points: Vec<_> = report
+        .rows
+        .iter()
+        .map(|r| crate::plot::Point {
+            path: &r.path,
+            size: r.sample.size,
+            one_way_seconds: r.sample.one_way.as_secs_f64(),
+        })
+        .collect();
+    let labels: Vec<(String, &crate::peers::Measured)> = report
+        .peers
+        .iter()
+        .filter_map(|p| {
+            let measured = p.result.as_ref().ok()?;
+            Some((format!("{} ({})", p.peer.name(), p.path), measured))
+        })
+        .collect();
+    let largest = report.rows.iter().map(|r| r.sample.size).max().unwrap_or(0);
+    let peer_points: Vec<_> = labels
+        .iter()
+        .flat_map(|(label, measured)| {
+            measured
+                .points
+                .iter()
+                .filter(|p| p.size <= largest + largest / 2)
+                .map(|p| crate::plot::Point {
+                    path: label,
+                    size: p.size,
+                    one_way_seconds: p.one_way.as_secs_f64(),
+                })
+        })
+        .collect();
+    crate::plot::pingpong(dir, &points, &peer_points)
+}
 
 /// The message sizes in the tables of the 1990s papers, in bytes.
 pub const CLASSIC_SIZES: [usize; 8] = [8, 20, 100, 1000, 60_000, 250_000, 1_000_000, 10_000_000];
@@ -28,6 +224,19 @@ pub fn sizes(max_power: u32) -> Vec<usize> {
     sizes
 }
 
+/// `listed` sizes, ascending without duplicates, or if none the sweep up
+/// to 2^`max_power` ([`sizes`]).
+pub fn listed_or_swept(listed: Option<Vec<usize>>, max_power: u32) -> Vec<usize> {
+    match listed {
+        Some(mut list) => {
+            list.sort_unstable();
+            list.dedup();
+            list
+        }
+        None => sizes(max_power),
+    }
+}
+
 /// The line t(n) = α + β·n through the median one-way times of `samples`
 /// ([`fit`](crate::fit) says which sizes enter and how).
 pub fn fit(samples: &[Sample]) -> Option<crate::fit::Fit> {
@@ -39,7 +248,7 @@ pub fn fit(samples: &[Sample]) -> Option<crate::fit::Fit> {
 }
 
 /// One size's result.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     /// Message size in bytes.
     pub size: usize,
@@ -88,6 +297,16 @@ pub struct Budget {
     pub repetitions: u32,
     /// Time per repetition (the round count is calibrated to it).
     pub per_repetition: Duration,
+}
+
+impl Budget {
+    /// `repetitions` of `ms` milliseconds each.
+    pub fn from_millis(repetitions: u32, ms: u64) -> Budget {
+        Budget {
+            repetitions,
+            per_repetition: Duration::from_millis(ms),
+        }
+    }
 }
 
 impl Default for Budget {

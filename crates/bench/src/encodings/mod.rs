@@ -18,19 +18,21 @@
 //! memory, or TCP between two emulated hosts when given a
 //! [`Net`]. Its nodes run [`node`], which measures every size with every
 //! encoding in turn (so that a drift of the machine spreads over all of
-//! them) and prints one line per encoding and size.
+//! them) and reports each encoding at each size as it is measured
+//! ([`NodeResult`]).
 
+pub mod node;
+pub mod report;
+
+pub use node::node;
+
+use crate::node_result::NodeResult;
 use crate::pingpong::{self, Bounce, Budget, Sample};
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::time::Duration;
-use threadwire::{Address, Encoding, InitError, Message, Packer, Payload};
+use threadwire::{Encoding, InitError, Message, Packer, Payload};
 use threadwire_launch::{Event, JobSpec, LaunchError};
 use threadwire_testbed::net::Net;
-
-/// The first word of a node's result line: `encodings-result ENCODING SIZE
-/// MEDIAN_NS MIN_NS MAX_NS`.
-const RESULT: &str = "encodings-result";
 
 /// Bytes of one value.
 const VALUE: usize = std::mem::size_of::<f64>();
@@ -38,7 +40,7 @@ const VALUE: usize = std::mem::size_of::<f64>();
 /// Bytes a packed slice puts before its values: type code and count.
 const ITEM_HEADER: usize = 1 + 4;
 
-/// The name of an encoding in tables and result lines: `raw`, `portable`,
+/// The name of an encoding in tables and results: `raw`, `portable`,
 /// `in-place`, `receiver-makes-right`.
 pub fn name(encoding: Encoding) -> &'static str {
     match encoding {
@@ -49,7 +51,7 @@ pub fn name(encoding: Encoding) -> &'static str {
     }
 }
 
-fn parse(name: &str) -> Option<Encoding> {
+pub(crate) fn parse(name: &str) -> Option<Encoding> {
     Encoding::ALL.into_iter().find(|&e| self::name(e) == name)
 }
 
@@ -111,6 +113,9 @@ pub enum Error {
     /// The job failed.
     #[error("the job failed with status {0}")]
     JobFailed(i32),
+    /// A node could not report a result to the launcher.
+    #[error("reporting a result")]
+    Report(#[source] threadwire::ReportError),
 }
 
 /// Packs the values a side holds with one encoding, unpacks them into a
@@ -146,45 +151,13 @@ impl Bounce for PackedValues {
     }
 }
 
-/// Node side: node 0 and node 1 ping-pong every size with every encoding
-/// (module docs); node 0 prints a result line for each.
-pub fn node(options: &Options) -> Result<(), Error> {
-    let ep = threadwire::init().map_err(Error::Init)?;
-    let (leader, partner) = match ep.address().node {
-        0 => (true, Address::new(1, 0)),
-        1 => (false, Address::new(0, 0)),
-        _ => return Ok(()),
-    };
-    let budget = Budget {
-        repetitions: options.budget.repetitions.max(1),
-        ..options.budget
-    };
-    for size in payload_sizes(&options.sizes) {
-        for encoding in Encoding::ALL {
-            let mut bounce = PackedValues { encoding };
-            let samples = pingpong::run_with(&ep, partner, leader, &[size], budget, &mut bounce)
-                .map_err(|e| Error::Pingpong(encoding, e))?;
-            for s in samples {
-                println!(
-                    "{RESULT} {} {} {} {} {}",
-                    name(encoding),
-                    s.size,
-                    s.one_way.as_nanos(),
-                    s.min.as_nanos(),
-                    s.max.as_nanos()
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Runs the job (module docs), its nodes on the two first hosts of `net`
-/// if given, and returns the table; `on_event` sees every event of the
-/// job, result lines included (it can tell them by [`is_result`]).
+/// if given, and returns the table; `on_step` is called for each row as it
+/// comes, `on_event` sees every other event of the job.
 pub fn run(
     options: &Options,
     net: Option<&Net>,
+    mut on_step: impl FnMut(),
     mut on_event: impl FnMut(&Event),
 ) -> Result<Report, Error> {
     let mut job = JobSpec::new(2, &options.program).args(options.args.clone());
@@ -201,11 +174,15 @@ pub fn run(
         }
     };
     let mut rows = Vec::new();
-    let report = threadwire_launch::run(&job, |ev| {
-        if let Event::Output { line, .. } = ev {
-            rows.extend(parse_result(line));
+    let report = threadwire_launch::run(&job, |ev| match NodeResult::decode(ev) {
+        Some((_, NodeResult::Encodings { encoding, sample })) if parse(&encoding).is_some() => {
+            rows.push(Row {
+                encoding: parse(&encoding).expect("a known encoding"),
+                sample,
+            });
+            on_step();
         }
-        on_event(ev);
+        _ => on_event(ev),
     })
     .map_err(Error::Launch)?;
     if report.status != 0 {
@@ -218,32 +195,9 @@ pub fn run(
     })
 }
 
-/// Whether `ev` is a node's result line (one encoding at one size)
-/// rather than something to show.
-pub fn is_result(ev: &Event) -> bool {
-    matches!(ev, Event::Output { line, .. } if parse_result(line).is_some())
-}
-
 /// The number of rows a run of `options` measures, for progress.
 pub fn rows(options: &Options) -> usize {
     payload_sizes(&options.sizes).len() * Encoding::ALL.len()
-}
-
-fn parse_result(line: &str) -> Option<Row> {
-    let f: Vec<&str> = line.split_whitespace().collect();
-    if f.len() != 6 || f[0] != RESULT {
-        return None;
-    }
-    let ns = |s: &str| s.parse().ok().map(Duration::from_nanos);
-    Some(Row {
-        encoding: parse(f[1])?,
-        sample: Sample {
-            size: f[2].parse().ok()?,
-            one_way: ns(f[3])?,
-            min: ns(f[4])?,
-            max: ns(f[5])?,
-        },
-    })
 }
 
 #[cfg(test)]
@@ -253,19 +207,6 @@ mod tests {
     #[test]
     fn sizes_round_up_to_whole_values() {
         assert_eq!(payload_sizes(&[1, 2, 4, 8, 20, 1000, 0]), [0, 8, 24, 1000]);
-    }
-
-    #[test]
-    fn result_lines_round_trip() {
-        for encoding in Encoding::ALL {
-            let line = format!("{RESULT} {} 1000 2500 2000 3000", name(encoding));
-            let row = parse_result(&line).unwrap();
-            assert_eq!(row.encoding, encoding);
-            assert_eq!(row.sample.size, 1000);
-            assert_eq!(row.sample.one_way, Duration::from_nanos(2500));
-        }
-        assert!(parse_result("encodings-result xdr 8 1 1 1").is_none());
-        assert!(parse_result("pingpong-result shm 8 1 1 1").is_none());
     }
 
     #[test]

@@ -23,6 +23,23 @@
 //! address; *ready* carries the receiver's numbering so a difference is an
 //! error rather than a hang. The workers are fibers or OS threads
 //! ([`ThreadKind`]); msgrate's pthreads compare with OS threads.
+//!
+//! The benchmark `bench rate` is [`run`]: one 2-node job whose nodes run
+//! [`node::node`], node 0 reporting each sample as it is measured; its
+//! result is a [`report::Report`].
+
+pub mod node;
+pub mod report;
+
+pub use node::node;
+pub use report::Report;
+
+use crate::node_result::NodeResult;
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use threadwire_launch::{Event, JobSpec, LaunchError};
+use threadwire_testbed::net::Net;
 
 use std::fmt;
 use std::str::FromStr;
@@ -40,7 +57,7 @@ const GO: Tag = 0x7261_0002;
 const ACK: Tag = 0x7261_0003;
 
 /// Which kind of threads carry the workers' endpoints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ThreadKind {
     /// OS threads ([`Node::spawn_os`](threadwire::Node::spawn_os)), as
     /// msgrate's pthreads.
@@ -135,7 +152,7 @@ impl Default for Options {
 }
 
 /// Messages per second over the repetitions: median, fastest, slowest.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Rate {
     /// The median repetition (the upper one for an even count).
     pub median: f64,
@@ -153,7 +170,7 @@ impl Rate {
 }
 
 /// One thread count's result, in messages per second over all threads.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     /// Which threads carried the endpoints.
     pub kind: ThreadKind,
@@ -249,7 +266,7 @@ impl std::error::Error for Error {
 /// to `on_sample` as it is measured, so that it can be reported at once,
 /// and returns them all, in kind-major order; the receiver returns an
 /// empty list and never calls `on_sample`.
-pub fn run(
+pub fn run_side(
     ep: &Endpoint,
     partner: Address,
     side: Side,
@@ -266,6 +283,54 @@ pub fn run(
         }
     }
     Ok(samples)
+}
+
+/// Why `bench rate` failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The job could not be started.
+    #[error("starting the benchmark job")]
+    Launch(#[source] LaunchError),
+    /// The job failed.
+    #[error("the benchmark job failed with status {0}")]
+    JobFailed(i32),
+}
+
+/// Runs `bench rate`: a 2-node job of `program` with `args`, which must
+/// call [`node`] with the same `options`, its nodes on the two first hosts
+/// of `net` if given. `on_step` is called for each sample as it comes,
+/// `on_event` sees every other event of the job.
+pub fn run(
+    options: &Options,
+    program: PathBuf,
+    args: Vec<OsString>,
+    net: Option<&Net>,
+    mut on_step: impl FnMut(),
+    mut on_event: impl FnMut(&Event),
+) -> Result<Report, RunError> {
+    let mut spec = JobSpec::new(2, program).args(args);
+    if let Some(net) = net {
+        spec = spec.hosts(net.launch_hosts());
+    }
+    let mut samples = Vec::new();
+    let report = threadwire_launch::run(&spec, |ev| match NodeResult::decode(ev) {
+        Some((_, NodeResult::Rate(sample))) => {
+            samples.push(sample);
+            on_step();
+        }
+        _ => on_event(ev),
+    })
+    .map_err(RunError::Launch)?;
+    if report.status != 0 {
+        return Err(RunError::JobFailed(report.status));
+    }
+    Ok(Report {
+        messages: options.messages,
+        window: options.window,
+        repetitions: options.repetitions,
+        samples,
+    })
 }
 
 /// The number of samples a run of `options` measures, for progress.

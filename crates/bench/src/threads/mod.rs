@@ -34,6 +34,8 @@ mod os_threads;
 
 pub use idle::IdleCost;
 
+pub mod report;
+
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -203,6 +205,8 @@ pub struct Report {
     pub rows: Vec<Row>,
     /// What parked fibers cost when nothing happens.
     pub idle: IdleCost,
+    /// Timed repetitions per row and column.
+    pub repetitions: u32,
 }
 
 /// Why a run failed.
@@ -297,7 +301,11 @@ pub fn run(ep: &Endpoint, options: &Options, mut on_step: impl FnMut()) -> Resul
     drop(scheduler);
     let idle = idle::measure(options.idle_fibers, options.idle_window)?;
     on_step();
-    Ok(Report { rows, idle })
+    Ok(Report {
+        rows,
+        idle,
+        repetitions: options.repetitions.max(1),
+    })
 }
 
 fn fiber_column(

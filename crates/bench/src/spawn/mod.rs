@@ -4,7 +4,7 @@
 //!
 //! | Row        | Started                                          | Timed until |
 //! |------------|--------------------------------------------------|-------------|
-//! | processes  | a job of N nodes, [`threadwire_launch::run`]                 | the last node's line, printed right after `init`, reaches the launcher (*all joined*); `run` returns (*job finished*) |
+//! | processes  | a job of N nodes, [`threadwire_launch::run`]                 | the last node's report, sent right after `init`, reaches the launcher (*all joined*); `run` returns (*job finished*) |
 //! | fibers     | N × [`spawn`](threadwire::Node::spawn) of a body that returns | all N joined |
 //! | OS threads | N × [`spawn_os`](threadwire::Node::spawn_os), likewise | all N joined |
 //! | pvm_spawn  | N tasks with one `pvm_spawn` from a PVM parent, under a private pvmd ([`crate::peers::pvm`]) | a message from each has reached the parent |
@@ -17,25 +17,30 @@
 //! A node is the program the caller names ([`Options::program`]), which
 //! must call [`crate::peers::pvm::task_main`] before anything else (it is also the
 //! PVM parent and its tasks) and [`node`] under the launcher: `init`, then
-//! one line with two timestamps. Linux's
+//! one report ([`NodeResult::Joined`]) with two timestamps, on the node's
+//! control connection to the launcher. Linux's
 //! `CLOCK_MONOTONIC` is one clock for every process of a host, so the
 //! launcher subtracts its own reading at the call of `run` from the nodes'
 //! and splits a process start into a [`Timeline`]: until the last node's
 //! code runs (fork, exec, loading, the program's own start), until the
 //! last node is past `init` (rendezvous, a connection and shared-memory
-//! setup per pair of nodes), until the launcher has read its line.
+//! setup per pair of nodes), until the launcher has its report (the
+//! table's *line read* column: the report is the node's line to the
+//! launcher, read the moment its event arrives).
 
+pub mod node;
+pub mod report;
+
+pub use node::{node, NodeError};
+
+use crate::node_result::NodeResult;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use threadwire::{Endpoint, InitError, JoinError, ThreadHandle};
+use threadwire::{Endpoint, JoinError, ThreadHandle};
 use threadwire_launch::{Event, JobSpec, LaunchError};
-
-/// The first word of a node's line after `init`: `spawn-joined NODE
-/// STARTED_NS JOINED_NS`, nanoseconds of `CLOCK_MONOTONIC`.
-const JOINED: &str = "spawn-joined";
 
 /// A job that takes longer than this has hung; it is killed and the run fails.
 const JOB_TIMEOUT: Duration = Duration::from_secs(60);
@@ -194,6 +199,18 @@ pub struct Report {
     pub pvm: Pvm,
     /// Timed repetitions per row.
     pub repetitions: u32,
+    /// Where the process rows ran, if on two emulated hosts (the caller's
+    /// to fill in: it built them).
+    pub emulated_hosts: Option<EmulatedHosts>,
+}
+
+/// The two emulated hosts of the process rows: node i on host i mod 2.
+#[derive(Clone, Debug)]
+pub struct EmulatedHosts {
+    /// The hosts' names.
+    pub names: [String; 2],
+    /// Their link.
+    pub link: threadwire_testbed::net::Link,
 }
 
 /// Why a run failed.
@@ -208,9 +225,9 @@ pub enum Error {
         /// The first failing node and its cause, if a node failed.
         failure: Option<String>,
     },
-    /// A node of a job that succeeded never printed its line after `init`:
+    /// A node of a job that succeeded never reported that it joined:
     /// the program does not call [`node`].
-    NoLine {
+    NoReport {
         /// The node.
         node: u32,
     },
@@ -230,10 +247,10 @@ impl fmt::Display for Error {
                 status,
                 failure: None,
             } => write!(f, "a job failed with status {status}"),
-            Error::NoLine { node } => write!(
+            Error::NoReport { node } => write!(
                 f,
-                "node n{node} ended without its `{JOINED}` line: the node program does not \
-                 call threadwire_bench::spawn::node"
+                "node n{node} ended without reporting that it joined: the node program does \
+                 not call threadwire_bench::spawn::node"
             ),
             Error::Join(e) => write!(f, "a started thread failed: {e}"),
         }
@@ -245,7 +262,7 @@ impl std::error::Error for Error {
         match self {
             Error::Launch(e) => Some(e),
             Error::Join(e) => Some(e),
-            Error::Job { .. } | Error::NoLine { .. } => None,
+            Error::Job { .. } | Error::NoReport { .. } => None,
         }
     }
 }
@@ -261,23 +278,13 @@ pub fn node_config() -> threadwire::Config {
         .log(false)
 }
 
-/// The node side of the process rows: joins the job and prints the line
-/// the launcher times. Returns when the job ends for this node.
-pub fn node() -> Result<(), InitError> {
-    let started = monotonic_ns();
-    let ep = threadwire::init()?;
-    let joined = monotonic_ns();
-    println!("{JOINED} {} {started} {joined}", ep.address().node);
-    Ok(())
-}
-
 /// The steps of [`run`], one per kind and count, for a progress bar.
 pub fn steps(options: &Options) -> usize {
     Kind::ALL.len() * options.counts.len()
 }
 
 /// Runs every row: processes (`on_event` sees every event of the jobs but
-/// the nodes' timing lines), then fibers and OS threads of `ep`'s node,
+/// the nodes' timing reports), then fibers and OS threads of `ep`'s node,
 /// which should come from [`node_config`], then pvm_spawn where PVM is
 /// installed. `on_step` is called after each of the [`steps`], measured
 /// or not.
@@ -317,6 +324,7 @@ pub fn run(
         rows,
         pvm,
         repetitions,
+        emulated_hosts: None,
     })
 }
 
@@ -377,25 +385,23 @@ fn processes(
 }
 
 fn launch_once(spec: &JobSpec, on_event: &mut impl FnMut(&Event)) -> Result<Job, Error> {
-    // Per node: its code running, past init (its clock), line read (ours).
+    // Per node: its code running, past init (its clock), report read (ours).
     let mut stamps: Vec<Option<[u64; 3]>> = vec![None; spec.nodes as usize];
     let t0 = monotonic_ns();
-    let report = threadwire_launch::run(spec, |ev| match ev {
-        Event::Output { line, .. } if line.starts_with(JOINED) => {
-            let read = monotonic_ns();
-            let f: Vec<u64> = line
-                .split_whitespace()
-                .skip(1)
-                .map_while(|w| w.parse().ok())
-                .collect();
-            match f[..] {
-                [node, started, joined] if (node as usize) < stamps.len() => {
-                    stamps[node as usize] = Some([started, joined, read])
-                }
-                _ => on_event(ev),
+    let report = threadwire_launch::run(spec, |ev| {
+        let read = monotonic_ns();
+        match NodeResult::decode(ev) {
+            Some((
+                node,
+                NodeResult::Joined {
+                    started_ns,
+                    joined_ns,
+                },
+            )) if (node as usize) < stamps.len() => {
+                stamps[node as usize] = Some([started_ns, joined_ns, read])
             }
+            _ => on_event(ev),
         }
-        _ => on_event(ev),
     })
     .map_err(Error::Launch)?;
     let finished = monotonic_ns();
@@ -407,7 +413,7 @@ fn launch_once(spec: &JobSpec, on_event: &mut impl FnMut(&Event)) -> Result<Job,
     }
     let mut last = [0u64; 3];
     for (node, s) in stamps.iter().enumerate() {
-        let s = s.ok_or(Error::NoLine { node: node as u32 })?;
+        let s = s.ok_or(Error::NoReport { node: node as u32 })?;
         for (l, s) in last.iter_mut().zip(s) {
             *l = (*l).max(s);
         }

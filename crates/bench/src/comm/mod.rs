@@ -16,7 +16,8 @@
 //! **Jobs.** [`run`] starts one 2-node job for `thread` and `shm` and one
 //! per link, on a net built for it and removed after ([`ScopedNet`]); the
 //! job's nodes run [`node`], which learns what to measure from
-//! `THREADWIRE_BENCH_COMM_PATH` and prints one line per size. A link whose
+//! `THREADWIRE_BENCH_COMM_PATH` and reports each size as it is measured
+//! ([`NodeResult`]). A link whose
 //! net cannot be built (not root) or whose job fails becomes a row that
 //! says why ([`Measured::Missing`]); the command goes on.
 //!
@@ -30,11 +31,18 @@
 //! way, so its 4 calibration round trips and two repetitions of two round
 //! trips take 13 s, most of a default run.
 
+pub mod node;
+pub mod report;
+
+pub use node::node;
+
+use crate::node_result::NodeResult;
 use crate::pingpong::{self, Budget, Sample};
+use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
-use threadwire::{Address, Endpoint, InitError, JoinError};
+use threadwire::{InitError, JoinError, ReportError};
 use threadwire_launch::{Event, JobSpec, LaunchError};
 use threadwire_testbed::net::{Link, NetError, ScopedNet};
 
@@ -43,11 +51,7 @@ pub const SIZES: [usize; 4] = [1, 1000, 32_000, 1_000_000];
 
 /// Tells a node which paths its job measures: `local` (thread and shm) or
 /// a link's name.
-const PATH_VAR: &str = "THREADWIRE_BENCH_COMM_PATH";
-
-/// The first word of a node's result line: `comm-result PATH SIZE
-/// MEDIAN_NS MIN_NS MAX_NS REPETITIONS`.
-const RESULT: &str = "comm-result";
+pub(crate) const PATH_VAR: &str = "THREADWIRE_BENCH_COMM_PATH";
 
 /// The share of a shaped link's rate that is TCP payload: tbf counts whole
 /// 1514-byte frames, of which 1448 bytes are payload ([`net`](threadwire_testbed::net)
@@ -75,7 +79,7 @@ impl Path {
         }
     }
 
-    fn parse(name: &str) -> Option<Path> {
+    pub(crate) fn parse(name: &str) -> Option<Path> {
         match name {
             "thread" => Some(Path::Thread),
             "shm" => Some(Path::Shm),
@@ -185,7 +189,7 @@ fn estimated_one_way_seconds(path: Path, size: usize) -> f64 {
 }
 
 /// One size of one row.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Cell {
     /// The one-way times.
     pub sample: Sample,
@@ -244,80 +248,23 @@ pub enum Error {
     /// The job of `thread` and `shm` failed.
     #[error("the job of thread and shm failed with status {0}")]
     JobFailed(i32),
+    /// A node could not report a result to the launcher.
+    #[error("reporting a result")]
+    Report(#[source] ReportError),
 }
 
-/// Node side: measures the paths of this job (module docs); node 0 prints
-/// a result line per path and size.
-pub fn node(options: &Options) -> Result<(), Error> {
-    let which = std::env::var(PATH_VAR).ok();
-    let paths = match which.as_deref() {
-        Some("local") => vec![Path::Thread, Path::Shm],
-        Some(name) => match name.parse() {
-            Ok(link) => vec![Path::Link(link)],
-            Err(_) => return Err(Error::NoPath(which)),
-        },
-        None => return Err(Error::NoPath(None)),
+/// Runs the jobs (module docs) and returns the table; `on_step` is called
+/// for each cell as it comes, `on_event` sees every other event of every
+/// job.
+pub fn run(
+    options: &Options,
+    mut on_step: impl FnMut(),
+    mut on_event: impl FnMut(&Event),
+) -> Result<Report, Error> {
+    let mut on_event = |seen: Seen<'_>| match seen {
+        Seen::Result => on_step(),
+        Seen::Other(ev) => on_event(ev),
     };
-    let ep = threadwire::init().map_err(Error::Init)?;
-    let me = ep.address().node;
-    for path in paths {
-        let budgets: Vec<(usize, Budget)> = SIZES
-            .iter()
-            .map(|&s| (s, options.budget(path, s)))
-            .collect();
-        // A line per size, printed as it is measured: the launcher shows
-        // progress as the lines come.
-        let print = |sample: &Sample, budget: Budget| {
-            println!(
-                "{RESULT} {} {} {} {} {} {}",
-                path.name(),
-                sample.size,
-                sample.one_way.as_nanos(),
-                sample.min.as_nanos(),
-                sample.max.as_nanos(),
-                budget.repetitions
-            );
-        };
-        match (path, me) {
-            (Path::Thread, 0) => {
-                let partner_budgets = budgets.clone();
-                let partner = ep.node().spawn(move |ep| {
-                    ping_pong(&ep, Address::new(0, 0), false, &partner_budgets, |_, _| {})
-                });
-                ping_pong(&ep, partner.address(), true, &budgets, print)?;
-                partner.join().map_err(Error::Join)??;
-            }
-            (Path::Thread, _) => {}
-            (_, 0) => ping_pong(&ep, Address::new(1, 0), true, &budgets, print)?,
-            (_, 1) => ping_pong(&ep, Address::new(0, 0), false, &budgets, |_, _| {})?,
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// One [`pingpong::run`] per size, each with its own budget; the leader
-/// hands each size's sample to `on_sample` with its budget.
-fn ping_pong(
-    ep: &Endpoint,
-    partner: Address,
-    leader: bool,
-    budgets: &[(usize, Budget)],
-    mut on_sample: impl FnMut(&Sample, Budget),
-) -> Result<(), Error> {
-    for &(size, budget) in budgets {
-        let samples =
-            pingpong::run(ep, partner, leader, &[size], budget).map_err(Error::Pingpong)?;
-        for sample in &samples {
-            on_sample(sample, budget);
-        }
-    }
-    Ok(())
-}
-
-/// Runs the jobs (module docs) and returns the table; `on_event` sees
-/// every event of every job but the result lines.
-pub fn run(options: &Options, mut on_event: impl FnMut(&Event)) -> Result<Report, Error> {
     let local = [Path::Thread, Path::Shm];
     let job = JobSpec::new(2, &options.program)
         .args(options.args.clone())
@@ -357,7 +304,7 @@ fn on_link(
     options: &Options,
     link: Link,
     cells: &mut Vec<(Path, Cell)>,
-    on_event: &mut impl FnMut(&Event),
+    on_event: &mut impl FnMut(Seen<'_>),
 ) -> Result<(), String> {
     let net = scoped_net(link).map_err(|e| format!("no emulated hosts: {e}"))?;
     let job = JobSpec::new(2, &options.program)
@@ -379,48 +326,27 @@ fn scoped_net(link: Link) -> Result<ScopedNet, NetError> {
     ScopedNet::up_with_free_prefix("twc", 2, link)
 }
 
-/// Keeps result lines as cells; every event, result lines included, goes
-/// on to `on_event` (which can tell them by [`is_result`]).
-fn collect(ev: &Event, cells: &mut Vec<(Path, Cell)>, on_event: &mut impl FnMut(&Event)) {
-    if let Event::Output { line, .. } = ev {
-        if let Some(cell) = parse_result(line) {
-            cells.push(cell);
-        }
-    }
-    on_event(ev);
+/// What [`collect`] saw: a cell of the table, or an event to show.
+enum Seen<'a> {
+    Result,
+    Other(&'a Event),
 }
 
-/// Whether `ev` is a node's result line (one measured cell of the table)
-/// rather than something to show.
-pub fn is_result(ev: &Event) -> bool {
-    matches!(ev, Event::Output { line, .. } if parse_result(line).is_some())
+/// Keeps the nodes' results as cells; every other event goes on to
+/// `on_event`, and so does a result of no known path.
+fn collect(ev: &Event, cells: &mut Vec<(Path, Cell)>, on_event: &mut impl FnMut(Seen<'_>)) {
+    if let Some((_, NodeResult::Comm { path, cell })) = NodeResult::decode(ev) {
+        if let Some(path) = Path::parse(&path) {
+            cells.push((path, cell));
+            return on_event(Seen::Result);
+        }
+    }
+    on_event(Seen::Other(ev));
 }
 
 /// The number of cells a run of `options` measures, for progress.
 pub fn cells(options: &Options) -> usize {
     (2 + options.links.len()) * SIZES.len()
-}
-
-fn parse_result(line: &str) -> Option<(Path, Cell)> {
-    let f: Vec<&str> = line.split_whitespace().collect();
-    if f.len() != 7 || f[0] != RESULT {
-        return None;
-    }
-    let ns = |s: &str| s.parse().ok().map(Duration::from_nanos);
-    let sample = Sample {
-        size: f[2].parse().ok()?,
-        one_way: ns(f[3])?,
-        min: ns(f[4])?,
-        max: ns(f[5])?,
-    };
-    let repetitions = f[6].parse().ok()?;
-    Some((
-        Path::parse(f[1])?,
-        Cell {
-            sample,
-            repetitions,
-        },
-    ))
 }
 
 fn cells_of(cells: &[(Path, Cell)], path: Path) -> Vec<Cell> {
@@ -453,18 +379,6 @@ mod tests {
                 .repetitions,
             1
         );
-    }
-
-    #[test]
-    fn result_lines_round_trip() {
-        let line = "comm-result tcp/atm155 32000 1700000 1650000 1800000 5";
-        let (path, cell) = parse_result(line).unwrap();
-        assert_eq!(path, Path::Link(Link::Atm155));
-        assert_eq!(cell.sample.size, 32_000);
-        assert_eq!(cell.sample.one_way, Duration::from_micros(1700));
-        assert_eq!(cell.repetitions, 5);
-        assert!(parse_result("comm-result thread 1 2 3").is_none());
-        assert!(parse_result("hello").is_none());
     }
 
     #[test]

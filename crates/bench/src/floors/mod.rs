@@ -34,6 +34,8 @@ mod loopback;
 mod memcpy;
 mod wake_up;
 
+pub mod report;
+
 use std::fmt;
 use std::io;
 use std::sync::mpsc;

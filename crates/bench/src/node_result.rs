@@ -1,0 +1,153 @@
+//! The one channel from a benchmark's nodes to the command that launched
+//! them: a [`NodeResult`], encoded as JSON, sent with
+//! [`Node::report`](threadwire::Node::report) on the node's control
+//! connection and read back from the launcher's
+//! [`Event::Report`] by [`NodeResult::decode`].
+//!
+//! 1. A node measures one cell of its benchmark's table (a size, a thread
+//!    count, an encoding at a size) and calls [`NodeResult::send`] at once,
+//!    so the command can show progress as the results come.
+//! 2. The launcher hands each report to the benchmark's `run` as an event,
+//!    in the order the node made them; `run` decodes it into its report
+//!    and counts it as a step of the progress bar.
+//! 3. Every other event (a node's stray output, a failure) is passed on to
+//!    be shown. A report that does not decode is shown too, never guessed
+//!    at.
+//!
+//! Nothing a node measures is printed and parsed back.
+
+use crate::pingpong::Sample;
+use crate::{comm, rate};
+use serde::{Deserialize, Serialize};
+use threadwire::ReportError;
+use threadwire_launch::Event;
+
+/// A result a benchmark's node reports to the launcher.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum NodeResult {
+    /// `bench pingpong`: a path's sample of one size.
+    Pingpong {
+        /// `thread`, `shm` or `tcp`.
+        path: String,
+        /// The one-way times.
+        sample: Sample,
+    },
+    /// `bench rate`: one kind and thread count.
+    Rate(rate::Sample),
+    /// `bench comm`: one size of one path.
+    Comm {
+        /// The path's name ([`comm::Path::name`]).
+        path: String,
+        /// The size's figures.
+        cell: comm::Cell,
+    },
+    /// `bench encodings`: one encoding at one size.
+    Encodings {
+        /// The encoding's name ([`crate::encodings::name`]).
+        encoding: String,
+        /// The one-way times; `size` is the values' bytes.
+        sample: Sample,
+    },
+    /// `bench spawn`: a node of a process row has joined, on its clock
+    /// (`CLOCK_MONOTONIC`, ns): when its code started and when it was past
+    /// `init`. The launcher's reading on arrival is the third time.
+    Joined {
+        /// When the node's code started running.
+        started_ns: u64,
+        /// When it was past `init`.
+        joined_ns: u64,
+    },
+}
+
+impl NodeResult {
+    /// Reports `self` to the launcher of `node`'s job.
+    pub fn send(&self, node: &threadwire::Node) -> Result<(), ReportError> {
+        let data = serde_json::to_vec(self).expect("a node result is plain data");
+        node.report(&data)
+    }
+
+    /// The node and result of `ev`, if it is a node's result report.
+    pub fn decode(ev: &Event) -> Option<(u32, NodeResult)> {
+        match ev {
+            Event::Report { node, data } => Some((*node, serde_json::from_slice(data).ok()?)),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn event(result: &NodeResult) -> Event {
+        Event::Report {
+            node: 1,
+            data: serde_json::to_vec(result).unwrap(),
+        }
+    }
+
+    #[test]
+    fn results_round_trip() {
+        let sample = Sample {
+            size: 1000,
+            one_way: Duration::from_nanos(2500),
+            min: Duration::from_nanos(2000),
+            max: Duration::from_nanos(3000),
+        };
+        let results = [
+            NodeResult::Pingpong {
+                path: "shm".into(),
+                sample,
+            },
+            NodeResult::Rate(rate::Sample {
+                kind: rate::ThreadKind::Fibers,
+                threads: 4,
+                messages: 100,
+                send: rate::Rate {
+                    median: 1.5e6,
+                    min: 1e6,
+                    max: 2e6,
+                },
+                end_to_end: rate::Rate {
+                    median: 0.1,
+                    min: f64::MIN_POSITIVE,
+                    max: 3.0,
+                },
+            }),
+            NodeResult::Comm {
+                path: "tcp/ethernet10".into(),
+                cell: comm::Cell {
+                    sample,
+                    repetitions: 2,
+                },
+            },
+            NodeResult::Encodings {
+                encoding: "in-place".into(),
+                sample,
+            },
+            NodeResult::Joined {
+                started_ns: u64::MAX,
+                joined_ns: 1,
+            },
+        ];
+        for result in results {
+            assert_eq!(NodeResult::decode(&event(&result)), Some((1, result)));
+        }
+    }
+
+    #[test]
+    fn other_events_and_other_bytes_are_not_results() {
+        let line = Event::Output {
+            node: 0,
+            stream: threadwire_launch::OutputStream::Stdout,
+            line: "pingpong-result shm 8 1 1 1".into(),
+        };
+        assert_eq!(NodeResult::decode(&line), None);
+        let garbage = Event::Report {
+            node: 0,
+            data: b"{\"Pingpong\": 3}".to_vec(),
+        };
+        assert_eq!(NodeResult::decode(&garbage), None);
+    }
+}

@@ -1,0 +1,250 @@
+//! The report of `bench spawn`: one row per kind and N, the 1998 peer's
+//! row, then where a process start goes.
+
+use super::{Kind, Millis, Pvm, Report, PVM_SPAWN_1998_MS};
+use crate::report::{three_figures, write_csv, write_json, Figure};
+use serde::Serialize;
+use std::io::{self, Write};
+
+/// `--json`: per kind and N the ms until all joined and, for processes,
+/// until the job finished and the timeline's stages, each median, min and
+/// max; the 1998 figure at N = 1; and `pvm`: whether the pvm_spawn rows
+/// were measured, and why not (`null` when they were).
+#[derive(Serialize)]
+struct Document {
+    benchmark: &'static str,
+    unit: &'static str,
+    repetitions: u32,
+    rows: Vec<JsonRow>,
+    pvm: JsonPvm,
+}
+
+#[derive(Serialize)]
+struct JsonRow {
+    kind: &'static str,
+    count: u32,
+    joined_ms: Option<Spread>,
+    finished_ms: Option<Spread>,
+    code_running_ms: Option<Spread>,
+    past_init_ms: Option<Spread>,
+    reference_1998_ms: Figure,
+}
+
+#[derive(Serialize)]
+struct Spread {
+    median: Figure,
+    min: Figure,
+    max: Figure,
+}
+
+impl From<&Millis> for Spread {
+    fn from(m: &Millis) -> Spread {
+        Spread {
+            median: Figure(m.median),
+            min: Figure(m.min),
+            max: Figure(m.max),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct JsonPvm {
+    measured: bool,
+    not_measured_because: Option<String>,
+}
+
+/// `--csv`: the table's rows, medians and spreads in ms; where pvm_spawn
+/// was not measured, one `pvm_spawn` row with only its kind.
+pub const CSV_HEADER: [&str; 11] = [
+    "kind",
+    "count",
+    "joined_median_ms",
+    "joined_min_ms",
+    "joined_max_ms",
+    "finished_median_ms",
+    "finished_min_ms",
+    "finished_max_ms",
+    "code_running_median_ms",
+    "past_init_median_ms",
+    "reference_1998_ms",
+];
+
+#[derive(Serialize)]
+struct CsvRow {
+    kind: &'static str,
+    count: Option<u32>,
+    joined_median_ms: Figure,
+    joined_min_ms: Figure,
+    joined_max_ms: Figure,
+    finished_median_ms: Figure,
+    finished_min_ms: Figure,
+    finished_max_ms: Figure,
+    code_running_median_ms: Figure,
+    past_init_median_ms: Figure,
+    reference_1998_ms: Figure,
+}
+
+/// The 1998 figure, which is for one process or thread.
+fn reference(count: u32, kind: Kind) -> Figure {
+    Figure::of((count == 1).then(|| kind.reference_1998_ms()))
+}
+
+impl crate::report::Report for Report {
+    fn table(&self, out: &mut dyn Write) -> io::Result<()> {
+        let spread = |m: &Millis| {
+            format!(
+                "{} ({}–{})",
+                three_figures(m.median),
+                three_figures(m.min),
+                three_figures(m.max)
+            )
+        };
+        let reference = |count: u32, ms: f64| match count {
+            1 => format!("{ms:.2}"),
+            _ => String::new(),
+        };
+        writeln!(
+            out,
+            "ms to start N, median (min–max) of {} repetitions after one warm-up",
+            self.repetitions
+        )?;
+        writeln!(
+            out,
+            "{:<10} {:>3}  {:>28}  {:>28}  {:>10}",
+            "started", "N", "all joined (min–max)", "job finished (min–max)", "1998 (N=1)"
+        )?;
+        for row in &self.rows {
+            writeln!(
+                out,
+                "{:<10} {:>3}  {:>28}  {:>28}  {:>10}",
+                row.kind.name(),
+                row.count,
+                spread(&row.joined),
+                row.finished
+                    .as_ref()
+                    .map_or_else(|| "–".to_string(), spread),
+                reference(row.count, row.kind.reference_1998_ms())
+            )?;
+        }
+        if let Pvm::NotMeasured(_) = self.pvm {
+            writeln!(
+                out,
+                "{:<10} {:>3}  {:>28}  {:>28}  {:>10}",
+                "pvm_spawn",
+                1,
+                "–",
+                "–",
+                reference(1, PVM_SPAWN_1998_MS)
+            )?;
+        }
+        writeln!(out, "pvm_spawn: {}", self.pvm)?;
+        // "line read": when the node's report reached the launcher.
+        writeln!(
+            out,
+            "processes: ms from launch::run until the last node's code runs, until it is past \
+             init (node clocks), until the launcher reads its line, until run returns (medians)"
+        )?;
+        writeln!(
+            out,
+            "{:>3}  {:>12}  {:>10}  {:>10}  {:>12}",
+            "N", "code running", "past init", "line read", "job finished"
+        )?;
+        for row in self.rows.iter().filter(|r| r.kind == Kind::Processes) {
+            if let (Some(t), Some(f)) = (&row.timeline, &row.finished) {
+                writeln!(
+                    out,
+                    "{:>3}  {:>12}  {:>10}  {:>10}  {:>12}",
+                    row.count,
+                    three_figures(t.running.median),
+                    three_figures(t.initialized.median),
+                    three_figures(row.joined.median),
+                    three_figures(f.median)
+                )?;
+            }
+        }
+        if let Some(hosts) = &self.emulated_hosts {
+            writeln!(
+                out,
+                "processes: node i on emulated host i mod 2 ({}, {}), joined over {}",
+                hosts.names[0], hosts.names[1], hosts.link
+            )?;
+        }
+        Ok(())
+    }
+
+    fn json(&self, out: &mut dyn Write) -> io::Result<()> {
+        let document = Document {
+            benchmark: "spawn",
+            unit: "ms",
+            repetitions: self.repetitions,
+            rows: self
+                .rows
+                .iter()
+                .map(|row| JsonRow {
+                    kind: row.kind.name(),
+                    count: row.count,
+                    joined_ms: Some((&row.joined).into()),
+                    finished_ms: row.finished.as_ref().map(Spread::from),
+                    code_running_ms: row.timeline.as_ref().map(|t| (&t.running).into()),
+                    past_init_ms: row.timeline.as_ref().map(|t| (&t.initialized).into()),
+                    reference_1998_ms: reference(row.count, row.kind),
+                })
+                .collect(),
+            pvm: JsonPvm {
+                measured: matches!(self.pvm, Pvm::Measured),
+                not_measured_because: match &self.pvm {
+                    Pvm::Measured => None,
+                    Pvm::NotMeasured(e) => Some(e.to_string()),
+                },
+            },
+        };
+        write_json(out, &document)
+    }
+
+    fn csv(&self, out: &mut dyn Write) -> io::Result<()> {
+        let missing = Figure(f64::NAN);
+        let spread = |m: Option<&Millis>| {
+            m.map_or([missing; 3], |m| {
+                [Figure(m.median), Figure(m.min), Figure(m.max)]
+            })
+        };
+        let mut lines: Vec<CsvRow> = self
+            .rows
+            .iter()
+            .map(|row| {
+                let [joined_median_ms, joined_min_ms, joined_max_ms] = spread(Some(&row.joined));
+                let [finished_median_ms, finished_min_ms, finished_max_ms] =
+                    spread(row.finished.as_ref());
+                CsvRow {
+                    kind: row.kind.name(),
+                    count: Some(row.count),
+                    joined_median_ms,
+                    joined_min_ms,
+                    joined_max_ms,
+                    finished_median_ms,
+                    finished_min_ms,
+                    finished_max_ms,
+                    code_running_median_ms: Figure::of(row.timeline.map(|t| t.running.median)),
+                    past_init_median_ms: Figure::of(row.timeline.map(|t| t.initialized.median)),
+                    reference_1998_ms: reference(row.count, row.kind),
+                }
+            })
+            .collect();
+        if let Pvm::NotMeasured(_) = self.pvm {
+            lines.push(CsvRow {
+                kind: "pvm_spawn",
+                count: None,
+                joined_median_ms: missing,
+                joined_min_ms: missing,
+                joined_max_ms: missing,
+                finished_median_ms: missing,
+                finished_min_ms: missing,
+                finished_max_ms: missing,
+                code_running_median_ms: missing,
+                past_init_median_ms: missing,
+                reference_1998_ms: missing,
+            });
+        }
+        write_csv(out, &CSV_HEADER, lines)
+    }
+}

@@ -1,0 +1,341 @@
+//! The command line: clap's types, as the user types them; `main` turns
+//! them into the libraries' options.
+
+use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use threadwire_bench::report::Format;
+use threadwire_testbed::net::Link;
+
+#[derive(Parser)]
+#[command(
+    name = "threadwire",
+    version,
+    about = "Thread-addressed message passing: run jobs, applications and benchmarks"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Start N nodes of a program on this host and wait for them.
+    Run(RunArgs),
+    /// Run a bundled application as a job.
+    #[command(subcommand)]
+    Apps(App),
+    /// Measure threadwire.
+    #[command(subcommand)]
+    Bench(Bench),
+    /// Print version and the environment contract.
+    Info,
+    /// Emulated hosts: network namespaces on a bridge, links shaped with tc (needs root).
+    #[command(subcommand)]
+    Net(Net),
+}
+
+#[derive(Subcommand)]
+pub enum Net {
+    /// Create K hosts (namespaces PREFIXh0…) on a bridge, each link shaped to
+    /// the given rate; replaces an existing net of the same prefix.
+    Up {
+        /// Number of hosts.
+        #[arg(long, default_value_t = 2)]
+        hosts: u32,
+        /// ethernet10, fast100, atm155, gige or none.
+        #[arg(long, default_value = "none")]
+        link: Link,
+        #[command(flatten)]
+        prefix: Prefix,
+    },
+    /// Remove the net of this prefix (nothing to do is fine).
+    Down(Prefix),
+    /// Describe the net of this prefix.
+    Show(Prefix),
+}
+
+#[derive(Args)]
+pub struct Prefix {
+    /// Name prefix of the namespaces, veths and bridge.
+    #[arg(long, default_value = "tw")]
+    pub prefix: String,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// The program and its arguments.
+    #[arg(required = true, last = true)]
+    pub program: Vec<OsString>,
+}
+
+#[derive(Args, Clone, Default)]
+pub struct JobArgs {
+    /// Number of nodes.
+    #[arg(short = 'n', long = "nodes", default_value_t = 2)]
+    pub nodes: u32,
+    /// Kill the job after this many seconds.
+    #[arg(long)]
+    pub timeout: Option<f64>,
+    /// Print per-node message and byte counts at the end.
+    #[arg(long)]
+    pub stats: bool,
+    /// When a node fails, tell the others but let them run on.
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Start a communication thread in every node (THREADWIRE_PROGRESS=thread).
+    #[arg(long)]
+    pub progress_thread: bool,
+    /// Channel between nodes on one host: auto (shared memory), tcp or shm
+    /// (THREADWIRE_CHANNEL).
+    #[arg(long, value_parser = ["auto", "tcp", "shm"])]
+    pub channel: Option<String>,
+    /// Print the channel each node uses to each peer.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Run the nodes on the hosts this file lists, one per line: `local`,
+    /// `netns:NAME` (a namespace of `threadwire net up`) or `ssh:HOST`;
+    /// node i on line i modulo their number.
+    #[arg(long, value_name = "FILE")]
+    pub hosts: Option<PathBuf>,
+    /// Address of this host that the nodes reach the launcher at (default
+    /// 127.0.0.1; `ssh:` hosts need one they can reach).
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<std::net::IpAddr>,
+}
+
+#[derive(Subcommand)]
+pub enum App {
+    /// Host–node matrix multiply: node 0 distributes, worker threads compute, node 0 verifies.
+    Matmul {
+        #[command(flatten)]
+        job: MatmulJob,
+    },
+}
+
+#[derive(Args, Clone)]
+pub struct MatmulJob {
+    /// Number of nodes.
+    #[arg(short = 'n', long = "nodes", default_value_t = 4)]
+    pub nodes: u32,
+    /// Matrix size.
+    #[arg(long, default_value_t = 512)]
+    pub size: usize,
+    /// Worker threads per worker node.
+    #[arg(long, default_value_t = 2)]
+    pub threads: u32,
+}
+
+#[derive(Subcommand)]
+pub enum Bench {
+    /// Every benchmark, each run as its own command, into one report
+    /// (OUT/README.md): the tables of docs/PERFORMANCE.md.
+    Suite(crate::suite::SuiteArgs),
+    /// One-way latency and bandwidth, thread to thread in a node and node to node over TCP.
+    Pingpong(PingpongArgs),
+    /// 8-byte message rate from T threads of node 0 to T threads of node 1 (as MPI's msgrate).
+    Rate(RateArgs),
+    /// Mutex, semaphore, switches, create+join and message round trip: fibers beside OS threads.
+    Threads(ThreadsArgs),
+    /// Start-up cost of N node processes, fibers and OS threads (1998: 57.75 ms pvm_spawn, 1.75 ms thread).
+    Spawn(SpawnArgs),
+    /// Communication time for 1 B, 1 KB, 32 KB and 1 MB between threads, nodes and
+    /// emulated hosts: one-way ping-pong ms (1998: 5.53 ms Ethernet, 1.01 ms threads at 1 B).
+    Comm(CommArgs),
+    /// Ping-pong of f64 values packed and unpacked in each encoding (raw, portable,
+    /// in-place, receiver-makes-right) between two nodes: one-way time and MB/s.
+    Encodings(EncodingsArgs),
+    /// The physical floors of this machine: a cache line between cores, a sleeping
+    /// thread's wake-up, memcpy bandwidth and loopback TCP.
+    Floors(FloorsArgs),
+}
+
+#[derive(Args)]
+pub struct PingpongArgs {
+    /// Largest size as a power of two (default 24 = 16 MiB): the sweep
+    /// is every power of two from 1 B and the classic sizes 8, 20, 100,
+    /// 1000, 60000, 250000, 1000000 and 10000000 B up to it.
+    #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(u32).range(0..=30))]
+    pub max_power: u32,
+    /// Sizes in bytes, comma-separated, instead of the sweep of --max-power.
+    #[arg(long, value_delimiter = ',', conflicts_with = "max_power")]
+    pub sizes: Option<Vec<usize>>,
+    /// Paths to measure, comma-separated: `thread` (two fibers of one
+    /// node), `shm` and `tcp` (node to node, one job each).
+    #[arg(long, value_delimiter = ',', default_value = "thread,shm,tcp",
+          value_parser = ["thread", "shm", "tcp"])]
+    pub paths: Vec<String>,
+    /// Repetitions per size.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
+    /// Milliseconds per repetition.
+    #[arg(long, default_value_t = 100)]
+    pub ms: u64,
+    /// Also plot latency and bandwidth against size, with the 1998
+    /// figures, into this directory (created if missing):
+    /// pingpong-latency.svg/.png and pingpong-bandwidth.svg/.png.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Also run NetPIPE, where installed, on the same paths and show
+    /// its figures and our ratio to them: NPopenmpi and NPmpich2 beside
+    /// shm, NPtcp and NPopenmpi over TCP beside tcp.
+    #[arg(long)]
+    pub peers: bool,
+    #[command(flatten)]
+    pub link: OnLink,
+    #[command(flatten)]
+    pub output: MachineReadable,
+}
+
+#[derive(Args)]
+pub struct RateArgs {
+    /// Thread counts T, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2,4,8",
+        value_parser = clap::value_parser!(u32).range(1..=64)
+    )]
+    pub threads: Vec<u32>,
+    /// Messages per thread per repetition (msgrate.c's N is 200000).
+    #[arg(long, default_value_t = 50_000)]
+    pub messages: u64,
+    /// Timed repetitions per thread count (after one untimed warm-up).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
+    /// Sends (receives) started before they are completed together.
+    #[arg(long, default_value_t = 64)]
+    pub window: usize,
+    /// Kinds of threads to measure, comma-separated: os (as msgrate.c's pthreads), fibers.
+    #[arg(long, value_delimiter = ',', default_value = "os")]
+    pub kinds: Vec<threadwire_bench::rate::ThreadKind>,
+    #[command(flatten)]
+    pub link: OnLink,
+    #[command(flatten)]
+    pub output: MachineReadable,
+}
+
+#[derive(Args)]
+pub struct ThreadsArgs {
+    /// Operations per repetition of the cheapest rows (costlier rows run a fixed fraction).
+    #[arg(long, default_value_t = 200_000)]
+    pub iterations: u64,
+    /// Timed repetitions per row and column.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
+    #[command(flatten)]
+    pub output: MachineReadable,
+}
+
+#[derive(Args)]
+pub struct SpawnArgs {
+    /// Numbers N to start, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,4,8,16",
+        value_parser = clap::value_parser!(u32).range(1..=64)
+    )]
+    pub counts: Vec<u32>,
+    /// Timed repetitions per row (after one untimed warm-up).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
+    /// Start the node processes on two emulated hosts joined by this
+    /// link, node i on host i mod 2 (needs root); the other rows stay
+    /// on this host.
+    #[arg(long)]
+    pub link: Option<Link>,
+    #[command(flatten)]
+    pub output: MachineReadable,
+}
+
+#[derive(Args)]
+pub struct CommArgs {
+    /// Links of the host-to-host rows, comma-separated, each built for its
+    /// run and removed after (ethernet10, fast100, atm155, gige, none; root).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "ethernet10,fast100,atm155,gige"
+    )]
+    pub links: Vec<Link>,
+    /// Repetitions per size (fewer on slow links, to fit --seconds).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
+    /// Milliseconds per repetition, at least.
+    #[arg(long, default_value_t = 50)]
+    pub ms: u64,
+    /// Seconds a size's repetitions may take on a link, by its rate
+    /// (at least one repetition).
+    #[arg(long, default_value_t = 7.0)]
+    pub seconds: f64,
+    #[command(flatten)]
+    pub output: MachineReadable,
+}
+
+#[derive(Args)]
+pub struct EncodingsArgs {
+    /// Largest size as a power of two (default 24 = 16 MiB), swept as
+    /// `bench pingpong` does; sizes are rounded up to whole f64 values.
+    #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(u32).range(0..=30))]
+    pub max_power: u32,
+    /// Sizes in bytes, comma-separated, instead of the sweep of --max-power.
+    #[arg(long, value_delimiter = ',', conflicts_with = "max_power")]
+    pub sizes: Option<Vec<usize>>,
+    /// Repetitions per size and encoding.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
+    /// Milliseconds per repetition.
+    #[arg(long, default_value_t = 100)]
+    pub ms: u64,
+    #[command(flatten)]
+    pub link: OnLink,
+    #[command(flatten)]
+    pub output: MachineReadable,
+}
+
+#[derive(Args)]
+pub struct FloorsArgs {
+    /// Timed repetitions per row (after one untimed warm-up).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
+    /// Milliseconds per repetition (iteration counts are calibrated to it).
+    #[arg(long, default_value_t = 100)]
+    pub ms: u64,
+    #[command(flatten)]
+    pub output: MachineReadable,
+}
+
+/// `--link` of the benchmarks between two nodes.
+#[derive(Args, Clone, Copy)]
+pub struct OnLink {
+    /// Run the two nodes on two emulated hosts joined by this link
+    /// (ethernet10, fast100, atm155, gige or none; needs root), built for
+    /// the run and removed after it.
+    #[arg(long)]
+    pub link: Option<Link>,
+}
+
+/// `--json` / `--csv` of the benchmarks that print a table.
+#[derive(Args, Clone, Copy)]
+pub struct MachineReadable {
+    /// Print the results on stdout as one JSON document instead of the table.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print the results on stdout as CSV, a header and one line per row, instead of the table.
+    #[arg(long)]
+    pub csv: bool,
+}
+
+impl MachineReadable {
+    /// The format asked for: the table unless `--json` or `--csv`.
+    pub fn format(self) -> Format {
+        match (self.json, self.csv) {
+            (true, _) => Format::Json,
+            (_, true) => Format::Csv,
+            _ => Format::Table,
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! `threadwire bench …`: each benchmark's options from its arguments, its
+//! run behind a progress bar, and its report for `main` to write; under
+//! the launcher, the benchmark's node side instead.
+
+use crate::args::{Bench, MachineReadable, OnLink};
+use crate::progress::Progress;
+use anyhow::{Context, Result};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+use threadwire_bench::pingpong::{self, Budget};
+use threadwire_bench::report::{Format, Report};
+use threadwire_bench::{comm, encodings, floors, rate, spawn, threads};
+use threadwire_testbed::interrupt;
+use threadwire_testbed::net::ScopedNet;
+
+/// What a command leaves to `main`.
+pub enum Outcome {
+    /// A report to write in a format.
+    Report(Box<dyn Report>, Format),
+    /// An exit status, all said (a node's side, the suite, a job).
+    Exit(i32),
+}
+
+/// Whether this process is a node of a job (the benchmark's node side).
+pub fn under_launcher() -> bool {
+    std::env::var_os(threadwire::env::JOB).is_some()
+}
+
+/// The command line the nodes run again: this one.
+fn own_command() -> Result<(PathBuf, Vec<OsString>)> {
+    Ok((
+        std::env::current_exe()?,
+        std::env::args_os().skip(1).collect(),
+    ))
+}
+
+impl OnLink {
+    fn net(&self) -> Result<Option<ScopedNet>> {
+        threadwire_bench::two_hosts(self.link).context("building the emulated hosts for --link")
+    }
+}
+
+/// Runs `measure` behind a progress bar of `steps`, cleared before its
+/// report is written in `output`'s format.
+fn measured<R: Report + 'static>(
+    name: &'static str,
+    steps: usize,
+    output: MachineReadable,
+    measure: impl FnOnce(&Progress) -> Result<R>,
+) -> Result<Outcome> {
+    let progress = Progress::new(name, steps);
+    let report = measure(&progress)?;
+    drop(progress);
+    Ok(Outcome::Report(Box::new(report), output.format()))
+}
+
+pub fn run(bench: Bench) -> Result<Outcome> {
+    let exit = |code| Ok(Outcome::Exit(code));
+    match bench {
+        Bench::Suite(args) => exit(crate::suite::run(&args)?),
+        Bench::Pingpong(a) => {
+            let (program, args) = own_command()?;
+            let options = pingpong::Options {
+                sizes: pingpong::listed_or_swept(a.sizes, a.max_power),
+                paths: a.paths,
+                budget: Budget::from_millis(a.repetitions, a.ms),
+                peers: a.peers,
+                program,
+                args,
+            };
+            if under_launcher() {
+                pingpong::node(&options)?;
+                return exit(0);
+            }
+            // Before any thread starts: a signal then removes the emulated
+            // hosts and peers too. Not in the nodes, nor in PVM's tasks.
+            interrupt::install(crate::progress::report_interrupt);
+            let net = a.link.net()?;
+            let steps = pingpong::steps(&options);
+            measured("bench pingpong", steps, a.output, |progress| {
+                let step = || progress.step();
+                let report =
+                    pingpong::sweep(&options, net.as_deref(), step, |e| progress.aside(e))?;
+                if let Some(dir) = a.plot {
+                    // stderr: stdout carries the results alone (--json, --csv).
+                    for file in pingpong::plot(&report, &dir)? {
+                        progress.aside_line(format!("threadwire: wrote {}", file.display()));
+                    }
+                }
+                Ok(report)
+            })
+        }
+        Bench::Rate(a) => {
+            let options = rate::Options {
+                threads: a.threads,
+                messages: a.messages,
+                repetitions: a.repetitions,
+                window: a.window,
+                kinds: a.kinds,
+                ..rate::Options::default()
+            };
+            if under_launcher() {
+                rate::node(&options)?;
+                return exit(0);
+            }
+            interrupt::install(crate::progress::report_interrupt);
+            let (program, args) = own_command()?;
+            let net = a.link.net()?;
+            measured(
+                "bench rate",
+                rate::samples(&options),
+                a.output,
+                |progress| {
+                    let step = || progress.step();
+                    let net = net.as_deref();
+                    Ok(rate::run(&options, program, args, net, step, |e| {
+                        progress.aside(e)
+                    })?)
+                },
+            )
+        }
+        Bench::Threads(a) => {
+            let options = threads::Options {
+                iterations: a.iterations.max(1),
+                repetitions: a.repetitions.max(1),
+                ..threads::Options::default()
+            };
+            let ep = threads::node_config()
+                .init()
+                .context("starting a standalone node")?;
+            measured("bench threads", threads::STEPS, a.output, |progress| {
+                Ok(threads::run(&ep, &options, || progress.step())?)
+            })
+        }
+        Bench::Comm(a) => {
+            let (program, args) = own_command()?;
+            let options = comm::Options {
+                links: a.links,
+                repetitions: a.repetitions,
+                per_repetition: Duration::from_millis(a.ms),
+                per_size: Duration::try_from_secs_f64(a.seconds).context("--seconds")?,
+                ..comm::Options::new(program, args)
+            };
+            if under_launcher() {
+                comm::node(&options)?;
+                return exit(0);
+            }
+            interrupt::install(crate::progress::report_interrupt);
+            measured("bench comm", comm::cells(&options), a.output, |progress| {
+                Ok(comm::run(
+                    &options,
+                    || progress.step(),
+                    |e| progress.aside(e),
+                )?)
+            })
+        }
+        Bench::Encodings(a) => {
+            let (program, args) = own_command()?;
+            let options = encodings::Options {
+                sizes: a.sizes.unwrap_or_else(|| pingpong::sizes(a.max_power)),
+                budget: Budget::from_millis(a.repetitions, a.ms),
+                program,
+                args,
+            };
+            if under_launcher() {
+                encodings::node(&options)?;
+                return exit(0);
+            }
+            interrupt::install(crate::progress::report_interrupt);
+            let net = a.link.net()?;
+            let rows = encodings::rows(&options);
+            measured("bench encodings", rows, a.output, |progress| {
+                let step = || progress.step();
+                let net = net.as_deref();
+                Ok(encodings::run(&options, net, step, |e| progress.aside(e))?)
+            })
+        }
+        Bench::Spawn(a) => {
+            // The pvm_spawn rows run this command again as PVM tasks.
+            if let Some(code) = threadwire_bench::peers::pvm::task_main() {
+                return exit(code);
+            }
+            if under_launcher() {
+                spawn::node()?;
+                return exit(0);
+            }
+            interrupt::install(crate::progress::report_interrupt);
+            let net = OnLink { link: a.link }.net()?;
+            let node_args = vec!["bench".into(), "spawn".into()];
+            let options = spawn::Options {
+                counts: a.counts,
+                repetitions: a.repetitions,
+                hosts: net.as_ref().map_or(Vec::new(), |n| n.launch_hosts()),
+                ..spawn::Options::new(std::env::current_exe()?, node_args)
+            };
+            let ep = spawn::node_config()
+                .init()
+                .context("starting a standalone node")?;
+            measured(
+                "bench spawn",
+                spawn::steps(&options),
+                a.output,
+                |progress| {
+                    let step = |_, _| progress.step();
+                    let mut report = spawn::run(&ep, &options, |e| progress.aside(e), step)?;
+                    report.emulated_hosts = net.as_ref().map(|net| spawn::EmulatedHosts {
+                        names: [net.hosts[0].name.clone(), net.hosts[1].name.clone()],
+                        link: net.link,
+                    });
+                    Ok(report)
+                },
+            )
+        }
+        Bench::Floors(a) => {
+            let options = floors::Options {
+                repetitions: a.repetitions,
+                per_repetition: Duration::from_millis(a.ms),
+                ..floors::Options::default()
+            };
+            measured(
+                "bench floors",
+                floors::steps(&options),
+                a.output,
+                |progress| Ok(floors::run(&options, || progress.step())),
+            )
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! `threadwire bench rate`: the table and `--json`.
+//!
+//! No benchmark draws its progress bar into a pipe (stderr is one here).
+
+mod support;
+use support::command::*;
+use support::json;
+
+#[test]
+fn bench_rate_reports_every_kind_and_thread_count() {
+    // 300 messages in windows of 64 end on a partial window.
+    let ran = run(threadwire().args([
+        "bench",
+        "rate",
+        "--threads",
+        "1,3",
+        "--messages",
+        "300",
+        "--repetitions",
+        "2",
+        "--kinds",
+        "os,fibers",
+    ]));
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    assert_no_progress_bar(&ran);
+    // Rows: kind, threads, send median, (min–max), end-to-end median, (min–max).
+    let rows: Vec<Vec<&str>> = ran
+        .rows()
+        .into_iter()
+        .filter(|w| matches!(w.first(), Some(&("os" | "fibers"))))
+        .collect();
+    let kinds: Vec<(&str, &str)> = rows.iter().map(|w| (w[0], w[1])).collect();
+    assert_eq!(
+        kinds,
+        [("os", "1"), ("os", "3"), ("fibers", "1"), ("fibers", "3")],
+        "{}",
+        ran.show()
+    );
+    for row in &rows {
+        assert_eq!(row.len(), 6, "{row:?}\n{}", ran.show());
+        assert_spread(&ran, row[2], row[3]);
+        assert_spread(&ran, row[4], row[5]);
+    }
+}
+
+#[test]
+fn bench_rate_json_has_every_kind_and_thread_count() {
+    let ran = run(threadwire().args([
+        "bench",
+        "rate",
+        "--threads",
+        "1,2",
+        "--messages",
+        "300",
+        "--repetitions",
+        "2",
+        "--kinds",
+        "os,fibers",
+        "--json",
+    ]));
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    let doc = json::parse(&ran.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", ran.show()));
+    let rows = doc
+        .get("rows")
+        .and_then(|r| r.as_array())
+        .unwrap_or_default();
+    let kinds: Vec<(Option<&str>, Option<f64>)> = rows
+        .iter()
+        .map(|r| {
+            let kind = r.get("kind").and_then(|k| k.as_str());
+            (kind, r.get("threads").and_then(|t| t.as_f64()))
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (Some("os"), Some(1.0)),
+            (Some("os"), Some(2.0)),
+            (Some("fibers"), Some(1.0)),
+            (Some("fibers"), Some(2.0))
+        ],
+        "{}",
+        ran.show()
+    );
+    for row in rows {
+        for rate in ["send", "end_to_end"] {
+            for figure in ["median", "min", "max"] {
+                let value = row.get(rate).and_then(|r| r.get(figure)?.as_f64());
+                assert_positive(value, &format!("{rate}.{figure}"), &ran);
+            }
+        }
+    }
+}

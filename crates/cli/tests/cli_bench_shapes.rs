@@ -1,0 +1,332 @@
+//! The shape of every benchmark's report, as programs and people read it:
+//! the keys of its `--json` document, the columns of its `--csv` header
+//! and the header lines of its table, each against a golden list, on the
+//! tiniest parameters that still fill every row kind. The figures are
+//! other tests' business.
+
+mod support;
+use std::collections::BTreeSet;
+use support::command::*;
+use support::json::{self, Value};
+
+/// Every key path of `value`: `rows`, `rows[].send.median`, …
+fn key_paths(value: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+    match value {
+        Value::Object(members) => {
+            for (key, member) in members {
+                let path = match prefix {
+                    "" => key.clone(),
+                    _ => format!("{prefix}.{key}"),
+                };
+                key_paths(member, &path, out);
+                out.insert(path);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                key_paths(item, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Runs `args` in the three formats and checks each shape against the
+/// golden lists: `keys` of the JSON, `columns` of the CSV header, `lines`
+/// of the table (each a whole line of it).
+fn assert_shape(args: &[&str], keys: &[&str], columns: &[&str], lines: &[&str]) {
+    let ran = |format: Option<&str>| {
+        let ran = run(threadwire().args(args).args(format));
+        assert_eq!(ran.code(), Some(0), "{}", ran.show());
+        assert_no_progress_bar(&ran);
+        ran
+    };
+    let table = ran(None);
+    for line in lines {
+        assert!(
+            table.stdout.lines().any(|l| l == *line),
+            "the table has no line {line:?}\n{}",
+            table.show()
+        );
+    }
+    let document = ran(Some("--json"));
+    let parsed = json::parse(&document.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", document.show()));
+    let mut found = BTreeSet::new();
+    key_paths(&parsed, "", &mut found);
+    let golden: BTreeSet<String> = keys.iter().map(|k| k.to_string()).collect();
+    assert_eq!(found, golden, "JSON keys of {args:?}");
+    let csv = ran(Some("--csv"));
+    let header = csv.stdout.lines().next().unwrap_or_default();
+    assert_eq!(csv_fields(header), columns, "CSV header of {args:?}");
+}
+
+#[test]
+fn pingpong_shape() {
+    assert_shape(
+        &[
+            "bench",
+            "pingpong",
+            "--paths",
+            "thread,shm",
+            "--sizes",
+            "8,64",
+        ]
+        .into_iter()
+        .chain(["--repetitions", "1", "--ms", "2"])
+        .collect::<Vec<_>>(),
+        &[
+            "benchmark",
+            "rows",
+            "rows[].path",
+            "rows[].size",
+            "rows[].median_ns",
+            "rows[].min_ns",
+            "rows[].max_ns",
+            "rows[].mbps",
+            "fits",
+            "fits[].path",
+            "fits[].sizes",
+            "fits[].startup_ns",
+            "fits[].ns_per_byte",
+            "fits[].bandwidth_mbps",
+            "fits[].half_bandwidth_bytes",
+            "fits[].rms_relative_error",
+        ],
+        &["path", "size", "median_ns", "min_ns", "max_ns", "mbps"],
+        &[
+            "path           size (B)   one-way µs             min–max µs         MB/s",
+            "Hockney's t(n) = α + β·n, least squares over all sizes weighted by 1/t² \
+             (threadwire_bench::fit):",
+            "path            start-up α µs      r∞ = 1/β MB/s     n½ = α/β B  rms error",
+        ],
+    );
+}
+
+#[test]
+fn rate_shape() {
+    let args = ["--threads", "1", "--messages", "200", "--repetitions", "1"];
+    assert_shape(
+        &[&["bench", "rate"][..], &args, &["--kinds", "os,fibers"]].concat(),
+        &[
+            "benchmark",
+            "unit",
+            "message_size",
+            "window",
+            "repetitions",
+            "rows",
+            "rows[].kind",
+            "rows[].threads",
+            "rows[].messages",
+            "rows[].send",
+            "rows[].send.median",
+            "rows[].send.min",
+            "rows[].send.max",
+            "rows[].end_to_end",
+            "rows[].end_to_end.median",
+            "rows[].end_to_end.min",
+            "rows[].end_to_end.max",
+        ],
+        &[
+            "kind",
+            "threads",
+            "messages",
+            "send_median",
+            "send_min",
+            "send_max",
+            "end_to_end_median",
+            "end_to_end_min",
+            "end_to_end_max",
+        ],
+        &["kind    threads      send-side Mmsg/s (min–max)     end-to-end Mmsg/s (min–max)"],
+    );
+}
+
+#[test]
+fn threads_shape() {
+    assert_shape(
+        &[
+            "bench",
+            "threads",
+            "--iterations",
+            "1000",
+            "--repetitions",
+            "1",
+        ],
+        &[
+            "benchmark",
+            "unit",
+            "repetitions",
+            "rows",
+            "rows[].measurement",
+            "rows[].fibers",
+            "rows[].fibers.ops",
+            "rows[].fibers.median_ns",
+            "rows[].fibers.min_ns",
+            "rows[].fibers.max_ns",
+            "rows[].os",
+            "rows[].os.ops",
+            "rows[].os.median_ns",
+            "rows[].os.min_ns",
+            "rows[].os.max_ns",
+            "rows[].os_over_fibers",
+            "rows[].reference_1998_ns",
+            "rows[].note",
+            "idle",
+            "idle.fibers",
+            "idle.window_ns",
+            "idle.cpu_ns",
+            "idle.percent_of_core",
+        ],
+        &[
+            "measurement",
+            "fibers_ops",
+            "fibers_median_ns",
+            "fibers_min_ns",
+            "fibers_max_ns",
+            "os_ops",
+            "os_median_ns",
+            "os_min_ns",
+            "os_max_ns",
+            "os_over_fibers",
+            "reference_1998_ns",
+            "note",
+        ],
+        &[
+            "ns per operation                  fibers (min–max)        OS threads (min–max)  \
+           OS/fiber       1998  note",
+        ],
+    );
+}
+
+#[test]
+fn spawn_shape() {
+    let spread =
+        |name: &str| ["", ".median", ".min", ".max"].map(|part| format!("rows[].{name}{part}"));
+    let mut keys: Vec<String> = ["benchmark", "unit", "repetitions", "rows", "rows[].kind"]
+        .into_iter()
+        .chain([
+            "rows[].count",
+            "rows[].reference_1998_ms",
+            "pvm",
+            "pvm.measured",
+        ])
+        .chain(["pvm.not_measured_because"])
+        .map(String::from)
+        .collect();
+    for name in [
+        "joined_ms",
+        "finished_ms",
+        "code_running_ms",
+        "past_init_ms",
+    ] {
+        keys.extend(spread(name));
+    }
+    assert_shape(
+        &["bench", "spawn", "--counts", "1", "--repetitions", "1"],
+        &keys.iter().map(String::as_str).collect::<Vec<_>>(),
+        &[
+            "kind",
+            "count",
+            "joined_median_ms",
+            "joined_min_ms",
+            "joined_max_ms",
+            "finished_median_ms",
+            "finished_min_ms",
+            "finished_max_ms",
+            "code_running_median_ms",
+            "past_init_median_ms",
+            "reference_1998_ms",
+        ],
+        &[
+            "started      N          all joined (min–max)        job finished (min–max)  \
+             1998 (N=1)",
+            "  N  code running   past init   line read  job finished",
+        ],
+    );
+}
+
+#[test]
+fn comm_shape() {
+    // The unshaped link's row has cells with root and says why it is
+    // missing without: the keys are the thread and shm rows' either way.
+    let cell = ["size", "median_ns", "min_ns", "max_ns", "repetitions"]
+        .into_iter()
+        .chain(["reference_1998_ns"])
+        .map(|key| format!("rows[].cells[].{key}"));
+    let keys: Vec<String> = ["benchmark", "repetitions", "seconds_per_size", "rows"]
+        .into_iter()
+        .chain(["rows[].path", "rows[].missing", "rows[].cells"])
+        .map(String::from)
+        .chain(cell)
+        .collect();
+    assert_shape(
+        &["bench", "comm", "--links", "none", "--repetitions", "1", "--ms", "2", "--seconds", "1"],
+        &keys.iter().map(String::as_str).collect::<Vec<_>>(),
+        &[
+            "path",
+            "size",
+            "median_ns",
+            "min_ns",
+            "max_ns",
+            "repetitions",
+            "reference_1998_ns",
+            "missing",
+        ],
+        &["path                                       1 B                          1 KB                         32 KB                          1 MB"],
+    );
+}
+
+#[test]
+fn encodings_shape() {
+    assert_shape(
+        &["bench", "encodings", "--sizes", "8,64", "--repetitions", "1", "--ms", "2"],
+        &[
+            "benchmark",
+            "path",
+            "value",
+            "repetitions",
+            "rows",
+            "rows[].encoding",
+            "rows[].size",
+            "rows[].median_ns",
+            "rows[].min_ns",
+            "rows[].max_ns",
+            "rows[].mbps",
+        ],
+        &["path", "encoding", "size", "median_ns", "min_ns", "max_ns", "mbps"],
+        &["  size (B) encoding                            one-way µs (min–max)       MB/s   ÷ raw"],
+    );
+}
+
+#[test]
+fn floors_shape() {
+    assert_shape(
+        &["bench", "floors", "--repetitions", "1", "--ms", "5"],
+        &[
+            "benchmark",
+            "repetitions",
+            "ms_per_repetition",
+            "rows",
+            "rows[].floor",
+            "rows[].unit",
+            "rows[].median",
+            "rows[].min",
+            "rows[].max",
+            "rows[].iterations",
+            "rows[].missing",
+            "rows[].note",
+        ],
+        &[
+            "floor",
+            "unit",
+            "median",
+            "min",
+            "max",
+            "iterations",
+            "missing",
+            "note",
+        ],
+        &["floor                      median               min–max  unit  note"],
+    );
+}

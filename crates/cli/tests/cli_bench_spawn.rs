@@ -1,0 +1,132 @@
+//! `threadwire bench spawn`: the table, `--json` and `--csv`.
+//!
+//! No benchmark draws its progress bar into a pipe (stderr is one here).
+
+mod support;
+use support::command::*;
+use support::json;
+
+#[test]
+fn bench_spawn_reports_every_kind_and_count() {
+    let ran = run(threadwire().args(["bench", "spawn", "--counts", "1,2", "--repetitions", "2"]));
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    let positive = |figure: &str| assert_positive(figure.parse().ok(), figure, &ran);
+    let spread = |median: &str, cell: &str| assert_spread(&ran, median, cell);
+    // Rows: kind, N, all joined (min–max), job finished (min–max) or –, 1998 at N = 1.
+    for kind in ["processes", "fibers", "OS threads"] {
+        for count in ["1", "2"] {
+            let row: Vec<&str> = ran
+                .stdout
+                .lines()
+                .filter_map(|l| l.strip_prefix(kind))
+                .map(|rest| rest.split_whitespace().collect::<Vec<_>>())
+                .find(|w| w.first() == Some(&count))
+                .unwrap_or_else(|| panic!("no {kind} row for N = {count}\n{}", ran.show()));
+            spread(row[1], row[2]);
+            let rest = match kind {
+                "processes" => {
+                    spread(row[3], row[4]);
+                    &row[5..]
+                }
+                _ => {
+                    assert_eq!(row[3], "–", "{row:?}\n{}", ran.show());
+                    &row[4..]
+                }
+            };
+            match count {
+                "1" => rest.iter().for_each(|r| positive(r)),
+                _ => assert!(rest.is_empty(), "{row:?}\n{}", ran.show()),
+            }
+        }
+    }
+    assert!(
+        ran.stdout.lines().any(|l| l.starts_with("pvm_spawn ")),
+        "no pvm_spawn row\n{}",
+        ran.show()
+    );
+    let pvm = ran
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("pvm_spawn: "))
+        .unwrap_or_else(|| panic!("no pvm_spawn line\n{}", ran.show()));
+    assert!(
+        pvm.starts_with("measured") || pvm.contains("apt-get install pvm"),
+        "{pvm:?} says neither that pvm_spawn was measured nor which package is missing\n{}",
+        ran.show()
+    );
+    // The process timeline: N, then four milestones.
+    for count in ["1", "2"] {
+        let row: Vec<&str> = ran
+            .rows()
+            .into_iter()
+            .find(|w| w.len() == 5 && w[0] == count)
+            .unwrap_or_else(|| panic!("no timeline row for N = {count}\n{}", ran.show()));
+        row[1..].iter().for_each(|f| positive(f));
+    }
+}
+
+/// `bench spawn --json` and `--csv`: every kind and count, and pvm_spawn
+/// either measured or named as missing.
+#[test]
+fn bench_spawn_json_and_csv_have_every_row() {
+    let spawn = |format: &str| {
+        let ran = run(threadwire().args([
+            "bench",
+            "spawn",
+            "--counts",
+            "1,2",
+            "--repetitions",
+            "1",
+            format,
+        ]));
+        assert_eq!(ran.code(), Some(0), "{}", ran.show());
+        assert_no_progress_bar(&ran);
+        ran
+    };
+    let ran = spawn("--json");
+    let doc = json::parse(&ran.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", ran.show()));
+    let measured = match doc.get("pvm").and_then(|p| p.get("measured")) {
+        Some(json::Value::Bool(measured)) => *measured,
+        _ => panic!("no pvm.measured\n{}", ran.show()),
+    };
+    let rows = doc
+        .get("rows")
+        .and_then(|r| r.as_array())
+        .unwrap_or_default();
+    let kinds: Vec<(Option<&str>, Option<f64>)> = rows
+        .iter()
+        .map(|r| {
+            let field = |key| r.get(key);
+            (
+                field("kind").and_then(|k| k.as_str()),
+                field("count").and_then(|c| c.as_f64()),
+            )
+        })
+        .collect();
+    let mut expected = vec!["processes", "fibers", "OS threads"];
+    if measured {
+        expected.push("pvm_spawn");
+    }
+    let expected: Vec<(Option<&str>, Option<f64>)> = expected
+        .into_iter()
+        .flat_map(|k| [(Some(k), Some(1.0)), (Some(k), Some(2.0))])
+        .collect();
+    assert_eq!(kinds, expected, "{}", ran.show());
+    for row in rows {
+        let median = row.get("joined_ms").and_then(|j| j.get("median")?.as_f64());
+        assert_positive(median, "joined_ms.median", &ran);
+    }
+    let ran = spawn("--csv");
+    let lines: Vec<&str> = ran.stdout.lines().collect();
+    assert!(
+        lines
+            .first()
+            .is_some_and(|h| h.starts_with("kind,count,joined_median_ms")),
+        "{}",
+        ran.show()
+    );
+    let pvm_lines = lines.iter().filter(|l| l.starts_with("pvm_spawn,")).count();
+    assert_eq!(pvm_lines, if measured { 2 } else { 1 }, "{}", ran.show());
+    assert_eq!(lines.len(), 1 + 6 + pvm_lines, "{}", ran.show());
+}

@@ -1,0 +1,185 @@
+//! Running the `threadwire` command and the node programs in tests: a
+//! predictable environment, a deadline, and checks shared by the
+//! `cli_*` tests.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+use threadwire_testbed::wait_deadline;
+
+/// Any command here that runs longer has hung.
+pub const HANG: Duration = Duration::from_secs(60);
+
+/// The path of a workspace example built for this test's profile:
+/// `target/<profile>/deps/<test>-<hash>` → `target/<profile>/examples/<name>`.
+pub fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's own path");
+    let path = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("test binaries live in target/<profile>/deps")
+        .join("examples")
+        .join(name);
+    assert!(
+        path.is_file(),
+        "example {} is missing; build it with `cargo test --workspace` \
+         (or `cargo build --workspace --examples`) before running this test",
+        path.display()
+    );
+    path
+}
+
+pub struct Ran {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    /// Standard output, a row of whitespace-separated words per line.
+    pub fn rows(&self) -> Vec<Vec<&str>> {
+        self.stdout
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect()
+    }
+
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    pub fn show(&self) -> String {
+        format!(
+            "{}\n--- stdout\n{}--- stderr\n{}",
+            self.status, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Checks that no progress bar was drawn: stderr is a pipe here, and the
+/// bars are drawn only on a terminal.
+pub fn assert_no_progress_bar(ran: &Ran) {
+    assert!(
+        !ran.stderr.contains('\r') && !ran.stderr.contains("bench "),
+        "a progress bar on a pipe\n{}",
+        ran.show()
+    );
+}
+
+/// The fields of a CSV line, quoted ones unquoted (RFC 4180).
+pub fn csv_fields(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let (mut quoted, mut chars) = (false, line.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                fields.last_mut().unwrap().push('"');
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => fields.push(String::new()),
+            (c, _) => fields.last_mut().unwrap().push(c),
+        }
+    }
+    fields
+}
+
+/// Checks a table cell pair `median` `(min–max)` of positive figures.
+pub fn assert_spread(ran: &Ran, median: &str, cell: &str) {
+    assert_positive(median.parse().ok(), median, ran);
+    let (min, max) = cell
+        .strip_prefix('(')
+        .and_then(|c| c.strip_suffix(')'))
+        .and_then(|c| c.split_once('–'))
+        .unwrap_or_else(|| panic!("{cell:?} is not (min–max)\n{}", ran.show()));
+    assert_positive(min.parse().ok(), min, ran);
+    assert_positive(max.parse().ok(), max, ran);
+}
+
+/// A command with a predictable environment: not inside a job, warnings
+/// logged, no panic backtraces.
+pub fn command(program: impl Into<PathBuf>) -> Command {
+    let mut cmd = Command::new(program.into());
+    for var in [
+        threadwire::env::JOB,
+        threadwire::env::NODE,
+        threadwire::env::NODES,
+        threadwire::env::RENDEZVOUS,
+        threadwire::env::SECRET,
+        threadwire::env::BIND,
+        threadwire::env::PROGRESS,
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env(threadwire::env::LOG, "warn")
+        .env("RUST_BACKTRACE", "0");
+    cmd
+}
+
+pub fn threadwire() -> Command {
+    command(env!("CARGO_BIN_EXE_threadwire"))
+}
+
+/// Runs `cmd` to its end; kills it and fails if it hangs.
+pub fn run(cmd: &mut Command) -> Ran {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("start the command");
+    let reader = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_string(&mut s);
+            }
+            s
+        })
+    };
+    let out = reader(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = reader(child.stderr.take().map(|p| Box::new(p) as _));
+    let status = match wait_deadline(&mut child, Instant::now() + HANG) {
+        Ok(Some(status)) => status,
+        Ok(None) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} hung; killed after {HANG:?}");
+        }
+        Err(e) => panic!("waiting for {cmd:?}: {e}"),
+    };
+    Ran {
+        status,
+        stdout: out.join().expect("stdout reader"),
+        stderr: err.join().expect("stderr reader"),
+    }
+}
+
+pub fn assert_positive(figure: Option<f64>, what: &str, ran: &Ran) {
+    assert!(
+        figure.is_some_and(|x| x.is_finite() && x > 0.0),
+        "{what} is {figure:?}, not a positive number\n{}",
+        ran.show()
+    );
+}
+
+/// Checks that no network namespace named `prefix…` is left.
+pub fn assert_no_namespaces_left(prefix: &str) {
+    let namespaces = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    assert!(
+        !namespaces.lines().any(|l| l.starts_with(prefix)),
+        "the benchmark's hosts were left behind: {namespaces}"
+    );
+}
+
+/// Removes a test net however the test ends.
+pub struct NetGuard(pub &'static str);
+
+impl Drop for NetGuard {
+    fn drop(&mut self) {
+        let _ = run(threadwire().args(["net", "down", "--prefix", self.0]));
+    }
+}
