@@ -43,6 +43,7 @@
 #![warn(missing_docs)]
 
 mod address;
+mod config;
 mod endpoint;
 pub mod env;
 mod error;
@@ -53,14 +54,15 @@ mod node;
 mod peer;
 mod progress;
 mod request;
+mod router;
 mod stats;
 
 pub use address::{Address, ParseAddressError, Source, Tag, TagMatch, ANY_SOURCE, ANY_TAG};
+pub use config::{ChannelChoice, Config, ParseChannelChoiceError, DEFAULT_MAX_FRAME};
 pub use endpoint::Endpoint;
-pub use error::{InitError, LossCause, PeerLost, RecvError, SendError};
+pub use error::{Failure, InitError, LossCause, PeerLost, RecvError, SendError, SpawnError};
 pub use message::{Message, Status};
-pub use node::{init, Config, Node, ThreadHandle, DEFAULT_MAX_FRAME};
-pub use peer::ChannelChoice;
+pub use node::{init, Node, ThreadHandle};
 pub use request::{wait_all, wait_any, Completion, RecvRequest, Request, SendRequest};
 pub use stats::Stats;
 

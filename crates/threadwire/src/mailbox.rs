@@ -364,7 +364,9 @@ mod tests {
         };
         mb.fail_for(&PeerLost {
             node: 3,
-            cause: crate::error::LossCause::Failed("killed".into()),
+            cause: crate::error::LossCause::Failed(crate::error::Failure::ReportedByLauncher(
+                "killed".into(),
+            )),
         });
         assert!(named.is_done() && any.is_done() && !other.is_done());
     }

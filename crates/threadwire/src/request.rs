@@ -121,7 +121,9 @@ where
             ..
         } = &self.state
         {
-            shared.engine.wait_until(shared, *origin, || slot.is_done());
+            shared
+                .engine
+                .wait_until(&shared.router, *origin, || slot.is_done());
         }
         self.take()
     }
@@ -131,7 +133,7 @@ where
     pub fn test(&mut self) -> bool {
         if !self.is_done() {
             if let Some(shared) = self.shared().cloned() {
-                shared.engine.try_progress(&shared);
+                shared.engine.try_progress(&shared.router);
             }
         }
         self.is_done()
@@ -147,7 +149,7 @@ impl<T, E> Drop for Request<T, E> {
             ..
         } = &self.state
         {
-            if let Some(mailbox) = shared.mailboxes.get(*thread) {
+            if let Some(mailbox) = shared.router.mailboxes.get(*thread) {
                 mailbox.cancel(slot);
             }
         }
@@ -180,7 +182,7 @@ where
         .expect("a pending request has a node");
     let origin = Origin::combine(requests.iter().map(Request::origin));
     let mut found = None;
-    shared.engine.wait_until(&shared, origin, || {
+    shared.engine.wait_until(&shared.router, origin, || {
         found = requests.iter().position(Request::is_done);
         found.is_some()
     });
