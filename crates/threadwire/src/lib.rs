@@ -40,8 +40,26 @@
 //! assert_eq!(m.into_vec(), b"to myself");
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
+/// Items of the runtime proper. Under `--cfg loom` the crate is only its
+/// lock-free parts ([`loom`] and the receive slot), for the models in
+/// `tests/loom_*.rs`: the rest needs real sockets and memory, which loom
+/// does not model.
+macro_rules! runtime {
+    ($($item:item)*) => { $( #[cfg(not(loom))] $item )* };
+}
+
+mod loom;
+
+/// The mailbox's receive slot alone, for the loom model.
+#[cfg(loom)]
+#[doc(hidden)]
+#[path = "mailbox/slot.rs"]
+pub mod slot;
+
+runtime! {
 mod address;
 mod config;
 mod endpoint;
@@ -76,3 +94,4 @@ pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub use threadwire_fiber as fiber;
 pub use threadwire_fiber::{JoinError, Priority};
 pub use threadwire_wire::{ByteOrder, Encoding, Packer, Payload, UnpackError, Unpacker};
+}

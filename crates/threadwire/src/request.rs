@@ -89,7 +89,9 @@ where
         match std::mem::replace(&mut self.state, State::Taken) {
             State::Ready(r) => r,
             State::Receiving { slot, .. } => {
-                let r = slot.take().expect("a done slot holds its result");
+                // SAFETY: a request belongs to the thread that posted the
+                // receive (it is not `Send`): the slot's owner.
+                let r = unsafe { slot.take() }.expect("a done slot holds its result");
                 <Result<T, E>>::from_slot(r)
             }
             State::Taken => panic!("request result already taken"),

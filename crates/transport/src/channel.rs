@@ -10,6 +10,9 @@ use std::sync::Arc;
 use threadwire_wire::{FrameHeader, Payload};
 
 /// A channel to another node.
+// One per peer, made once and kept in place: the size costs nothing, and
+// boxing the shared-memory channel would add a pointer chase to every send.
+#[allow(clippy::large_enum_variant)]
 pub enum Channel {
     /// A TCP connection: between hosts, for measurement, and beside every
     /// shared-memory channel for set-up, doorbells and loss detection

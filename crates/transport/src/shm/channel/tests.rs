@@ -10,6 +10,21 @@ use crate::Frame;
 /// Both ends through the real setup steps; `scribble` gets a second
 /// mapping of the region for tests that corrupt it.
 fn pair_with(config: ShmConfig, scribble: Option<&mut Option<Region>>) -> (ShmChannel, ShmChannel) {
+    pair_ringing(
+        config,
+        scribble,
+        [Doorbell::new(|| {}), Doorbell::new(|| {})],
+    )
+}
+
+/// As [`pair_with`], the first channel ringing `bells[0]`, the second
+/// `bells[1]`.
+fn pair_ringing(
+    config: ShmConfig,
+    scribble: Option<&mut Option<Region>>,
+    bells: [Doorbell; 2],
+) -> (ShmChannel, ShmChannel) {
+    let [bell_one, bell_zero] = bells;
     let (creator, b) = (
         Pair {
             job_id: 42,
@@ -35,11 +50,11 @@ fn pair_with(config: ShmConfig, scribble: Option<&mut Option<Region>>) -> (ShmCh
     let Setup::Accept(a) = &accept else {
         panic!("an accept")
     };
-    let (one, ready) = offering.complete(a, Doorbell::new(|| {})).unwrap();
+    let (one, ready) = offering.complete(a, bell_one).unwrap();
     let Setup::Ready { can_read } = ready else {
         panic!("ready")
     };
-    let zero = attached.complete(can_read, Doorbell::new(|| {})).unwrap();
+    let zero = attached.complete(can_read, bell_zero).unwrap();
     (one, zero)
 }
 
@@ -147,6 +162,33 @@ fn a_sleeping_consumer_is_rung_once_something_arrives() {
     let (h, p) = data(0, 3, 8);
     let _ = a.send(&h, p);
     assert!(!b.prepare_to_sleep(), "a record waits: no sleeping");
+}
+
+#[test]
+fn the_channel_rings_its_own_doorbell() {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+    let rung = Arc::new(AtomicUsize::new(0));
+    let counter = rung.clone();
+    let bell = Doorbell::new(move || {
+        counter.fetch_add(1, Ordering::Relaxed);
+    });
+    let (a, b) = pair_ringing(
+        ShmConfig::small_for_tests(),
+        None,
+        [bell, Doorbell::new(|| {})],
+    );
+    assert!(b.prepare_to_sleep());
+    let (h, p) = data(0, 1, 8);
+    assert_eq!(a.send(&h, p), crate::SendOutcome::Written);
+    assert_eq!(rung.load(Ordering::Relaxed), 1, "the sleeper was woken");
+    b.woke();
+    let (h, p) = data(0, 2, 8);
+    let _ = a.send(&h, p);
+    assert_eq!(rung.load(Ordering::Relaxed), 1, "an awake peer is not");
+    let mut got = 0;
+    while b.receive(|_| got += 1).unwrap() != crate::ReadOutcome::Empty {}
+    assert_eq!(got, 2);
 }
 
 #[test]
