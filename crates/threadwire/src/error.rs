@@ -133,12 +133,19 @@ pub enum SpawnError {
     },
     /// The OS refused to start a thread (or the fiber workers).
     #[error("the OS refused to start a thread: {0}")]
-    Os(#[from] std::io::Error),
+    Os(std::io::Error),
+}
+
+impl From<std::io::Error> for SpawnError {
+    fn from(e: std::io::Error) -> SpawnError {
+        SpawnError::Os(e)
+    }
 }
 
 /// Why a node could not join its job, or a thread become an endpoint.
 /// [`source`](std::error::Error::source) is the underlying error, where
-/// there is one.
+/// there is one; `Display` says what failed, `Debug` adds every source
+/// (`what: why: why`), as `anyhow`'s `{:#}` does.
 pub struct InitError {
     kind: InitErrorKind,
 }
@@ -161,26 +168,32 @@ impl std::error::Error for InitError {
 /// with `threadwire run`.
 impl fmt::Debug for InitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
+        fmt::Display::fmt(self, f)?;
+        let mut source = std::error::Error::source(self);
+        while let Some(e) = source {
+            write!(f, ": {e}")?;
+            source = e.source();
+        }
+        Ok(())
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum InitErrorKind {
-    #[error("{0}")]
+    #[error(transparent)]
     Env(#[from] crate::env::EnvError),
-    #[error("rendezvous with the launcher at {addr}: {source}")]
+    #[error("rendezvous with the launcher at {addr}")]
     Rendezvous {
         addr: std::net::SocketAddr,
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    #[error("connecting to node n{node} at {addr}: {source}")]
+    #[error("connecting to node n{node} at {addr}")]
     Connect {
         node: u32,
         addr: String,
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    #[error("{name}: {source}")]
+    #[error("{name}")]
     Setting {
         name: &'static str,
         source: crate::config::ParseChannelChoiceError,
@@ -191,11 +204,11 @@ pub(crate) enum InitErrorKind {
     PeersTimedOut(std::time::Duration),
     #[error("this thread is already an endpoint ({0})")]
     AlreadyEndpoint(Address),
-    #[error("{0}")]
+    #[error("no endpoint for this thread")]
     Spawn(#[from] SpawnError),
     #[error("this process has already joined its job")]
     AlreadyInitialized,
-    #[error("I/O: {0}")]
+    #[error("I/O")]
     Io(#[from] std::io::Error),
 }
 

@@ -107,14 +107,14 @@ impl HostId {
 #[error("malformed shared-memory setup message: {0}")]
 pub struct SetupMessageError(&'static str);
 
-/// Why step 2 declined an offer; its text is what [`Setup::Decline`]
-/// carries back.
+/// Why step 2 declined an offer; its text (which includes any underlying
+/// error's) is what [`Setup::Decline`] carries back.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AttachError {
     /// This host's identity could not be read.
     #[error("cannot tell which host this is: {0}")]
-    HostUnknown(#[source] io::Error),
+    HostUnknown(io::Error),
     /// The creator runs on another host.
     #[error("another host (boot id differs)")]
     OtherHost,
@@ -126,18 +126,18 @@ pub enum AttachError {
     TooLarge,
     /// The creator's region could not be opened and mapped.
     #[error("cannot open the peer's region: {0}")]
-    Open(#[source] io::Error),
+    Open(io::Error),
     /// The offered length cannot hold two rings.
     #[error("region length not a multiple of 128")]
     BadLength,
     /// A ring is not this pair's (another job, pair or direction) or is
     /// malformed.
-    #[error("ring {ring}: {source}")]
+    #[error("ring {ring}: {why}")]
     Ring {
         /// 0 for the creator's ring, 1 for the attacher's.
         ring: usize,
         /// What the ring's header said.
-        source: super::ring::SetupError,
+        why: super::ring::SetupError,
     },
 }
 
@@ -338,7 +338,7 @@ pub fn attach(
         // SAFETY: as in `offer`.
         let memory = unsafe { RingMemory::from_raw(region.as_ptr().add(i * half), half) };
         Ring::attach(memory, ring_tag(pair.job_id, from, to))
-            .map_err(|source| AttachError::Ring { ring: i, source })?;
+            .map_err(|why| AttachError::Ring { ring: i, why })?;
     }
     let can_read = config.cma && super::cma::probe(offer.pid, offer.probe).is_ok();
     let message = Setup::Accept(Accept {
