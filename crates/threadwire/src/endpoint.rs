@@ -1,6 +1,8 @@
 //! Endpoints: the calling thread's face to the job.
 
-use crate::error::{InitError, InitErrorKind, RecvError, SendError};
+use crate::error::{
+    Failure, InitError, InitErrorKind, LossCause, RecvError, SendError, SpawnError,
+};
 use crate::mailbox::{Mailbox, Posting, MAX_THREADS};
 use crate::progress::Origin;
 use crate::request::{RecvRequest, Request, SendRequest, State};
@@ -28,12 +30,12 @@ impl std::fmt::Debug for Endpoint {
 
 impl Endpoint {
     pub(crate) fn bind(node: Node, thread: u32) -> Result<Endpoint, InitError> {
-        let mailbox = node.shared.mailboxes.get(thread).ok_or_else(|| {
-            InitError::new(InitErrorKind::AlreadyEndpoint(Address::new(
-                node.id(),
-                thread,
-            )))
-        })?;
+        let mailbox = node
+            .shared
+            .router
+            .mailboxes
+            .get(thread)
+            .ok_or(SpawnError::ThreadsExhausted { max: MAX_THREADS })?;
         if !mailbox.set_owner(threadwire_fiber::current_unparker()) {
             return Err(InitError::new(InitErrorKind::AlreadyEndpoint(
                 Address::new(node.id(), thread),
@@ -60,6 +62,7 @@ impl Endpoint {
     fn mailbox(&self) -> &Mailbox {
         self.node
             .shared
+            .router
             .mailboxes
             .get(self.address.thread)
             .expect("own mailbox exists")
@@ -71,7 +74,8 @@ impl Endpoint {
     /// mailbox — and borrowed bytes are copied once. Messages from one
     /// thread to another arrive in the order sent.
     pub fn send(&self, to: Address, tag: Tag, data: impl Into<Payload>) -> Result<(), SendError> {
-        let s = &*self.node.shared;
+        let node = &*self.node.shared;
+        let s = &node.router;
         let payload = data.into();
         if s.finalized.load(Ordering::Relaxed) {
             return Err(SendError::Finalized);
@@ -120,12 +124,12 @@ impl Endpoint {
             Ok(outcome) => {
                 self.mailbox().counters.sent(len);
                 if outcome == SendOutcome::Queued {
-                    s.engine.try_progress(s);
+                    node.engine.try_progress(s);
                 }
                 Ok(())
             }
             Err((e, payload)) => {
-                s.lose_peer(to.node, crate::error::LossCause::Failed(e.to_string()));
+                s.lose_peer(to.node, LossCause::Failed(Failure::Channel(e.to_string())));
                 let lost = peer.lost().cloned().expect("just marked lost");
                 Err(SendError::PeerLost { to, lost, payload })
             }
@@ -140,7 +144,7 @@ impl Endpoint {
     }
 
     fn check_source(&self, from: Source) -> Result<(), RecvError> {
-        let s = &*self.node.shared;
+        let s = &self.node.shared.router;
         if s.finalized.load(Ordering::Relaxed) {
             return Err(RecvError::Finalized);
         }
@@ -155,7 +159,7 @@ impl Endpoint {
         if n == self.address.node {
             return None;
         }
-        self.node.shared.peers[n as usize]
+        self.node.shared.router.peers[n as usize]
             .lost()
             .map(|l| RecvError::PeerLost(l.clone()))
     }
@@ -222,12 +226,12 @@ impl Endpoint {
     ) -> Result<Option<Status>, RecvError> {
         let (from, tag) = (from.into(), tag.into());
         self.check_source(from)?;
-        let s = &*self.node.shared;
+        let node = &*self.node.shared;
         if let Some(status) = self.mailbox().probe(from, tag) {
             return Ok(Some(status));
         }
         if self.origin(from) != Origin::Local {
-            s.engine.try_progress(s);
+            node.engine.try_progress(&node.router);
         }
         if let Some(status) = self.mailbox().probe(from, tag) {
             return Ok(Some(status));
@@ -247,10 +251,11 @@ impl Endpoint {
     ) -> Result<Status, RecvError> {
         let (from, tag) = (from.into(), tag.into());
         self.check_source(from)?;
-        let s = &*self.node.shared;
+        let node = &*self.node.shared;
+        let s = &node.router;
         let failures = s.failures.load(Ordering::SeqCst);
         let mut found = None;
-        s.engine.wait_until(s, self.origin(from), || {
+        node.engine.wait_until(s, self.origin(from), || {
             found = self.mailbox().probe(from, tag);
             found.is_some()
                 || self.loss_of(from).is_some()
@@ -266,7 +271,7 @@ impl Endpoint {
             .peers
             .iter()
             .filter_map(|p| p.lost())
-            .find(|l| matches!(l.cause, crate::error::LossCause::Failed(_)));
+            .find(|l| matches!(l.cause, LossCause::Failed(_)));
         Err(RecvError::PeerLost(
             lost.cloned().expect("a failure was counted"),
         ))

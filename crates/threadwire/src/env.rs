@@ -20,7 +20,7 @@
 //! | `THREADWIRE_MAX_FRAME`   | largest frame accepted from a peer, in bytes (default 1 GiB) |
 //! | `THREADWIRE_SPIN_US`     | how long a waiter spins before it sleeps (default 50)     |
 //! | `THREADWIRE_WORKERS`     | fiber worker threads of a node (default: one per core)    |
-//! | `THREADWIRE_LOG`         | log filter for the default log output (default `warn`)     |
+//! | `THREADWIRE_LOG`         | log filter of the stderr log `Config::log(true)` installs (default `warn`) |
 //! | `THREADWIRE_CHANNEL`     | `auto` (default: shared memory to nodes on this host, TCP to others), `tcp` or `shm` (for measurement) |
 //! | `THREADWIRE_SHM_CMA`     | `1` (default) lets large frames between nodes on one host go by one cross-memory copy where the kernel allows it; `0` sends them in chunks through the rings |
 //! | `THREADWIRE_SHM_CMA_MIN` | payload bytes from which frames go by cross-memory copy (default 524288) |

@@ -9,8 +9,29 @@ use threadwire_wire::Payload;
 pub enum LossCause {
     /// The node finished (`finalize`) and will send nothing more.
     Finished,
-    /// The node died or its connection broke; the text says how.
-    Failed(String),
+    /// The node died or its connection broke; the [`Failure`] says how.
+    Failed(Failure),
+}
+
+/// How a peer node failed, as this node saw it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Failure {
+    /// Its connection closed without a goodbye: the process ended.
+    #[error("connection closed without goodbye")]
+    ClosedWithoutGoodbye,
+    /// A channel to it failed; the text is the channel's error.
+    #[error("{0}")]
+    Channel(String),
+    /// It sent what no correct node sends; the text says what.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// The launcher reported it gone; the text is the launcher's.
+    #[error("{0}")]
+    ReportedByLauncher(String),
+    /// The launcher itself is gone: the job is over for this node.
+    #[error("the launcher is gone")]
+    LauncherGone,
 }
 
 /// A node that has left the job, and why. Delivered to
@@ -100,11 +121,45 @@ pub enum RecvError {
     Finalized,
 }
 
-/// Why a node could not join its job.
-#[derive(thiserror::Error)]
-#[error("threadwire init: {kind}")]
+/// Why a thread could not be started, or made an endpoint.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpawnError {
+    /// Every thread number of this node is taken.
+    #[error("no thread number left: a node has at most {max} threads")]
+    ThreadsExhausted {
+        /// The limit.
+        max: u32,
+    },
+    /// The OS refused to start a thread (or the fiber workers).
+    #[error("the OS refused to start a thread: {0}")]
+    Os(std::io::Error),
+}
+
+impl From<std::io::Error> for SpawnError {
+    fn from(e: std::io::Error) -> SpawnError {
+        SpawnError::Os(e)
+    }
+}
+
+/// Why a node could not join its job, or a thread become an endpoint.
+/// [`source`](std::error::Error::source) is the underlying error, where
+/// there is one; `Display` says what failed, `Debug` adds every source
+/// (`what: why: why`), as `anyhow`'s `{:#}` does.
 pub struct InitError {
     kind: InitErrorKind,
+}
+
+impl fmt::Display for InitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "threadwire init: {}", self.kind)
+    }
+}
+
+impl std::error::Error for InitError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.kind)
+    }
 }
 
 /// The message, not the structure: `fn main() -> Result<(), Box<dyn Error>>`
@@ -113,7 +168,13 @@ pub struct InitError {
 /// with `threadwire run`.
 impl fmt::Debug for InitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
+        fmt::Display::fmt(self, f)?;
+        let mut source = std::error::Error::source(self);
+        while let Some(e) = source {
+            write!(f, ": {e}")?;
+            source = e.source();
+        }
+        Ok(())
     }
 }
 
@@ -121,28 +182,33 @@ impl fmt::Debug for InitError {
 pub(crate) enum InitErrorKind {
     #[error(transparent)]
     Env(#[from] crate::env::EnvError),
-    #[error("rendezvous with the launcher at {addr}: {source}")]
+    #[error("rendezvous with the launcher at {addr}")]
     Rendezvous {
         addr: std::net::SocketAddr,
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    #[error("connecting to node n{node} at {addr}: {source}")]
+    #[error("connecting to node n{node} at {addr}")]
     Connect {
         node: u32,
         addr: String,
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    #[error("{name}: {why}")]
-    Setting { name: &'static str, why: String },
+    #[error("{name}")]
+    Setting {
+        name: &'static str,
+        source: crate::config::ParseChannelChoiceError,
+    },
     #[error("THREADWIRE_CHANNEL=shm, but node n{node} cannot share memory with this one: {why}")]
     NoSharedMemory { node: u32, why: String },
     #[error("peers did not all connect within {0:?}")]
     PeersTimedOut(std::time::Duration),
     #[error("this thread is already an endpoint ({0})")]
     AlreadyEndpoint(Address),
+    #[error("no endpoint for this thread")]
+    Spawn(#[from] SpawnError),
     #[error("this process has already joined its job")]
     AlreadyInitialized,
-    #[error("I/O: {0}")]
+    #[error("I/O")]
     Io(#[from] std::io::Error),
 }
 

@@ -40,9 +40,28 @@
 //! assert_eq!(m.into_vec(), b"to myself");
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
+/// Items of the runtime proper. Under `--cfg loom` the crate is only its
+/// lock-free parts ([`loom`] and the receive slot), for the models in
+/// `tests/loom_*.rs`: the rest needs real sockets and memory, which loom
+/// does not model.
+macro_rules! runtime {
+    ($($item:item)*) => { $( #[cfg(not(loom))] $item )* };
+}
+
+mod loom;
+
+/// The mailbox's receive slot alone, for the loom model.
+#[cfg(loom)]
+#[doc(hidden)]
+#[path = "mailbox/slot.rs"]
+pub mod slot;
+
+runtime! {
 mod address;
+mod config;
 pub mod control;
 mod endpoint;
 pub mod env;
@@ -54,14 +73,15 @@ mod peer;
 mod progress;
 mod report;
 mod request;
+mod router;
 mod stats;
 
 pub use address::{Address, ParseAddressError, Source, Tag, TagMatch, ANY_SOURCE, ANY_TAG};
+pub use config::{ChannelChoice, Config, ParseChannelChoiceError, DEFAULT_MAX_FRAME};
 pub use endpoint::Endpoint;
-pub use error::{InitError, LossCause, PeerLost, RecvError, SendError};
+pub use error::{Failure, InitError, LossCause, PeerLost, RecvError, SendError, SpawnError};
 pub use message::{Message, Status};
-pub use node::{init, Config, Node, ThreadHandle, DEFAULT_MAX_FRAME};
-pub use peer::ChannelChoice;
+pub use node::{init, Node, ThreadHandle};
 pub use report::ReportError;
 pub use request::{wait_all, wait_any, Completion, RecvRequest, Request, SendRequest};
 pub use stats::Stats;
@@ -76,3 +96,4 @@ pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub use threadwire_fiber as fiber;
 pub use threadwire_fiber::{JoinError, Priority};
 pub use threadwire_wire::{ByteOrder, Encoding, Packer, Payload, UnpackError, Unpacker};
+}

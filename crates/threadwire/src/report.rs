@@ -55,10 +55,10 @@ impl Node {
     /// ```
     pub fn report(&self, data: &[u8]) -> Result<(), ReportError> {
         let shared = &self.shared;
-        if shared.finalized.load(Ordering::Acquire) {
+        if shared.router.finalized.load(Ordering::Acquire) {
             return Err(ReportError::Finalized);
         }
-        let Some(control) = shared.control.get() else {
+        let Some(control) = shared.router.control.get() else {
             return Err(ReportError::NoLauncher);
         };
         if data.len() as u64 + REPORT_OVERHEAD > MAX_CONTROL {

@@ -89,7 +89,9 @@ where
         match std::mem::replace(&mut self.state, State::Taken) {
             State::Ready(r) => r,
             State::Receiving { slot, .. } => {
-                let r = slot.take().expect("a done slot holds its result");
+                // SAFETY: a request belongs to the thread that posted the
+                // receive (it is not `Send`): the slot's owner.
+                let r = unsafe { slot.take() }.expect("a done slot holds its result");
                 <Result<T, E>>::from_slot(r)
             }
             State::Taken => panic!("request result already taken"),
@@ -121,7 +123,9 @@ where
             ..
         } = &self.state
         {
-            shared.engine.wait_until(shared, *origin, || slot.is_done());
+            shared
+                .engine
+                .wait_until(&shared.router, *origin, || slot.is_done());
         }
         self.take()
     }
@@ -131,7 +135,7 @@ where
     pub fn test(&mut self) -> bool {
         if !self.is_done() {
             if let Some(shared) = self.shared().cloned() {
-                shared.engine.try_progress(&shared);
+                shared.engine.try_progress(&shared.router);
             }
         }
         self.is_done()
@@ -147,7 +151,7 @@ impl<T, E> Drop for Request<T, E> {
             ..
         } = &self.state
         {
-            if let Some(mailbox) = shared.mailboxes.get(*thread) {
+            if let Some(mailbox) = shared.router.mailboxes.get(*thread) {
                 mailbox.cancel(slot);
             }
         }
@@ -180,7 +184,7 @@ where
         .expect("a pending request has a node");
     let origin = Origin::combine(requests.iter().map(Request::origin));
     let mut found = None;
-    shared.engine.wait_until(&shared, origin, || {
+    shared.engine.wait_until(&shared.router, origin, || {
         found = requests.iter().position(Request::is_done);
         found.is_some()
     });

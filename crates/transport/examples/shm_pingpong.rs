@@ -4,7 +4,7 @@
 //! latency: `cargo run --release -p threadwire-transport --example shm_pingpong`.
 use std::time::Instant;
 use threadwire_transport::shm::setup::{self, Pair, Setup};
-use threadwire_transport::shm::{ShmChannel, ShmConfig};
+use threadwire_transport::shm::{Doorbell, ShmChannel, ShmConfig};
 use threadwire_wire::{Format, FrameHeader, Payload};
 
 fn pair() -> (ShmChannel, ShmChannel) {
@@ -32,11 +32,19 @@ fn pair() -> (ShmChannel, ShmChannel) {
     let Setup::Accept(accept) = accept else {
         unreachable!()
     };
-    let (one, ready) = offering.complete(&accept).expect("complete");
+    // Both sides spin on `receive`: nobody sleeps, so nobody needs waking.
+    let (one, ready) = offering
+        .complete(&accept, Doorbell::new(|| {}))
+        .expect("complete");
     let Setup::Ready { can_read } = ready else {
         unreachable!()
     };
-    (one, attached.complete(can_read).expect("complete"))
+    (
+        one,
+        attached
+            .complete(can_read, Doorbell::new(|| {}))
+            .expect("complete"),
+    )
 }
 
 fn bounce(ch: &ShmChannel, rounds: u32, first: bool, size: usize) {

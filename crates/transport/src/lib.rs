@@ -7,7 +7,9 @@
 //!   between nodes of one host.
 //! - [`shm::ShmChannel`]: two lock-free rings in memory shared by two
 //!   nodes of one host, set up over their TCP connection ([`shm::setup`]);
-//!   large frames by one cross-memory copy or in chunks.
+//!   large frames by one cross-memory copy or in chunks. It wakes its
+//!   peer itself, with the [`shm::Doorbell`] it is given at set-up.
+//! - [`Channel`]: either, behind one `send`, `flush` and `receive`.
 //!
 //! Every connection starts with an authenticated handshake ([`handshake`]):
 //! both sides prove knowledge of the job secret with HMAC-SHA256 over fresh
@@ -30,69 +32,16 @@
 //! assert_eq!(server.join().unwrap().0, 1);
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
+#[cfg(not(loom))]
+mod channel;
 pub mod handshake;
 mod loom;
 pub mod shm;
 mod tcp;
 
+#[cfg(not(loom))]
+pub use channel::Channel;
 pub use tcp::{ChannelError, Frame, ReadOutcome, SendOutcome, TcpChannel};
-
-use threadwire_wire::{FrameHeader, Payload};
-
-/// The channels a node can use to reach another node.
-pub enum Channel {
-    /// A TCP connection, for nodes on other hosts (and for measurement).
-    Tcp(TcpChannel),
-}
-
-impl Channel {
-    /// Sends one frame; on failure nothing of it was written and the payload
-    /// is given back.
-    #[inline]
-    pub fn send(
-        &self,
-        header: &FrameHeader,
-        payload: Payload,
-    ) -> Result<SendOutcome, (ChannelError, Payload)> {
-        match self {
-            Channel::Tcp(c) => c.send(header, payload),
-        }
-    }
-
-    /// Moves queued frames on; `Ok(true)` when nothing is left queued.
-    pub fn flush(&self) -> Result<bool, ChannelError> {
-        match self {
-            Channel::Tcp(c) => c.flush(),
-        }
-    }
-
-    /// Bytes accepted but not yet handed to the peer.
-    pub fn queued_bytes(&self) -> usize {
-        match self {
-            Channel::Tcp(c) => c.queued_bytes(),
-        }
-    }
-
-    /// Reads available frames and hands each to `on_frame`.
-    pub fn receive(&self, on_frame: impl FnMut(Frame)) -> Result<ReadOutcome, ChannelError> {
-        match self {
-            Channel::Tcp(c) => c.receive(on_frame),
-        }
-    }
-
-    /// Closes the channel; the peer sees end of stream.
-    pub fn close(&self) {
-        match self {
-            Channel::Tcp(c) => c.close(),
-        }
-    }
-
-    /// A short name for logs: `tcp`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Channel::Tcp(_) => "tcp",
-        }
-    }
-}

@@ -1,17 +1,17 @@
 //! The driver: one poll loop per node over its listener, handshakes in
-//! progress, peer channels and the launcher's control connection.
+//! progress, peer channels and the launcher's control connection. It sees
+//! the node through the [`Router`] alone: frames in, peers lost.
 
 use crate::control::Control;
-use crate::error::LossCause;
-use crate::node::NodeShared;
+use crate::error::{Failure, LossCause};
+use crate::router::Router;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use threadwire_transport::handshake::{AcceptProgress, Acceptor, Credentials};
 use threadwire_transport::shm::ShmChannel;
-use threadwire_transport::{Channel, ChannelError, Frame, ReadOutcome, TcpChannel};
+use threadwire_transport::{ChannelError, Frame, ReadOutcome, TcpChannel};
 use threadwire_wire::FrameKind;
 
 /// How poll tokens are laid out.
@@ -97,9 +97,9 @@ impl Driver {
 
     /// Waits up to `timeout` for readiness and handles it. Returns whether
     /// any event or pending read was handled.
-    pub(crate) fn poll(&mut self, node: &NodeShared, timeout: Option<Duration>) -> bool {
-        let shm = node.shm_peers.load(Ordering::Acquire) > 0;
-        let mut progressed = shm && self.poll_rings(node);
+    pub(crate) fn poll(&mut self, router: &Router, timeout: Option<Duration>) -> bool {
+        let shm = router.has_shm_peers();
+        let mut progressed = shm && self.poll_rings(router);
         let tcp_pending = !self.more.is_empty() || self.control_more;
         let mut timeout = if progressed || self.shm_more || tcp_pending {
             Some(Duration::ZERO)
@@ -116,12 +116,12 @@ impl Driver {
         // The consumer's sleeping steps: the peers ring the doorbell (on
         // TCP, which wakes epoll_wait) only if told we sleep.
         let sleeping = shm && timeout != Some(Duration::ZERO);
-        if sleeping && !self.each_ring(node, |ring| ring.prepare_to_sleep()) {
+        if sleeping && !self.each_ring(router, |ring| ring.prepare_to_sleep()) {
             timeout = Some(Duration::ZERO);
         }
         let polled = self.poll.poll(&mut self.events, timeout);
         if sleeping {
-            self.each_ring(node, |ring| {
+            self.each_ring(router, |ring| {
                 ring.woke();
                 true
             });
@@ -148,48 +148,48 @@ impl Driver {
             progressed = true;
             match token {
                 Tokens::WAKER => {}
-                Tokens::LISTENER => self.accept(node),
+                Tokens::LISTENER => self.accept(router),
                 Tokens::CONTROL => {
-                    if let (true, Some(c)) = (writable, node.control.get()) {
+                    if let (true, Some(c)) = (writable, router.control.get()) {
                         let _ = c.flush();
                     }
                     if readable {
-                        self.read_control(node);
+                        self.read_control(router);
                     }
                 }
                 mio::Token(t) if t >= Tokens::PEER_BASE => {
                     let peer = (t - Tokens::PEER_BASE) as u32;
                     if writable {
-                        self.flush_peer(node, peer);
+                        self.flush_peer(router, peer);
                     }
                     if readable {
-                        self.read_peer(node, peer);
+                        self.read_peer(router, peer);
                     }
                 }
-                mio::Token(t) => self.advance_handshake(node, t),
+                mio::Token(t) => self.advance_handshake(router, t),
             }
         }
         for peer in std::mem::take(&mut self.more) {
-            self.read_peer(node, peer);
+            self.read_peer(router, peer);
         }
         if std::mem::take(&mut self.control_more) {
-            self.read_control(node);
+            self.read_control(router);
         }
         if !self.handshakes.is_empty() {
             self.expire_handshakes();
         }
         if shm {
-            progressed |= self.poll_rings(node);
+            progressed |= self.poll_rings(router);
         }
         progressed
     }
 
     /// `f` on the receiving side of every shared-memory channel still
     /// read; `true` if it returned `true` for all.
-    fn each_ring(&self, node: &NodeShared, mut f: impl FnMut(&ShmChannel) -> bool) -> bool {
+    fn each_ring(&self, router: &Router, mut f: impl FnMut(&ShmChannel) -> bool) -> bool {
         let mut all = true;
-        for (j, p) in node.peers.iter().enumerate() {
-            if let (Some(ring), true) = (p.shm(), node.readable(j as u32)) {
+        for (j, p) in router.peers.iter().enumerate() {
+            if let (Some(ring), true) = (p.shm(), router.readable(j as u32)) {
                 all &= f(ring);
             }
         }
@@ -198,62 +198,54 @@ impl Driver {
 
     /// Reads every shared-memory channel and moves its backlog on; `true`
     /// if any frame arrived.
-    fn poll_rings(&mut self, node: &NodeShared) -> bool {
+    fn poll_rings(&mut self, router: &Router) -> bool {
         self.shm_more = false;
         let mut any = false;
-        for peer in 0..node.nodes {
-            any |= self.read_ring(node, peer);
+        for peer in 0..router.nodes {
+            any |= self.read_ring(router, peer);
         }
         any
     }
 
     /// Reads `peer`'s ring, if it has one, and moves this side's backlog
     /// on; `true` if any record arrived (a frame, or a chunk of one).
-    fn read_ring(&mut self, node: &NodeShared, peer: u32) -> bool {
-        let p = &node.peers[peer as usize];
+    fn read_ring(&mut self, router: &Router, peer: u32) -> bool {
+        let p = &router.peers[peer as usize];
         let Some(ring) = p.shm() else {
             return false;
         };
-        if !node.readable(peer) {
+        if !router.readable(peer) {
             return false;
         }
-        let mut frames = 0;
         let mut protocol_error = None;
         let received = ring.receive(|frame| {
-            frames += 1;
             if protocol_error.is_none() {
-                protocol_error = node.on_frame(peer, frame).err();
+                protocol_error = router.on_frame(peer, frame).err();
             }
         });
-        let why = match (received, protocol_error) {
-            (Ok(r), None) => {
-                self.shm_more |= r.more;
-                // Both always: the backlog moves on even when the peer's
-                // doorbell is due anyway.
-                let flushed = ring.flush();
-                if r.doorbell || flushed.doorbell {
-                    p.ring_doorbell();
-                }
-                return frames > 0 || r.records > 0;
+        let failure = match (received, protocol_error) {
+            (Ok(outcome), None) => {
+                self.shm_more |= outcome == ReadOutcome::More;
+                return outcome != ReadOutcome::Empty;
             }
-            (Err(e), _) => e.to_string(),
-            (_, Some(why)) => format!("protocol error: {why}"),
+            (Err(e), _) => Failure::Channel(e.to_string()),
+            (_, Some(why)) => Failure::Protocol(why.to_string()),
         };
         tracing::warn!(
-            "n{}: closing the shared-memory channel to n{peer}: {why}",
-            node.id
+            "n{}: closing the shared-memory channel to n{peer}: {failure}",
+            router.id
         );
-        node.lose_peer(peer, LossCause::Failed(why));
+        router.lose_peer(peer, LossCause::Failed(failure));
         true
     }
 
     /// Before believing that `peer` ended without a goodbye: its goodbye
     /// may wait in its ring, sent before its connection closed.
-    fn drain_ring(&mut self, node: &NodeShared, peer: u32) {
-        while self.read_ring(node, peer) && node.peers[peer as usize].lost().is_none() {}
+    fn drain_ring(&mut self, router: &Router, peer: u32) {
+        while self.read_ring(router, peer) && router.peers[peer as usize].lost().is_none() {}
     }
 
-    fn accept(&mut self, node: &NodeShared) {
+    fn accept(&mut self, router: &Router) {
         loop {
             let Some(listener) = &self.listener else {
                 return;
@@ -280,7 +272,7 @@ impl Driver {
                         tracing::warn!("refused connection from {from}: {e}");
                         continue;
                     }
-                    let acceptor = Acceptor::new(creds.clone(), node.id, HANDSHAKE_TIMEOUT);
+                    let acceptor = Acceptor::new(creds.clone(), router.id, HANDSHAKE_TIMEOUT);
                     self.handshakes.insert(
                         token,
                         Handshake {
@@ -289,7 +281,7 @@ impl Driver {
                             acceptor,
                         },
                     );
-                    self.advance_handshake(node, token);
+                    self.advance_handshake(router, token);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -302,7 +294,7 @@ impl Driver {
         }
     }
 
-    fn advance_handshake(&mut self, node: &NodeShared, token: usize) {
+    fn advance_handshake(&mut self, router: &Router, token: usize) {
         let Some(h) = self.handshakes.get_mut(&token) else {
             return;
         };
@@ -318,23 +310,23 @@ impl Driver {
         };
         let mut h = self.handshakes.remove(&token).expect("present");
         let _ = self.poll.registry().deregister(&mut h.stream);
-        if peer >= node.nodes || peer == node.id || node.peers[peer as usize].has_tcp() {
+        if peer >= router.nodes || peer == router.id || router.peers[peer as usize].has_tcp() {
             tracing::warn!(
                 "refused connection from {}: claims to be node n{peer}, which is not expected",
                 h.from
             );
             return;
         }
-        let channel = TcpChannel::from_mio(h.stream, node.max_frame).and_then(|mut c| {
+        let channel = TcpChannel::from_mio(h.stream, router.max_frame).and_then(|mut c| {
             c.register(self.poll.registry(), Tokens::peer(peer))?;
             Ok(c)
         });
         match channel {
             Ok(c) => {
-                tracing::debug!("n{}: accepted peer n{peer} from {}", node.id, h.from);
-                node.peers[peer as usize].set_tcp(Channel::Tcp(c));
+                tracing::debug!("n{}: accepted peer n{peer} from {}", router.id, h.from);
+                router.peers[peer as usize].set_tcp(c);
                 // Frames may already wait behind the handshake.
-                self.read_peer(node, peer);
+                self.read_peer(router, peer);
             }
             Err(e) => tracing::warn!("connection from n{peer} at {}: {e}", h.from),
         }
@@ -364,38 +356,38 @@ impl Driver {
         c.register(self.poll.registry(), token)
     }
 
-    fn flush_peer(&mut self, node: &NodeShared, peer: u32) {
-        let Some(channel) = node.peers[peer as usize].tcp() else {
+    fn flush_peer(&mut self, router: &Router, peer: u32) {
+        let Some(channel) = router.peers[peer as usize].tcp() else {
             return;
         };
         if let Err(e) = channel.flush() {
-            node.lose_peer(peer, failure_cause(&e));
+            router.lose_peer(peer, failure_cause(&e));
         }
     }
 
     /// Reads what `peer` has sent, without asking epoll first; `true` if
     /// anything came, a whole frame or a part of one.
-    pub(crate) fn poll_peer(&mut self, node: &NodeShared, peer: u32) -> bool {
-        if node.peers[peer as usize].shm().is_some() {
-            return self.read_ring(node, peer);
+    pub(crate) fn poll_peer(&mut self, router: &Router, peer: u32) -> bool {
+        if router.peers[peer as usize].shm().is_some() {
+            return self.read_ring(router, peer);
         }
-        self.read_peer(node, peer)
+        self.read_peer(router, peer)
     }
 
     /// Reads `peer`'s TCP connection; `true` unless it had nothing.
-    fn read_peer(&mut self, node: &NodeShared, peer: u32) -> bool {
-        let Some(channel) = node.peers[peer as usize].tcp() else {
+    fn read_peer(&mut self, router: &Router, peer: u32) -> bool {
+        let Some(channel) = router.peers[peer as usize].tcp() else {
             return false;
         };
         let mut protocol_error = None;
         let outcome = channel.receive(|frame| {
             if protocol_error.is_none() {
-                protocol_error = node.on_frame(peer, frame).err();
+                protocol_error = router.on_frame(peer, frame).err();
             }
         });
         if let Some(why) = protocol_error {
-            tracing::warn!("n{}: dropping connection to n{peer}: {why}", node.id);
-            node.lose_peer(peer, LossCause::Failed(format!("protocol error: {why}")));
+            tracing::warn!("n{}: dropping connection to n{peer}: {why}", router.id);
+            router.lose_peer(peer, LossCause::Failed(Failure::Protocol(why.to_string())));
             return true;
         }
         match outcome {
@@ -403,25 +395,22 @@ impl Driver {
             Ok(ReadOutcome::Drained) => {}
             Ok(ReadOutcome::More) => self.more.push(peer),
             Err(ChannelError::Closed) => {
-                self.drain_ring(node, peer);
-                node.lose_peer(
-                    peer,
-                    LossCause::Failed("connection closed without goodbye".into()),
-                )
+                self.drain_ring(router, peer);
+                router.lose_peer(peer, LossCause::Failed(Failure::ClosedWithoutGoodbye))
             }
             Err(e) => {
                 if matches!(e, ChannelError::Frame(_)) {
-                    tracing::warn!("n{}: dropping connection to n{peer}: {e}", node.id);
+                    tracing::warn!("n{}: dropping connection to n{peer}: {e}", router.id);
                 }
-                self.drain_ring(node, peer);
-                node.lose_peer(peer, failure_cause(&e))
+                self.drain_ring(router, peer);
+                router.lose_peer(peer, failure_cause(&e))
             }
         }
         true
     }
 
-    fn read_control(&mut self, node: &NodeShared) {
-        let Some(control) = node.control.get() else {
+    fn read_control(&mut self, router: &Router) {
+        let Some(control) = router.control.get() else {
             return;
         };
         let mut messages = Vec::new();
@@ -431,25 +420,26 @@ impl Driver {
                 FrameKind::Bye => {}
                 _ => match Control::decode(&frame.header, frame.payload) {
                     Ok(Control::PeerLost { node: lost, cause })
-                        if lost < node.nodes && lost != node.id =>
+                        if lost < router.nodes && lost != router.id =>
                     {
-                        node.lose_peer(lost, LossCause::Failed(cause))
+                        router
+                            .lose_peer(lost, LossCause::Failed(Failure::ReportedByLauncher(cause)))
                     }
                     Ok(other) => {
-                        tracing::warn!("n{}: unexpected control message {other:?}", node.id)
+                        tracing::warn!("n{}: unexpected control message {other:?}", router.id)
                     }
-                    Err(e) => tracing::warn!("n{}: {e}", node.id),
+                    Err(e) => tracing::warn!("n{}: {e}", router.id),
                 },
             }
         }
         match outcome {
             Ok(ReadOutcome::Empty | ReadOutcome::Drained) => {}
             Ok(ReadOutcome::More) => self.control_more = true,
-            Err(e) => node.launcher_lost(&e),
+            Err(e) => router.launcher_lost(&e),
         }
     }
 }
 
 fn failure_cause(e: &ChannelError) -> LossCause {
-    LossCause::Failed(e.to_string())
+    LossCause::Failed(Failure::Channel(e.to_string()))
 }

@@ -23,8 +23,9 @@
 //! 6. A fiber that waits parks at once: its worker runs other fibers, also
 //!    polls the engine every 64 switches, and with nothing to run polls it
 //!    for the spin budget and then sleeps in `epoll_wait` as in step 2
-//!    ([`WorkerIdle`]). A delivery makes the fiber runnable again on its
-//!    worker.
+//!    ([`ProgressEngine::idle_poll`] and [`ProgressEngine::idle_sleep`],
+//!    which the node's fiber workers call). A delivery makes the fiber
+//!    runnable again on its worker.
 //!
 //! 7. While a peer on this host is reading one of this node's large
 //!    messages out of its memory (a rendezvous not yet answered), a waiter
@@ -54,14 +55,14 @@ mod driver;
 pub(crate) use driver::{Driver, Tokens};
 
 use crate::lock;
-use crate::node::NodeShared;
+use crate::router::Router;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
-use threadwire_fiber::{Idle, Parker, SpinWait, Unparker, Wake};
+use threadwire_fiber::{Parker, SpinWait, Unparker, Wake};
 
 /// Longest sleep without re-checking: a safety net, never the wake-up path.
-const IDLE_TIMEOUT: Duration = Duration::from_millis(200);
+pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_millis(200);
 
 struct EngineWaker(mio::Waker);
 
@@ -180,12 +181,12 @@ impl ProgressEngine {
     }
 
     /// Polls once without blocking if the driver is free.
-    pub(crate) fn try_progress(&self, node: &NodeShared) {
+    pub(crate) fn try_progress(&self, router: &Router) {
         if self.comm_thread.load(Ordering::Relaxed) {
             return;
         }
         if let Some(mut d) = self.try_driver() {
-            d.poll(node, Some(Duration::ZERO));
+            d.poll(router, Some(Duration::ZERO));
         }
     }
 
@@ -194,25 +195,20 @@ impl ProgressEngine {
     /// makes `done()` true must wake the waiter (a delivery or failure
     /// wakes its mailbox's owner); see [`wait_polling`](Self::wait_polling)
     /// otherwise.
-    pub(crate) fn wait_until(&self, node: &NodeShared, origin: Origin, done: impl FnMut() -> bool) {
+    pub(crate) fn wait_until(&self, router: &Router, origin: Origin, done: impl FnMut() -> bool) {
         if threadwire_fiber::in_fiber() {
             return Self::wait_in_fiber(done, None);
         }
-        self.wait_on_thread(node, origin, done)
+        self.wait_on_thread(router, origin, done)
     }
 
     /// Like [`wait_until`](Self::wait_until), for a condition that nothing
     /// wakes (queued bytes draining): a fiber re-checks it periodically.
-    pub(crate) fn wait_polling(
-        &self,
-        node: &NodeShared,
-        origin: Origin,
-        done: impl FnMut() -> bool,
-    ) {
+    pub(crate) fn wait_polling(&self, router: &Router, origin: Origin, done: impl FnMut() -> bool) {
         if threadwire_fiber::in_fiber() {
             return Self::wait_in_fiber(done, Some(Duration::from_millis(1)));
         }
-        self.wait_on_thread(node, origin, done)
+        self.wait_on_thread(router, origin, done)
     }
 
     /// Step 6. The fiber does not poll: parking is a switch (tens of
@@ -228,7 +224,7 @@ impl ProgressEngine {
         }
     }
 
-    fn wait_on_thread(&self, node: &NodeShared, origin: Origin, mut done: impl FnMut() -> bool) {
+    fn wait_on_thread(&self, router: &Router, origin: Origin, mut done: impl FnMut() -> bool) {
         threadwire_fiber::with_thread_parker(|parker| {
             let mut spin = SpinWait::new();
             let polls = origin != Origin::Local && !self.comm_thread.load(Ordering::Relaxed);
@@ -247,9 +243,9 @@ impl ProgressEngine {
                             // on the development VM). A full poll every few
                             // rounds keeps writes and other peers moving.
                             Origin::Peer(peer) if !round.is_multiple_of(8) => {
-                                d.poll_peer(node, peer)
+                                d.poll_peer(router, peer)
                             }
-                            _ => d.poll(node, Some(Duration::ZERO)),
+                            _ => d.poll(router, Some(Duration::ZERO)),
                         };
                         if done() {
                             return;
@@ -259,7 +255,7 @@ impl ProgressEngine {
                             spin = SpinWait::new();
                         }
                         if !spin.spin() {
-                            if node.peer_is_copying() {
+                            if router.peer_is_copying() {
                                 // Step 7: keep polling, letting others run.
                                 drop(d);
                                 std::thread::yield_now();
@@ -267,7 +263,7 @@ impl ProgressEngine {
                             }
                             let mut woke_to_work = false;
                             parker.park_external(&self.waker, || {
-                                woke_to_work = d.poll(node, Some(IDLE_TIMEOUT));
+                                woke_to_work = d.poll(router, Some(IDLE_TIMEOUT));
                             });
                             if woke_to_work {
                                 spin = SpinWait::new();
@@ -308,31 +304,31 @@ impl ProgressEngine {
     }
 
     /// An idle fiber worker's poll (step 6): `true` if anything happened.
-    fn idle_poll(&self, node: &NodeShared) -> bool {
+    pub(crate) fn idle_poll(&self, router: &Router) -> bool {
         if self.comm_thread.load(Ordering::Relaxed) {
             return false;
         }
         match self.try_driver() {
-            Some(mut d) => d.poll(node, Some(Duration::ZERO)),
+            Some(mut d) => d.poll(router, Some(Duration::ZERO)),
             None => false,
         }
     }
 
     /// An idle fiber worker's sleep: inside `epoll_wait` if the driver is
     /// free (step 2), otherwise as a candidate (step 3).
-    fn idle_sleep(&self, node: &NodeShared, parker: &Parker, timeout: Option<Duration>) {
+    pub(crate) fn idle_sleep(&self, router: &Router, parker: &Parker, timeout: Option<Duration>) {
         let timeout = timeout.map_or(IDLE_TIMEOUT, |t| t.min(IDLE_TIMEOUT));
         if self.comm_thread.load(Ordering::Relaxed) {
             return parker.park_timeout(timeout);
         }
-        if node.peer_is_copying() {
+        if router.peer_is_copying() {
             // Step 7: back to polling, letting others run.
             std::thread::yield_now();
             return;
         }
         match self.try_driver() {
             Some(mut d) => parker.park_external(&self.waker, || {
-                d.poll(node, Some(timeout));
+                d.poll(router, Some(timeout));
             }),
             None => self.sleep_as_candidate(parker, timeout),
         }
@@ -340,31 +336,10 @@ impl ProgressEngine {
 
     /// The communication thread's loop: poll, sleeping in the kernel, until
     /// `stop` is set (and the engine woken).
-    pub(crate) fn run_comm_thread(&self, node: &NodeShared, stop: &AtomicBool) {
+    pub(crate) fn run_comm_thread(&self, router: &Router, stop: &AtomicBool) {
         while !stop.load(Ordering::Acquire) {
             let mut d = self.lock_driver();
-            d.poll(node, Some(IDLE_TIMEOUT));
-        }
-    }
-}
-
-/// What the node's fiber workers do when they have nothing to run: drive
-/// this node's progress engine (step 6).
-pub(crate) struct WorkerIdle(pub(crate) Weak<NodeShared>);
-
-impl Idle for WorkerIdle {
-    fn poll(&self) -> bool {
-        match self.0.upgrade() {
-            Some(node) => node.engine.idle_poll(&node),
-            None => false,
-        }
-    }
-
-    fn sleep(&self, parker: &Parker, timeout: Option<Duration>) {
-        match self.0.upgrade() {
-            Some(node) => node.engine.idle_sleep(&node, parker, timeout),
-            // The node is going away; its workers are being stopped.
-            None => parker.park_timeout(timeout.unwrap_or(IDLE_TIMEOUT)),
+            d.poll(router, Some(IDLE_TIMEOUT));
         }
     }
 }

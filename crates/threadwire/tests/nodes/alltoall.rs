@@ -207,7 +207,10 @@ fn main() {
     let threads: u32 = common::arg(1, 3);
     let per_pair: u64 = common::arg(2, 10);
     let seed: u64 = common::arg(3, 1);
-    let ep = threadwire::init().expect("join the job");
+    let ep = threadwire::Config::new()
+        .log(true)
+        .init()
+        .expect("join the job");
     let node = ep.node().clone();
     let plan = Plan {
         nodes: node.nodes(),

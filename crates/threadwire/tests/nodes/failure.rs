@@ -192,7 +192,10 @@ fn stream(ep: &Endpoint) {
 fn main() {
     common::exit_on_panic();
     let mode: String = common::arg(1, "abort".to_string());
-    let ep = threadwire::init().expect("join the job");
+    let ep = threadwire::Config::new()
+        .log(true)
+        .init()
+        .expect("join the job");
     let node = ep.node().clone();
     let id = node.id();
     assert_eq!(node.nodes(), 3, "run with -n 3");

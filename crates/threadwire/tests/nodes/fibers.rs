@@ -18,7 +18,11 @@ fn main() {
     let rounds: u32 = common::arg(2, 3);
     let workers: usize = common::arg(3, 2);
     let mode: String = common::arg(4, "fiber".to_string());
-    let ep = Config::new().workers(workers).init().expect("init");
+    let ep = Config::new()
+        .workers(workers)
+        .log(true)
+        .init()
+        .expect("init");
     let node = ep.node().clone();
     let (me, nodes) = (node.id(), node.nodes());
     let next = (me + 1) % nodes;

@@ -306,7 +306,10 @@ fn errors(ep: &Endpoint) {
 
 fn main() {
     common::exit_on_panic();
-    let ep = threadwire::init().expect("join the job");
+    let ep = threadwire::Config::new()
+        .log(true)
+        .init()
+        .expect("join the job");
     let node = ep.node().clone();
     assert_eq!(node.nodes(), 2, "run with -n 2");
     if node.id() == 1 {

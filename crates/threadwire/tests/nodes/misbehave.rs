@@ -15,7 +15,10 @@ const JOINED: u32 = 1;
 fn main() {
     common::exit_on_panic();
     let mode: String = common::arg(1, String::new());
-    let ep = threadwire::init().expect("join the job");
+    let ep = threadwire::Config::new()
+        .log(true)
+        .init()
+        .expect("join the job");
     let id = ep.node().id();
     match mode.as_str() {
         "exit-on" => {

@@ -65,7 +65,7 @@ fn exchange(ep: &Endpoint, peer: Address) {
 fn main() {
     common::exit_on_panic();
     let mode: String = common::arg(1, "exchange".to_string());
-    let ep = threadwire::init().expect("init");
+    let ep = threadwire::Config::new().log(true).init().expect("init");
     let me = ep.address().node;
     // Pairs: n0 with n1, n2 with n3, …
     let peer = Address::new(me ^ 1, 0);

@@ -33,7 +33,10 @@ fn main() {
             .nth(1)
             .expect("usage: node-strangers STOP_FILE"),
     );
-    let ep = threadwire::init().expect("join the job");
+    let ep = threadwire::Config::new()
+        .log(true)
+        .init()
+        .expect("join the job");
     let node = ep.node().clone();
     assert_eq!(node.nodes(), 2, "run with -n 2");
     let (n0, n1) = (Address::new(0, 0), Address::new(1, 0));

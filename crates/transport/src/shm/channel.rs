@@ -33,14 +33,24 @@
 //! # Back-pressure
 //!
 //! A frame that does not fit waits, with everything sent after it, in an
-//! in-order backlog that [`ShmChannel::flush`] (the progress engine) and
-//! later sends move on. Before relying on the consumer's doorbell the
-//! backlog asks for it (the ring's waiting-for-space steps).
+//! in-order backlog that [`ShmChannel::flush`] and [`ShmChannel::receive`]
+//! (the progress engine) and later sends move on. Before relying on the
+//! consumer's doorbell the backlog asks for it (the ring's
+//! waiting-for-space steps).
+//!
+//! # Doorbell
+//!
+//! Sends, flushes and receives find out whether the peer must be woken
+//! (it sleeps, or waits for space this side freed) and ring the channel's
+//! [`Doorbell`] themselves; internally they report it in [`Progress`] and
+//! [`Received`], which the unit tests inspect.
 
 use super::cma;
+use super::doorbell::Doorbell;
 use super::region::Region;
 use super::ring::{Consumer, Record, Ring, RingMemory, SendError as RingSendError};
 use super::setup::Pair;
+use crate::SendOutcome;
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -121,7 +131,7 @@ pub enum ShmError {
 /// What a send or flush left to do.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[must_use = "ring the peer's doorbell when `doorbell` is set"]
-pub struct Progress {
+pub(crate) struct Progress {
     /// Something waits in the backlog.
     pub queued: bool,
     /// The peer sleeps (or waits for space to send): ring its doorbell.
@@ -193,6 +203,7 @@ pub struct ShmChannel {
     peer_reads: bool,
     peer_pid: u32,
     config: ShmConfig,
+    doorbell: Doorbell,
     /// Last: the rings point into it.
     _region: Region,
 }
@@ -216,6 +227,7 @@ impl ShmChannel {
         peer_pid: u32,
         peer_reads: bool,
         config: ShmConfig,
+        doorbell: Doorbell,
     ) -> io::Result<ShmChannel> {
         let half = region.len() / 2;
         let ring = |i: usize, from: u32, to: u32| {
@@ -244,6 +256,7 @@ impl ShmChannel {
             peer_reads: peer_reads && config.cma,
             peer_pid,
             config: ShmConfig { chunk, ..config },
+            doorbell,
             _region: region,
         })
     }
@@ -254,10 +267,28 @@ impl ShmChannel {
     }
 
     /// Sends one frame: into the ring if it fits now, else into the
-    /// backlog behind everything queued before it. Never blocks and never
-    /// fails (a dead peer shows on the TCP connection).
-    pub fn send(&self, header: &FrameHeader, payload: Payload) -> Progress {
+    /// backlog behind everything queued before it, and rings the doorbell
+    /// if the peer needs it. Never blocks and never fails (a dead peer
+    /// shows on the TCP connection).
+    #[inline]
+    pub fn send(&self, header: &FrameHeader, payload: Payload) -> SendOutcome {
+        let progress = self.send_frame(header, payload);
+        self.ring_if(progress.doorbell);
+        match progress.queued {
+            true => SendOutcome::Queued,
+            false => SendOutcome::Written,
+        }
+    }
+
+    /// [`send`](Self::send) without the doorbell: what it calls for.
+    pub(crate) fn send_frame(&self, header: &FrameHeader, payload: Payload) -> Progress {
         self.enqueue(Outgoing::frame(header, payload))
+    }
+
+    fn ring_if(&self, doorbell: bool) {
+        if doorbell {
+            self.doorbell.ring();
+        }
     }
 
     fn enqueue(&self, mut out: Outgoing) -> Progress {
@@ -283,8 +314,16 @@ impl ShmChannel {
         }
     }
 
-    /// Moves the backlog into the ring as far as it fits.
-    pub fn flush(&self) -> Progress {
+    /// Moves the backlog into the ring as far as it fits, ringing the
+    /// doorbell if the peer needs it; `true` when nothing is left queued.
+    pub fn flush(&self) -> bool {
+        let progress = self.flush_backlog();
+        self.ring_if(progress.doorbell);
+        !progress.queued
+    }
+
+    /// [`flush`](Self::flush) without the doorbell: what it calls for.
+    pub(crate) fn flush_backlog(&self) -> Progress {
         if self.backlog_bytes.load(Ordering::Acquire) == 0 {
             return Progress::default();
         }
@@ -491,7 +530,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 mod receive;
-pub use receive::Received;
+#[cfg(test)]
+use receive::Received;
 
 #[cfg(test)]
 mod tests;

@@ -14,15 +14,18 @@
 //!   in chunks where the kernel refuses that.
 //!
 //! The pair's TCP connection stays open beside it for what is not data:
-//! the doorbell (a frame sent only when the ring's `sleeping` or `wanted`
-//! word says the peer waits in `epoll_wait`) and loss detection (end of
-//! stream; the engine drains the ring before it believes one).
+//! the [`Doorbell`] (a frame the channel sends itself, only when the ring's
+//! `sleeping` or `wanted` word says the peer waits in `epoll_wait`) and
+//! loss detection (end of stream; the engine drains the ring before it
+//! believes one).
 
 // The ring alone is modelled under loom; the channel needs real memory.
 #[cfg(not(loom))]
 mod channel;
 #[cfg(not(loom))]
 mod cma;
+#[cfg(not(loom))]
+mod doorbell;
 #[doc(hidden)]
 pub mod region;
 #[doc(hidden)]
@@ -31,4 +34,6 @@ pub mod ring;
 pub mod setup;
 
 #[cfg(not(loom))]
-pub use channel::{Progress, Received, ShmChannel, ShmConfig, ShmError, COPY_WINDOW};
+pub use channel::{ShmChannel, ShmConfig, ShmError, COPY_WINDOW};
+#[cfg(not(loom))]
+pub use doorbell::Doorbell;

@@ -29,6 +29,7 @@
 //! which.
 
 use super::channel::{ShmChannel, ShmConfig};
+use super::doorbell::Doorbell;
 use super::region::Region;
 use super::ring::{required_len, Ring, RingMemory};
 use std::io;
@@ -105,6 +106,40 @@ impl HostId {
 #[derive(Debug, thiserror::Error)]
 #[error("malformed shared-memory setup message: {0}")]
 pub struct SetupMessageError(&'static str);
+
+/// Why step 2 declined an offer; its text (which includes any underlying
+/// error's) is what [`Setup::Decline`] carries back.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AttachError {
+    /// This host's identity could not be read.
+    #[error("cannot tell which host this is: {0}")]
+    HostUnknown(io::Error),
+    /// The creator runs on another host.
+    #[error("another host (boot id differs)")]
+    OtherHost,
+    /// The creator runs in another network namespace (an emulated host).
+    #[error("another network namespace")]
+    OtherNamespace,
+    /// The offered length does not fit this address space.
+    #[error("region too large")]
+    TooLarge,
+    /// The creator's region could not be opened and mapped.
+    #[error("cannot open the peer's region: {0}")]
+    Open(io::Error),
+    /// The offered length cannot hold two rings.
+    #[error("region length not a multiple of 128")]
+    BadLength,
+    /// A ring is not this pair's (another job, pair or direction) or is
+    /// malformed.
+    #[error("ring {ring}: {why}")]
+    Ring {
+        /// 0 for the creator's ring, 1 for the attacher's.
+        ring: usize,
+        /// What the ring's header said.
+        why: super::ring::SetupError,
+    },
+}
 
 const OFFER: u32 = 1;
 const NO_OFFER: u32 = 2;
@@ -278,29 +313,32 @@ pub fn offer(pair: Pair, config: &ShmConfig) -> io::Result<(Offering, Setup)> {
 
 /// Step 2: attaches to the offered region; `Err` carries the reason to send
 /// back in [`Setup::Decline`].
-pub fn attach(pair: Pair, offer: &Offer, config: &ShmConfig) -> Result<(Attached, Setup), String> {
-    let here = HostId::here().map_err(|e| format!("cannot tell which host this is: {e}"))?;
+pub fn attach(
+    pair: Pair,
+    offer: &Offer,
+    config: &ShmConfig,
+) -> Result<(Attached, Setup), AttachError> {
+    let here = HostId::here().map_err(AttachError::HostUnknown)?;
     if here.boot_id != offer.host.boot_id {
-        return Err("another host (boot id differs)".into());
+        return Err(AttachError::OtherHost);
     }
     if here.netns != offer.host.netns {
-        return Err("another network namespace".into());
+        return Err(AttachError::OtherNamespace);
     }
-    let len = usize::try_from(offer.len).map_err(|_| "region too large".to_string())?;
-    let region = Region::open_peer(offer.pid, offer.fd, len)
-        .map_err(|e| format!("cannot open the peer's region: {e}"))?;
+    let len = usize::try_from(offer.len).map_err(|_| AttachError::TooLarge)?;
+    let region = Region::open_peer(offer.pid, offer.fd, len).map_err(AttachError::Open)?;
     let half = region.len() / 2;
     for (i, (from, to)) in [(pair.peer, pair.me), (pair.me, pair.peer)]
         .into_iter()
         .enumerate()
     {
         if half % 64 != 0 {
-            return Err("region length not a multiple of 128".into());
+            return Err(AttachError::BadLength);
         }
         // SAFETY: as in `offer`.
         let memory = unsafe { RingMemory::from_raw(region.as_ptr().add(i * half), half) };
         Ring::attach(memory, ring_tag(pair.job_id, from, to))
-            .map_err(|e| format!("ring {i}: {e}"))?;
+            .map_err(|why| AttachError::Ring { ring: i, why })?;
     }
     let can_read = config.cma && super::cma::probe(offer.pid, offer.probe).is_ok();
     let message = Setup::Accept(Accept {
@@ -321,7 +359,11 @@ pub fn attach(pair: Pair, offer: &Offer, config: &ShmConfig) -> Result<(Attached
 
 impl Offering {
     /// Step 3: the peer accepted; the channel and the [`Setup::Ready`] to send.
-    pub fn complete(mut self, accept: &Accept) -> io::Result<(ShmChannel, Setup)> {
+    pub fn complete(
+        mut self,
+        accept: &Accept,
+        doorbell: Doorbell,
+    ) -> io::Result<(ShmChannel, Setup)> {
         self.region.close_fd();
         let can_read = self.config.cma && super::cma::probe(accept.pid, accept.probe).is_ok();
         let channel = ShmChannel::new(
@@ -331,6 +373,7 @@ impl Offering {
             accept.pid,
             accept.can_read,
             self.config,
+            doorbell,
         )?;
         Ok((channel, Setup::Ready { can_read }))
     }
@@ -338,7 +381,7 @@ impl Offering {
 
 impl Attached {
     /// Step 4: the creator is ready; the channel.
-    pub fn complete(self, can_read: bool) -> io::Result<ShmChannel> {
+    pub fn complete(self, can_read: bool, doorbell: Doorbell) -> io::Result<ShmChannel> {
         ShmChannel::new(
             self.region,
             1,
@@ -346,6 +389,7 @@ impl Attached {
             self.peer_pid,
             can_read,
             self.config,
+            doorbell,
         )
     }
 }

@@ -66,6 +66,11 @@ pub enum ChannelError {
     /// The peer sent a frame this node refuses.
     #[error("malformed frame: {0}")]
     Frame(#[from] FrameError),
+    /// A shared-memory channel's peer broke the protocol, or its memory
+    /// could not be read.
+    #[cfg(not(loom))]
+    #[error(transparent)]
+    Shm(#[from] crate::shm::ShmError),
 }
 
 /// What [`TcpChannel::send`] did with a frame.

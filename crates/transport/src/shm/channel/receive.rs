@@ -5,7 +5,7 @@ use super::{
     cma, lock, Outgoing, Partial, Receiver, Record, ShmChannel, ShmError, FIN, FIRST, FRAME,
     MAX_RTS_SEGMENTS, MORE, RECEIVE_BUDGET, RTS,
 };
-use crate::Frame;
+use crate::{Frame, ReadOutcome};
 use std::sync::atomic::Ordering;
 use threadwire_wire::{FrameHeader, HEADER_LEN};
 
@@ -22,10 +22,10 @@ enum Step {
     Finished(u64),
 }
 
-/// What [`ShmChannel::receive`] left behind.
+/// What [`ShmChannel::receive_records`] left behind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[must_use = "ring the peer's doorbell when `doorbell` is set"]
-pub struct Received {
+pub(crate) struct Received {
     /// The budget ran out with records left: call again soon.
     pub more: bool,
     /// Ring the peer's doorbell (it waits for space, or sleeps on an
@@ -36,10 +36,28 @@ pub struct Received {
 }
 
 impl ShmChannel {
-    /// Reads the records the peer has published and hands each complete
-    /// frame to `on_frame`. An error means the peer broke the protocol (or
-    /// its memory cannot be read): close the channel.
-    pub fn receive(&self, mut on_frame: impl FnMut(Frame)) -> Result<Received, ShmError> {
+    /// Reads the records the peer has published, hands each complete
+    /// frame to `on_frame`, then moves this side's backlog on and rings
+    /// the doorbell if the peer needs it (both always: the backlog moves on
+    /// even when the doorbell is due anyway). An error means the peer broke
+    /// the protocol (or its memory cannot be read): close the channel.
+    #[inline]
+    pub fn receive(&self, on_frame: impl FnMut(Frame)) -> Result<ReadOutcome, ShmError> {
+        let received = self.receive_records(on_frame)?;
+        let flushed = self.flush_backlog();
+        self.ring_if(received.doorbell || flushed.doorbell);
+        Ok(match received {
+            Received { records: 0, .. } => ReadOutcome::Empty,
+            Received { more: true, .. } => ReadOutcome::More,
+            Received { .. } => ReadOutcome::Drained,
+        })
+    }
+
+    /// [`receive`](Self::receive) without the flush and the doorbell.
+    pub(crate) fn receive_records(
+        &self,
+        mut on_frame: impl FnMut(Frame),
+    ) -> Result<Received, ShmError> {
         let mut rx = lock(&self.rx);
         let mut out = Received::default();
         let mut read = 0;

@@ -1,6 +1,7 @@
 //! The channel's two ends in one process: the setup steps, every record
 //! kind, back-pressure, doorbells and corrupt memory.
 
+use super::super::doorbell::Doorbell;
 use super::super::region::Region;
 use super::super::setup::{self, Pair, Setup};
 use super::*;
@@ -9,6 +10,21 @@ use crate::Frame;
 /// Both ends through the real setup steps; `scribble` gets a second
 /// mapping of the region for tests that corrupt it.
 fn pair_with(config: ShmConfig, scribble: Option<&mut Option<Region>>) -> (ShmChannel, ShmChannel) {
+    pair_ringing(
+        config,
+        scribble,
+        [Doorbell::new(|| {}), Doorbell::new(|| {})],
+    )
+}
+
+/// As [`pair_with`], the first channel ringing `bells[0]`, the second
+/// `bells[1]`.
+fn pair_ringing(
+    config: ShmConfig,
+    scribble: Option<&mut Option<Region>>,
+    bells: [Doorbell; 2],
+) -> (ShmChannel, ShmChannel) {
+    let [bell_one, bell_zero] = bells;
     let (creator, b) = (
         Pair {
             job_id: 42,
@@ -34,11 +50,11 @@ fn pair_with(config: ShmConfig, scribble: Option<&mut Option<Region>>) -> (ShmCh
     let Setup::Accept(a) = &accept else {
         panic!("an accept")
     };
-    let (one, ready) = offering.complete(a).unwrap();
+    let (one, ready) = offering.complete(a, bell_one).unwrap();
     let Setup::Ready { can_read } = ready else {
         panic!("ready")
     };
-    let zero = attached.complete(can_read).unwrap();
+    let zero = attached.complete(can_read, bell_zero).unwrap();
     (one, zero)
 }
 
@@ -65,7 +81,7 @@ fn check(frame: &Frame, tag: u32) {
 fn receive_all(ch: &ShmChannel, frames: &mut Vec<Frame>) -> Received {
     let mut total = Received::default();
     loop {
-        let r = ch.receive(|f| frames.push(f)).unwrap();
+        let r = ch.receive_records(|f| frames.push(f)).unwrap();
         total.doorbell |= r.doorbell;
         if !r.more {
             return total;
@@ -114,7 +130,7 @@ fn a_full_ring_queues_in_order_and_asks_for_the_doorbell() {
     let mut queued = false;
     for tag in 0..200 {
         let (h, p) = data(0, tag, 200);
-        queued |= a.send(&h, p).queued;
+        queued |= a.send_frame(&h, p).queued;
     }
     assert!(queued, "200 frames of 200 B overflow a 64-slot ring");
     assert!(a.queued_bytes() > 0);
@@ -136,16 +152,43 @@ fn a_sleeping_consumer_is_rung_once_something_arrives() {
     let (a, b) = pair(ShmConfig::small_for_tests());
     assert!(b.prepare_to_sleep());
     let (h, p) = data(0, 1, 8);
-    assert!(a.send(&h, p).doorbell);
+    assert!(a.send_frame(&h, p).doorbell);
     b.woke();
     let (h, p) = data(0, 2, 8);
-    assert!(!a.send(&h, p).doorbell);
+    assert!(!a.send_frame(&h, p).doorbell);
     let mut got = Vec::new();
     let _ = receive_all(&b, &mut got);
     assert_eq!(got.len(), 2);
     let (h, p) = data(0, 3, 8);
     let _ = a.send(&h, p);
     assert!(!b.prepare_to_sleep(), "a record waits: no sleeping");
+}
+
+#[test]
+fn the_channel_rings_its_own_doorbell() {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+    let rung = Arc::new(AtomicUsize::new(0));
+    let counter = rung.clone();
+    let bell = Doorbell::new(move || {
+        counter.fetch_add(1, Ordering::Relaxed);
+    });
+    let (a, b) = pair_ringing(
+        ShmConfig::small_for_tests(),
+        None,
+        [bell, Doorbell::new(|| {})],
+    );
+    assert!(b.prepare_to_sleep());
+    let (h, p) = data(0, 1, 8);
+    assert_eq!(a.send(&h, p), crate::SendOutcome::Written);
+    assert_eq!(rung.load(Ordering::Relaxed), 1, "the sleeper was woken");
+    b.woke();
+    let (h, p) = data(0, 2, 8);
+    let _ = a.send(&h, p);
+    assert_eq!(rung.load(Ordering::Relaxed), 1, "an awake peer is not");
+    let mut got = 0;
+    while b.receive(|_| got += 1).unwrap() != crate::ReadOutcome::Empty {}
+    assert_eq!(got, 2);
 }
 
 #[test]
@@ -269,6 +312,7 @@ fn a_ring_of_another_job_is_declined() {
         o,
         &config,
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(why.contains("another job"), "{why}");
 }

@@ -21,58 +21,18 @@ use crate::error::{PeerLost, RecvError};
 use crate::lock;
 use crate::stats::Counters;
 use crate::{Address, Message, Source, Status, TagMatch};
-use std::cell::UnsafeCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use threadwire_fiber::Unparker;
 
-/// Where a posted receive's result lands.
-///
-/// Completed exactly once (by the delivery that matches it, under the
-/// mailbox lock, or by `fail_for` after removing it under that lock), read
-/// only by the owner after `done` — so the result needs no lock of its own.
-pub(crate) struct RecvSlot {
-    done: AtomicBool,
-    result: UnsafeCell<Option<Result<Message, RecvError>>>,
-    /// Arrival stamp of the message that completed it (rule 5).
-    arrival: AtomicU64,
-}
+pub(crate) mod slot;
 
-// SAFETY: `result` is written once before `done` is set (Release) and read
-// only by the owner after seeing `done` (Acquire); see the type's docs.
-unsafe impl Sync for RecvSlot {}
+use slot::Slot;
 
-impl RecvSlot {
-    fn new() -> Arc<RecvSlot> {
-        Arc::new(RecvSlot {
-            done: AtomicBool::new(false),
-            result: UnsafeCell::new(None),
-            arrival: AtomicU64::new(0),
-        })
-    }
-
-    pub(crate) fn is_done(&self) -> bool {
-        self.done.load(Ordering::Acquire)
-    }
-
-    /// Once per slot, by whoever removed it from the posted queue.
-    fn complete(&self, result: Result<Message, RecvError>) {
-        // SAFETY: the only writer (see above), and no reader before `done`.
-        unsafe { *self.result.get() = Some(result) };
-        self.done.store(true, Ordering::Release);
-    }
-
-    /// The result, once [`is_done`](Self::is_done); by the owner only.
-    pub(crate) fn take(&self) -> Option<Result<Message, RecvError>> {
-        if !self.is_done() {
-            return None;
-        }
-        // SAFETY: `done` was seen, so the write is complete and visible;
-        // the owner is the only reader.
-        unsafe { (*self.result.get()).take() }
-    }
-}
+/// Where a posted receive's result lands ([`slot`], rules 1–4): completed
+/// by the delivery that matches it, under the mailbox lock, or by
+/// `fail_for` after removing it under that lock; read by the owner.
+pub(crate) type RecvSlot = Slot<Result<Message, RecvError>>;
 
 struct Posted {
     source: Source,
@@ -137,8 +97,9 @@ impl Mailbox {
                     // Completed before the lock is released: a `cancel` in
                     // between would find the receive neither posted nor
                     // complete, and the message would be lost.
-                    posted.slot.arrival.store(arrival, Ordering::Relaxed);
-                    posted.slot.complete(Ok(message));
+                    // SAFETY: removed from the posted queue just now, under
+                    // the lock: this is its one completion (slot rule 1).
+                    unsafe { posted.slot.complete(Ok(message), arrival) };
                 }
                 None => q.unexpected.push_back((arrival, message)),
             }
@@ -152,7 +113,7 @@ impl Mailbox {
         if let Some(m) = take_unexpected(&mut q, source, tag) {
             return Posting::Matched(m);
         }
-        let slot = RecvSlot::new();
+        let slot = Arc::new(RecvSlot::new());
         q.posted.push_back(Posted {
             source,
             tag,
@@ -186,8 +147,9 @@ impl Mailbox {
             q.posted.remove(i);
             return;
         }
-        if let Some(Ok(m)) = slot.take() {
-            let arrival = slot.arrival.load(Ordering::Relaxed);
+        // SAFETY: the owner withdraws its own receives (rule 1).
+        if let Some(Ok(m)) = unsafe { slot.take() } {
+            let arrival = slot.arrival();
             let at = q
                 .unexpected
                 .iter()
@@ -216,7 +178,10 @@ impl Mailbox {
             });
         }
         for slot in &hit {
-            slot.complete(Err(RecvError::PeerLost(lost.clone())));
+            // SAFETY: removed from the posted queue above, under the lock:
+            // this is its one completion (slot rule 1). No stamp: a failed
+            // receive gives no message back.
+            unsafe { slot.complete(Err(RecvError::PeerLost(lost.clone())), 0) };
         }
         self.wake_owner();
     }
@@ -317,7 +282,9 @@ mod tests {
         assert!(!slot.is_done());
         mb.deliver(msg(2, 0, 0, 8));
         assert!(slot.is_done());
-        assert_eq!(slot.take().unwrap().unwrap().into_vec(), vec![8]);
+        // SAFETY: this thread owns the mailbox.
+        let m = unsafe { slot.take() };
+        assert_eq!(m.unwrap().unwrap().into_vec(), vec![8]);
     }
 
     #[test]
@@ -364,7 +331,9 @@ mod tests {
         };
         mb.fail_for(&PeerLost {
             node: 3,
-            cause: crate::error::LossCause::Failed("killed".into()),
+            cause: crate::error::LossCause::Failed(crate::error::Failure::ReportedByLauncher(
+                "killed".into(),
+            )),
         });
         assert!(named.is_done() && any.is_done() && !other.is_done());
     }

@@ -1,0 +1,169 @@
+//! How a node is configured: [`Config`] (the program's choices), the
+//! environment (`THREADWIRE_*`, see [`crate::env`]) and the defaults, in
+//! that order, resolved into [`Settings`] at init.
+
+use crate::error::{InitError, InitErrorKind};
+use std::str::FromStr;
+use threadwire_transport::shm::ShmConfig;
+
+/// Default largest frame accepted from a peer: 1 GiB.
+pub const DEFAULT_MAX_FRAME: u64 = 1 << 30;
+
+/// How to join a job.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub(crate) standalone: bool,
+    pub(crate) progress_thread: Option<bool>,
+    workers: Option<usize>,
+    max_frame: Option<u64>,
+    channel: Option<ChannelChoice>,
+    pub(crate) log: bool,
+}
+
+/// What a node is built with, from [`Config`] and the environment.
+pub(crate) struct Settings {
+    pub(crate) max_frame: u64,
+    pub(crate) workers: Option<usize>,
+    pub(crate) channel: ChannelChoice,
+    pub(crate) shm: ShmConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::new()
+    }
+}
+
+impl Config {
+    /// The defaults: join the job the launcher describes.
+    pub fn new() -> Config {
+        Config {
+            standalone: false,
+            progress_thread: None,
+            workers: None,
+            max_frame: None,
+            channel: None,
+            log: false,
+        }
+    }
+
+    /// Which channel to use between nodes on one host (default
+    /// `THREADWIRE_CHANNEL`, else [`ChannelChoice::Auto`]: shared memory).
+    pub fn channel(mut self, choice: ChannelChoice) -> Config {
+        self.channel = Some(choice);
+        self
+    }
+
+    /// Run as a one-node job when not started by a launcher, instead of
+    /// failing.
+    pub fn standalone(mut self, yes: bool) -> Config {
+        self.standalone = yes;
+        self
+    }
+
+    /// Start a communication thread that makes progress while every
+    /// application thread computes (default: `THREADWIRE_PROGRESS`, else off).
+    pub fn progress_thread(mut self, yes: bool) -> Config {
+        self.progress_thread = Some(yes);
+        self
+    }
+
+    /// Worker OS threads that run this node's fibers (default
+    /// `THREADWIRE_WORKERS`, else one per core). Started at the first
+    /// [`Node::spawn`](crate::Node::spawn).
+    pub fn workers(mut self, n: usize) -> Config {
+        self.workers = Some(n.max(1));
+        self
+    }
+
+    /// Largest frame accepted from a peer (default `THREADWIRE_MAX_FRAME`, else 1 GiB).
+    pub fn max_frame(mut self, bytes: u64) -> Config {
+        self.max_frame = Some(bytes);
+        self
+    }
+
+    /// Install a global log subscriber writing to stderr, filtered by
+    /// `THREADWIRE_LOG` (default `warn`), unless the program has one
+    /// already (default: no). A library does not install one on its own:
+    /// the program decides where its log goes, so this is for node
+    /// programs that want the runtime's warnings (refused connections,
+    /// lost peers) without setting up `tracing` themselves.
+    pub fn log(mut self, yes: bool) -> Config {
+        self.log = yes;
+        self
+    }
+
+    /// The settings from this configuration, the environment and the
+    /// defaults, in that order.
+    pub(crate) fn settings(&self) -> Result<Settings, InitError> {
+        fn var<T: FromStr>(name: &str) -> Option<T> {
+            std::env::var(name).ok().and_then(|s| s.trim().parse().ok())
+        }
+        let max_frame = self
+            .max_frame
+            .or_else(|| var(crate::env::MAX_FRAME))
+            .unwrap_or(DEFAULT_MAX_FRAME);
+        let channel = match self.channel {
+            Some(c) => c,
+            None => match std::env::var(crate::env::CHANNEL) {
+                Ok(v) => v.parse().map_err(|source| {
+                    InitError::new(InitErrorKind::Setting {
+                        name: crate::env::CHANNEL,
+                        source,
+                    })
+                })?,
+                Err(_) => ChannelChoice::Auto,
+            },
+        };
+        let mut shm = ShmConfig::new(max_frame);
+        if let Some(on) = var::<u8>(crate::env::SHM_CMA) {
+            shm.cma = on != 0;
+        }
+        if let Some(min) = var(crate::env::SHM_CMA_MIN) {
+            shm.cma_min = min;
+        }
+        if let Some(chunk) = var(crate::env::SHM_CHUNK) {
+            shm.chunk = chunk;
+        }
+        Ok(Settings {
+            max_frame,
+            workers: self.workers.or_else(|| var(crate::env::WORKERS)),
+            channel,
+            shm,
+        })
+    }
+}
+
+/// Which channel nodes on one host use between them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ChannelChoice {
+    /// Shared memory between nodes on one host, TCP between hosts.
+    #[default]
+    Auto,
+    /// TCP everywhere (for measurement).
+    Tcp,
+    /// Shared memory; `init` fails if a peer cannot share memory.
+    Shm,
+}
+
+/// A channel name that is not `auto`, `tcp` or `shm`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown channel {name:?} (auto, tcp or shm)")]
+pub struct ParseChannelChoiceError {
+    name: String,
+}
+
+impl FromStr for ChannelChoice {
+    type Err = ParseChannelChoiceError;
+
+    fn from_str(s: &str) -> Result<ChannelChoice, ParseChannelChoiceError> {
+        match s.trim() {
+            "auto" | "" => Ok(ChannelChoice::Auto),
+            "tcp" => Ok(ChannelChoice::Tcp),
+            "shm" => Ok(ChannelChoice::Shm),
+            other => Err(ParseChannelChoiceError {
+                name: other.to_string(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! Joining the job: settings, the launcher's rendezvous, and the full mesh
+//! of authenticated connections.
+//!
+//! 1. Connect to the launcher's rendezvous (authenticated like every
+//!    connection), register this node's listening address, and read the
+//!    directory of every node's address.
+//! 2. Connect to every lower-numbered node; accept every higher-numbered
+//!    one (the progress driver accepts, while this thread polls it).
+//! 3. On every connection this node opened (it is the pair's higher node),
+//!    offer shared memory ([`crate::peer`]).
+//! 4. Poll until every peer is connected and its channel choice settled,
+//!    or lost; a failed peer fails the join.
+//! 5. Tell the launcher which channel each peer is reached by.
+
+use super::{Node, NodeShared};
+use crate::config::{ChannelChoice, Config, Settings};
+use crate::env::{EnvError, JobEnv};
+use crate::error::{InitError, InitErrorKind, LossCause};
+use crate::control::{self as protocol, Control};
+use crate::progress::{Driver, ProgressEngine, Tokens};
+use crate::router::Router;
+use crate::Endpoint;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use threadwire_transport::handshake::{self, Credentials};
+use threadwire_transport::{Channel, TcpChannel};
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+
+static INITIALIZED: AtomicBool = AtomicBool::new(false);
+
+impl Config {
+    /// Joins the job; the calling thread becomes thread 0 of this node.
+    pub fn init(self) -> Result<Endpoint, InitError> {
+        if self.log {
+            install_log_subscriber();
+        }
+        if INITIALIZED.swap(true, Ordering::SeqCst) {
+            return Err(InitError::new(InitErrorKind::AlreadyInitialized));
+        }
+        let result = self.init_inner();
+        if result.is_err() {
+            INITIALIZED.store(false, Ordering::SeqCst);
+        }
+        result
+    }
+
+    fn init_inner(self) -> Result<Endpoint, InitError> {
+        let settings = self.settings()?;
+        let comm = self.progress_thread.unwrap_or_else(|| {
+            std::env::var(crate::env::PROGRESS)
+                .map(|v| v == "thread")
+                .unwrap_or(false)
+        });
+        let shared = match JobEnv::from_env() {
+            Ok(env) => bootstrap(&env, settings)?,
+            Err(EnvError::NotLaunched) if self.standalone => {
+                let engine = ProgressEngine::new(Driver::new(None, None)?)?;
+                let router = Router::new(0, 1, 0, &settings);
+                Arc::new(NodeShared::new(router, engine, None, settings.workers))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let node = Node { shared };
+        if comm {
+            node.start_comm_thread()?;
+        }
+        node.endpoint()
+    }
+}
+
+/// A subscriber writing to stderr, filtered by `THREADWIRE_LOG` (default
+/// `warn`), unless the program installed one ([`Config::log`]).
+fn install_log_subscriber() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env(crate::env::LOG)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Joins the job this process was launched into; the calling thread becomes
+/// thread 0 of this node. Equivalent to `Config::new().init()`.
+pub fn init() -> Result<Endpoint, InitError> {
+    Config::new().init()
+}
+
+/// Joins the job described by `env` (module docs, steps 1–5): node i
+/// connects to every j < i and accepts every j > i.
+fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitError> {
+    let creds = Credentials {
+        job_id: env.job_id,
+        secret: env.secret,
+    };
+    let listener = TcpListener::bind(SocketAddr::new(env.bind, 0))?;
+    let my_addr = listener.local_addr()?;
+    let rv = env.rendezvous;
+    let rv_err = |e: Box<dyn std::error::Error + Send + Sync>| {
+        InitError::new(InitErrorKind::Rendezvous {
+            addr: rv,
+            source: e,
+        })
+    };
+
+    // Step 1.
+    let (_, mut control) =
+        handshake::connect(rv, &creds, env.node, CONNECT_TIMEOUT).map_err(|e| rv_err(e.into()))?;
+    protocol::write_control(
+        &mut control,
+        &Control::Register {
+            addr: my_addr.to_string(),
+        },
+    )
+    .map_err(|e| rv_err(e.into()))?;
+    let addrs = match protocol::read_control(&mut control).map_err(|e| rv_err(e.into()))? {
+        Some(Control::Directory { addrs }) if addrs.len() == env.nodes as usize => addrs,
+        other => {
+            return Err(rv_err(
+                format!("expected the directory, got {other:?}").into(),
+            ))
+        }
+    };
+
+    let driver = Driver::new(Some(listener), Some(creds.clone()))?;
+    let engine = ProgressEngine::new(driver)?;
+    let router = Router::new(env.node, env.nodes, env.job_id, &settings);
+    let shared = Arc::new(NodeShared::new(
+        router,
+        engine,
+        Some(my_addr),
+        settings.workers,
+    ));
+    let (router, engine) = (&shared.router, &shared.engine);
+    // Steps 2 and 3.
+    {
+        let driver = engine.lock_driver();
+        for (j, addr) in addrs.iter().enumerate().take(env.node as usize) {
+            let connect_err = |e: Box<dyn std::error::Error + Send + Sync>| {
+                InitError::new(InitErrorKind::Connect {
+                    node: j as u32,
+                    addr: addr.clone(),
+                    source: e,
+                })
+            };
+            let sock: SocketAddr = addr
+                .parse()
+                .map_err(|e: std::net::AddrParseError| connect_err(e.into()))?;
+            let (peer, stream) = handshake::connect(sock, &creds, env.node, CONNECT_TIMEOUT)
+                .map_err(|e| connect_err(e.into()))?;
+            if peer != j as u32 {
+                return Err(connect_err(format!("answered as node n{peer}").into()));
+            }
+            let mut c = TcpChannel::new(stream, router.max_frame)?;
+            driver.register_channel(&mut c, Tokens::peer(peer))?;
+            router.peers[j].set_tcp(c);
+            router.offer_shm(peer);
+        }
+        control.set_nonblocking(true)?;
+        let mut c = TcpChannel::new(control, protocol::MAX_CONTROL)?;
+        driver.register_channel(&mut c, Tokens::CONTROL)?;
+        let _ = router.control.set(Channel::Tcp(Arc::new(c)));
+    }
+    // Step 4.
+    let deadline = Instant::now() + CONNECT_TIMEOUT;
+    while !router
+        .peers
+        .iter()
+        .enumerate()
+        .all(|(j, p)| j as u32 == env.node || (p.has_tcp() && p.ready()) || p.lost().is_some())
+    {
+        if Instant::now() > deadline {
+            return Err(InitError::new(InitErrorKind::PeersTimedOut(
+                CONNECT_TIMEOUT,
+            )));
+        }
+        engine
+            .lock_driver()
+            .poll(router, Some(Duration::from_millis(50)));
+    }
+    // Only a failed peer fails the join. A peer may already have said
+    // goodbye: one with nothing to do with this node can connect, do its
+    // work with the others and finalize while this node is still joining.
+    let failed = router
+        .peers
+        .iter()
+        .filter_map(|p| p.lost())
+        .find(|l| matches!(l.cause, LossCause::Failed(_)));
+    if let Some(lost) = failed {
+        return Err(InitError::new(InitErrorKind::Connect {
+            node: lost.node,
+            addr: addrs[lost.node as usize].clone(),
+            source: lost.to_string().into(),
+        }));
+    }
+    if router.channel_choice() == ChannelChoice::Shm {
+        let tcp = router.peers.iter().enumerate().find_map(|(j, p)| {
+            let why = p.tcp_reason()?;
+            Some((j as u32, why))
+        });
+        if let Some((node, why)) = tcp {
+            return Err(InitError::new(InitErrorKind::NoSharedMemory { node, why }));
+        }
+    }
+    // Step 5.
+    let routes = router
+        .peers
+        .iter()
+        .enumerate()
+        .map(|(j, p)| match j as u32 == env.node {
+            true => "-".to_string(),
+            false => p.route().to_string(),
+        })
+        .collect();
+    if let Some(control) = router.control.get() {
+        let (h, p) = Control::Channels { routes }.encode();
+        let _ = control.send(&h, p);
+    }
+    Ok(shared)
+}

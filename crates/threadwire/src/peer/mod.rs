@@ -1,0 +1,133 @@
+//! A peer node as this node sees it: the pair's TCP connection, the
+//! shared-memory channel when both share a host, and what became of it.
+//!
+//! # Choosing the channel
+//!
+//! Every pair gets its authenticated TCP connection at init. The higher
+//! node of the pair then offers a shared-memory region over it (or says it
+//! will not), the lower one attaches if both run on one host and in one
+//! network namespace, and both finish the exchange before `init` returns
+//! ([`shm_setup`], after [`threadwire_transport::shm::setup`], steps 1–4).
+//! From then on every frame to that peer — data and goodbye — goes through
+//! the rings; the TCP connection carries only the doorbells the
+//! shared-memory channel rings itself, and tells of the peer's death. With
+//! `THREADWIRE_CHANNEL=tcp` no region is offered; with `shm` a pair that
+//! cannot share memory fails `init`.
+
+mod shm_setup;
+
+pub(crate) use shm_setup::{SetupContext, ShmSetupError};
+
+use crate::error::PeerLost;
+use crate::lock;
+use shm_setup::SetupState;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use threadwire_transport::shm::ShmChannel;
+use threadwire_transport::{Channel, ChannelError, SendOutcome, TcpChannel};
+use threadwire_wire::{FrameHeader, Payload};
+
+pub(crate) struct Peer {
+    /// The pair's TCP connection (a [`Channel::Tcp`]).
+    tcp: OnceLock<Channel>,
+    /// The shared-memory channel once set up (a [`Channel::Shm`]); the
+    /// data channel from then on.
+    shm: OnceLock<Channel>,
+    setup: Mutex<SetupState>,
+    setup_done: AtomicBool,
+    lost: OnceLock<PeerLost>,
+}
+
+impl Peer {
+    pub(crate) fn new() -> Peer {
+        Peer {
+            tcp: OnceLock::new(),
+            shm: OnceLock::new(),
+            setup: Mutex::new(SetupState::Idle),
+            setup_done: AtomicBool::new(false),
+            lost: OnceLock::new(),
+        }
+    }
+
+    /// The pair's TCP connection.
+    pub(crate) fn tcp(&self) -> Option<&Channel> {
+        self.tcp.get()
+    }
+
+    pub(crate) fn has_tcp(&self) -> bool {
+        self.tcp.get().is_some()
+    }
+
+    pub(crate) fn set_tcp(&self, c: TcpChannel) {
+        if self.tcp.set(Channel::Tcp(Arc::new(c))).is_err() {
+            tracing::warn!("second connection to the same peer ignored");
+        }
+    }
+
+    /// The shared-memory channel, once set up.
+    pub(crate) fn shm(&self) -> Option<&ShmChannel> {
+        self.shm.get().and_then(Channel::as_shm)
+    }
+
+    /// The channel frames to the peer go on: shared memory once set up,
+    /// else TCP.
+    #[inline]
+    fn data_channel(&self) -> Option<&Channel> {
+        self.shm.get().or_else(|| self.tcp.get())
+    }
+
+    pub(crate) fn lost(&self) -> Option<&PeerLost> {
+        self.lost.get()
+    }
+
+    /// Records the loss; `false` if one was recorded already.
+    pub(crate) fn set_lost(&self, lost: PeerLost) -> bool {
+        self.lost.set(lost).is_ok()
+    }
+
+    /// Whether the channel choice is settled (or the peer is gone).
+    pub(crate) fn ready(&self) -> bool {
+        self.setup_done.load(Ordering::Acquire) || self.lost().is_some()
+    }
+
+    /// Sends one frame on the pair's data channel. On failure nothing of it
+    /// was written and the payload is given back.
+    #[inline]
+    pub(crate) fn send(
+        &self,
+        header: &FrameHeader,
+        payload: Payload,
+    ) -> Result<SendOutcome, (ChannelError, Payload)> {
+        match self.data_channel() {
+            Some(c) => c.send(header, payload),
+            None => Err((
+                std::io::Error::from(std::io::ErrorKind::NotConnected).into(),
+                payload,
+            )),
+        }
+    }
+
+    /// Bytes accepted but not yet handed to the peer on either channel.
+    pub(crate) fn queued_bytes(&self) -> usize {
+        self.tcp.get().map_or(0, Channel::queued_bytes)
+            + self.shm.get().map_or(0, Channel::queued_bytes)
+    }
+
+    /// The data channel in words, for `threadwire run --verbose`.
+    pub(crate) fn route(&self) -> &'static str {
+        match self.shm() {
+            Some(s) if s.uses_cross_memory() => "shm (large messages by cross-memory copy)",
+            Some(_) => "shm (large messages in chunks)",
+            None => "tcp",
+        }
+    }
+
+    /// Why the pair stays on TCP, once settled (`None` on shared memory or
+    /// while setting up).
+    pub(crate) fn tcp_reason(&self) -> Option<String> {
+        match &*lock(&self.setup) {
+            SetupState::Done(reason) => reason.clone(),
+            _ => None,
+        }
+    }
+}

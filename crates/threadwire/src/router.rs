@@ -1,0 +1,204 @@
+//! The router: where frames from other nodes go, and what a lost peer
+//! means. It is the one face of the node the progress driver sees — a
+//! frame in ([`Router::on_frame`]), a peer lost ([`Router::lose_peer`]),
+//! and the channels to read — so the driver knows nothing of spawning,
+//! bootstrap or finalization, and the node knows nothing of polling.
+//!
+//! A frame's walk on receipt: channel → [`Router::on_frame`] → the
+//! destination thread's mailbox (data), the peer's loss (goodbye), or the
+//! peer's shared-memory set-up ([`crate::peer`]).
+
+use crate::config::{ChannelChoice, Settings};
+use crate::error::{Failure, LossCause, PeerLost};
+use crate::lock;
+use crate::mailbox::{remote_message, MailboxTable, MAX_THREADS};
+use crate::peer::{Peer, SetupContext, ShmSetupError};
+use crate::Stats;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use threadwire_transport::shm::setup::Pair;
+use threadwire_transport::shm::{ShmChannel, ShmConfig};
+use threadwire_transport::{Channel, Frame};
+use threadwire_wire::{FrameKind, Payload};
+
+type Subscriber = Arc<dyn Fn(&PeerLost) + Send + Sync>;
+
+/// A frame no correct peer sends.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ProtocolError {
+    #[error("message for thread {0} beyond the limit of {MAX_THREADS}")]
+    NoSuchThread(u32),
+    #[error("control frame on a peer connection")]
+    ControlFrame,
+    #[error(transparent)]
+    ShmSetup(#[from] ShmSetupError),
+}
+
+pub(crate) struct Router {
+    pub(crate) id: u32,
+    pub(crate) nodes: u32,
+    pub(crate) job_id: u64,
+    pub(crate) mailboxes: MailboxTable,
+    pub(crate) peers: Box<[Peer]>,
+    /// The launcher's connection.
+    pub(crate) control: OnceLock<Channel>,
+    pub(crate) max_frame: u64,
+    channel_choice: ChannelChoice,
+    shm_config: ShmConfig,
+    /// Peers reached through shared memory; the driver polls their rings.
+    shm_peers: AtomicUsize,
+    pub(crate) finalized: AtomicBool,
+    /// Bumped on every failure, so waits on wildcards notice one.
+    pub(crate) failures: AtomicU64,
+    subscribers: Mutex<Vec<Subscriber>>,
+}
+
+impl Router {
+    pub(crate) fn new(id: u32, nodes: u32, job_id: u64, settings: &Settings) -> Router {
+        Router {
+            id,
+            nodes,
+            job_id,
+            mailboxes: MailboxTable::new(),
+            peers: (0..nodes).map(|_| Peer::new()).collect(),
+            control: OnceLock::new(),
+            max_frame: settings.max_frame,
+            channel_choice: settings.channel,
+            shm_config: settings.shm.clone(),
+            shm_peers: AtomicUsize::new(0),
+            finalized: AtomicBool::new(false),
+            failures: AtomicU64::new(0),
+            subscribers: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn channel_choice(&self) -> ChannelChoice {
+        self.channel_choice
+    }
+
+    /// Handles one frame from `peer`; an error is a protocol violation.
+    #[inline]
+    pub(crate) fn on_frame(&self, peer: u32, frame: Frame) -> Result<(), ProtocolError> {
+        let h = frame.header;
+        match h.kind {
+            FrameKind::Data => {
+                let Some(mailbox) = self.mailboxes.get(h.dest_thread) else {
+                    return Err(ProtocolError::NoSuchThread(h.dest_thread));
+                };
+                let payload = Payload::from_wire(h.format, frame.payload);
+                mailbox.deliver(remote_message(peer, h.source_thread, h.tag, payload));
+                Ok(())
+            }
+            FrameKind::Bye => {
+                self.lose_peer(peer, LossCause::Finished);
+                Ok(())
+            }
+            FrameKind::Shm => {
+                let peer_state = &self.peers[peer as usize];
+                if peer_state.on_shm_setup(&self.setup_context(peer), frame)? {
+                    self.shm_peers.fetch_add(1, Ordering::AcqRel);
+                }
+                Ok(())
+            }
+            FrameKind::Doorbell => Ok(()),
+            FrameKind::Control => Err(ProtocolError::ControlFrame),
+        }
+    }
+
+    /// Records that `peer` is gone (first cause wins), fails what waits on
+    /// it and tells subscribers.
+    pub(crate) fn lose_peer(&self, peer: u32, cause: LossCause) {
+        let p = &self.peers[peer as usize];
+        let lost = PeerLost { node: peer, cause };
+        if !p.set_lost(lost.clone()) {
+            return;
+        }
+        if let LossCause::Failed(why) = &lost.cause {
+            tracing::warn!("n{}: lost node n{peer}: {why}", self.id);
+            self.failures.fetch_add(1, Ordering::SeqCst);
+            if let Some(c) = p.tcp() {
+                c.close();
+            }
+        }
+        self.mailboxes.for_each(|m| m.fail_for(&lost));
+        let subscribers = lock(&self.subscribers).clone();
+        for s in subscribers {
+            s(&lost);
+        }
+    }
+
+    /// The launcher's connection broke: the job is over for this node.
+    pub(crate) fn launcher_lost(&self, e: &dyn std::fmt::Display) {
+        if self.finalized.load(Ordering::Acquire) {
+            return;
+        }
+        tracing::warn!(
+            "n{}: lost the launcher ({e}); treating every peer as lost",
+            self.id
+        );
+        for peer in 0..self.nodes {
+            if peer != self.id {
+                self.lose_peer(peer, LossCause::Failed(Failure::LauncherGone));
+            }
+        }
+    }
+
+    /// Calls `f` whenever a peer is lost or finishes.
+    pub(crate) fn subscribe(&self, f: Subscriber) {
+        lock(&self.subscribers).push(f);
+    }
+
+    fn setup_context(&self, peer: u32) -> SetupContext<'_> {
+        SetupContext {
+            pair: Pair {
+                job_id: self.job_id,
+                me: self.id,
+                peer,
+            },
+            choice: self.channel_choice,
+            config: &self.shm_config,
+        }
+    }
+
+    /// Shared-memory set-up step 1, on the pair's higher node right after
+    /// connecting.
+    pub(crate) fn offer_shm(&self, peer: u32) {
+        self.peers[peer as usize].offer_shm(&self.setup_context(peer));
+    }
+
+    /// Whether any peer is reached through shared memory.
+    #[inline]
+    pub(crate) fn has_shm_peers(&self) -> bool {
+        self.shm_peers.load(Ordering::Acquire) > 0
+    }
+
+    /// Whether a peer is reading one of this node's rendezvous messages
+    /// (progress engine, step 7).
+    pub(crate) fn peer_is_copying(&self) -> bool {
+        self.shm_peers.load(Ordering::Relaxed) > 0
+            && self
+                .peers
+                .iter()
+                .any(|p| p.shm().is_some_and(ShmChannel::reading_our_memory) && p.lost().is_none())
+    }
+
+    /// After a loss, whether frames from `peer` may still be read (a
+    /// goodbye does not end reading: answers may follow it).
+    #[inline]
+    pub(crate) fn readable(&self, peer: u32) -> bool {
+        !matches!(
+            self.peers[peer as usize].lost(),
+            Some(PeerLost {
+                cause: LossCause::Failed(_),
+                ..
+            })
+        )
+    }
+
+    /// The node's counters: the sum over its mailboxes.
+    pub(crate) fn stats(&self) -> Stats {
+        let mut total = Stats::default();
+        self.mailboxes.for_each(|m| m.counters.add_to(&mut total));
+        total
+    }
+}
