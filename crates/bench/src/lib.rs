@@ -25,6 +25,8 @@
 //!   another, as MPI's msgrate / osu_mbw_mr.
 //! - [`spawn`]: start-up cost of N processes, fibers and OS threads, the
 //!   1998 processes-versus-threads comparison.
+//! - [`suite`]: every benchmark into one report (`threadwire bench
+//!   suite`): which steps, with which arguments, and the report's text.
 //! - [`threads`]: the classic thread-package measurements, fibers beside
 //!   OS threads.
 //!
@@ -34,7 +36,6 @@
 //! Each benchmark is a folder: `mod.rs` its options and run, `node.rs` the
 //! side its launched nodes run, `report.rs` its report. Nothing here
 //! prints: results are returned, node results reported to the launcher.
-#![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
 pub mod comm;
@@ -48,6 +49,7 @@ pub mod plot;
 pub mod rate;
 pub mod report;
 pub mod spawn;
+pub mod suite;
 mod system;
 pub mod threads;
 

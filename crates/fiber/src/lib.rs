@@ -90,8 +90,6 @@
 //! Fibers themselves never spin: parking is a switch (tens of
 //! nanoseconds), so the spinning is done once per worker, not per waiter,
 //! and 10,000 parked fibers cost nothing while no event arrives.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
 #[cfg(not(loom))]

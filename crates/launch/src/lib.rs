@@ -36,7 +36,6 @@
 //! assert_eq!(report.status, 0);
 //! # Ok::<(), threadwire_launch::LaunchError>(())
 //! ```
-#![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
 mod event;

@@ -39,8 +39,6 @@
 //! let m = ep.recv(me, 7).unwrap();
 //! assert_eq!(m.into_vec(), b"to myself");
 //! ```
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
 /// Items of the runtime proper. Under `--cfg loom` the crate is only its

@@ -31,8 +31,6 @@
 //! assert_eq!(peer, 0);
 //! assert_eq!(server.join().unwrap().0, 1);
 //! ```
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
 #[cfg(not(loom))]

@@ -17,8 +17,6 @@
 //! assert_eq!(unpacker.unpack_vec::<f64>().unwrap(), vec![1.5, 2.5]);
 //! assert_eq!(unpacker.unpack_string().unwrap(), "hello");
 //! ```
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
 mod frame;
