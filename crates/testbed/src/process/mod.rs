@@ -6,6 +6,8 @@
 //!   child in a program or a test.
 //! - [`Pidfd`]: the same for any process, child or not, without reaping
 //!   it; [`wait_all_exited`] for several.
+//! - [`run_supervised`]: a child that must not outlive this process nor
+//!   run past a deadline (stopped with `SIGTERM`, then `SIGKILL`).
 //! - [`descendants`] and [`is_live`]: what `/proc` says about processes
 //!   that are not ours to wait for.
 //!
@@ -13,7 +15,9 @@
 //! is [`crate::group::ProcessGroup`].
 
 mod pidfd;
+mod supervised;
 mod table;
 
 pub use pidfd::{wait_all_exited, wait_deadline, Pidfd};
+pub use supervised::{run_supervised, Finished};
 pub use table::{descendants, is_live};

@@ -1,0 +1,221 @@
+//! The benchmark suite: every benchmark, one after the other, each run as
+//! the very command a user would type, into one report. The binary runs
+//! the steps (`threadwire bench suite`); this module says which, and
+//! writes the report.
+//!
+//! 1. [`plan`]: each step is `threadwire bench …`, its standard output
+//!    (the table) kept in `OUT/NAME.txt` and its standard error in
+//!    `OUT/NAME.log`; plots go to `OUT/NAME/`.
+//! 2. Steps on emulated links need network namespaces (root); where they
+//!    cannot be made, those steps are planned as skipped, with the reason,
+//!    and the rest still run.
+//! 3. A step that fails, or runs past [`STEP_DEADLINE`], does not stop the
+//!    suite: the report says so, with the last lines it printed.
+//! 4. [`markdown`]: `OUT/README.md` gathers, per step, the command, how
+//!    long it took and its table, in the order they ran: the raw material
+//!    of `docs/PERFORMANCE.md`.
+//!
+//! A quick plan runs every step with tiny sizes and counts: it proves the
+//! suite works and measures nothing.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use threadwire_testbed::net::Link;
+
+/// What the suite is asked to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Directory of the report.
+    pub out: PathBuf,
+    /// Emulated links of the host-to-host steps.
+    pub links: Vec<Link>,
+    /// Run the peers beside the ping-pong.
+    pub peers: bool,
+    /// Tiny sizes and counts.
+    pub quick: bool,
+}
+
+/// One benchmark run of the suite.
+#[derive(Clone, Debug)]
+pub struct Step {
+    /// File stem of its outputs.
+    pub name: String,
+    /// Arguments after `threadwire`.
+    pub args: Vec<String>,
+    /// Why it cannot run here, if it cannot.
+    pub skip: Option<String>,
+}
+
+/// What became of a step.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    /// It ran, taking this long.
+    Ran(Duration),
+    /// It could not run here (step 2).
+    Skipped(String),
+    /// It failed or ran past its deadline (step 3).
+    Failed {
+        /// How long it ran.
+        took: Duration,
+        /// Its status and last lines.
+        why: String,
+    },
+}
+
+/// The longest a step may run: the slowest, the ping-pong with its peers
+/// on 10 Mbit/s, takes 13 minutes.
+pub const STEP_DEADLINE: Duration = Duration::from_secs(60 * 60);
+
+/// The largest size of the ping-pong on emulated links: the classic sizes
+/// up to 1 MB, as 16 MiB would take half a minute a round trip on 10 Mbit/s.
+const LINK_LARGEST: usize = 1_000_000;
+
+/// The last three non-empty lines of a failed step's log, after its status.
+pub fn failure(status: impl std::fmt::Display, log: &str) -> String {
+    let last: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+    format!(
+        "{status}: {}",
+        last[last.len().saturating_sub(3)..].join(" / ")
+    )
+}
+
+/// The steps, in the order they run (step 1 of the module docs).
+pub fn plan(args: &Options) -> Vec<Step> {
+    let quick = args.quick;
+    let peers = args.peers;
+    let out = |name: &str| args.out.join(name).display().to_string();
+    let mut steps = Vec::new();
+    let mut add = |name: &str, args: &[&str], skip: Option<String>| {
+        steps.push(Step {
+            name: name.to_string(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            skip,
+        })
+    };
+    let tiny_timing: &[&str] = if quick {
+        &["--repetitions", "1", "--ms", "5"]
+    } else {
+        &[]
+    };
+    add(
+        "floors",
+        &[&["bench", "floors"], tiny_timing].concat(),
+        None,
+    );
+    let mut pingpong = vec!["bench", "pingpong"];
+    if quick {
+        pingpong.extend(["--sizes", "1,1000"]);
+    }
+    let plots = out("pingpong");
+    pingpong.extend(tiny_timing);
+    pingpong.extend(["--plot", &plots]);
+    if peers {
+        pingpong.push("--peers");
+    }
+    add("pingpong", &pingpong, None);
+    let no_namespaces = threadwire_testbed::net::unavailable("tws");
+    let link_names: Vec<String> = args.links.iter().map(|l| l.to_string()).collect();
+    let link_sizes: Vec<String> = crate::pingpong::CLASSIC_SIZES
+        .iter()
+        .filter(|&&n| n <= LINK_LARGEST)
+        .map(usize::to_string)
+        .collect();
+    let link_sizes = link_sizes.join(",");
+    for link in &link_names {
+        let name = format!("pingpong-{link}");
+        let plots = out(&name);
+        let sizes = if quick { "8,1000" } else { &link_sizes };
+        let mut a = vec!["bench", "pingpong", "--link", link, "--paths", "tcp"];
+        a.extend(["--sizes", sizes, "--plot", &plots]);
+        a.extend(tiny_timing);
+        if peers {
+            a.push("--peers");
+        }
+        add(&name, &a, no_namespaces.clone());
+    }
+    let encodings_sizes: &[&str] = if quick { &["--sizes", "8,1000"] } else { &[] };
+    add(
+        "encodings",
+        &[&["bench", "encodings"], encodings_sizes, tiny_timing].concat(),
+        None,
+    );
+    // Without root the link rows say why in the table; the rest still runs.
+    let links = if link_names.is_empty() {
+        "none".to_string()
+    } else {
+        link_names.join(",")
+    };
+    add(
+        "comm",
+        &[&["bench", "comm", "--links", &links], tiny_timing].concat(),
+        None,
+    );
+    let spawn: &[&str] = if quick {
+        &["--counts", "1", "--repetitions", "1"]
+    } else {
+        &[]
+    };
+    add("spawn", &[&["bench", "spawn"], spawn].concat(), None);
+    let rate: &[&str] = if quick {
+        &["--threads", "1", "--messages", "1000", "--repetitions", "1"]
+    } else {
+        &[]
+    };
+    add("rate", &[&["bench", "rate"], rate].concat(), None);
+    if args.links.contains(&Link::Unshaped) {
+        add(
+            "rate-none",
+            &[&["bench", "rate", "--link", "none"], rate].concat(),
+            no_namespaces.clone(),
+        );
+    }
+    let threads: &[&str] = if quick {
+        &["--iterations", "1000", "--repetitions", "1"]
+    } else {
+        &[]
+    };
+    add("threads", &[&["bench", "threads"], threads].concat(), None);
+    steps
+}
+
+/// `README.md` of the report (step 4).
+pub fn markdown(steps: &[Step], outcomes: &[Outcome], out: &Path) -> String {
+    let mut md = String::from("# threadwire bench suite\n\n");
+    let _ = writeln!(
+        md,
+        "threadwire {}, {} cores. Each section: the command, how long it took, its output.\n",
+        env!("CARGO_PKG_VERSION"),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    for (step, outcome) in steps.iter().zip(outcomes) {
+        let _ = writeln!(md, "## {}\n", step.name);
+        let _ = writeln!(md, "```\nthreadwire {}\n```\n", step.args.join(" "));
+        match outcome {
+            Outcome::Skipped(why) => {
+                let _ = writeln!(md, "Skipped: {why}.\n");
+                continue;
+            }
+            Outcome::Failed { took, why } => {
+                let _ = writeln!(md, "Failed after {:.1} s: {why}\n", took.as_secs_f64());
+            }
+            Outcome::Ran(took) => {
+                let _ = writeln!(md, "Took {:.1} s.\n", took.as_secs_f64());
+            }
+        }
+        let table =
+            std::fs::read_to_string(out.join(format!("{}.txt", step.name))).unwrap_or_default();
+        if !table.trim().is_empty() {
+            let _ = writeln!(md, "```\n{}\n```\n", table.trim_end());
+        }
+        let svgs = crate::plot::PINGPONG_FILES
+            .iter()
+            .filter(|f| f.ends_with(".svg"));
+        for plot in svgs {
+            if out.join(&step.name).join(plot).exists() {
+                let _ = writeln!(md, "![{} {plot}]({}/{plot})\n", step.name, step.name);
+            }
+        }
+    }
+    md
+}
