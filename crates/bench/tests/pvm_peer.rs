@@ -30,8 +30,11 @@ enum Outcome {
 }
 
 fn main() {
-    if let Some(code) = pvm::task_main() {
-        std::process::exit(code);
+    if let Some(done) = pvm::task_main() {
+        if let Err(e) = &done {
+            eprintln!("pvm task: {e}");
+        }
+        std::process::exit(done.map_or_else(|e| e.exit_status(), |()| 0));
     }
     if std::env::args().any(|a| a == "--list") {
         // `cargo test -- --list` asks every test binary.

@@ -178,8 +178,14 @@ pub fn run(bench: Bench) -> Result<Outcome> {
         }
         Bench::Spawn(a) => {
             // The pvm_spawn rows run this command again as PVM tasks.
-            if let Some(code) = threadwire_bench::peers::pvm::task_main() {
-                return exit(code);
+            if let Some(done) = threadwire_bench::peers::pvm::task_main() {
+                return exit(done.map_or_else(
+                    |e| {
+                        eprintln!("threadwire pvm task: {e}");
+                        e.exit_status()
+                    },
+                    |()| 0,
+                ));
             }
             if under_launcher() {
                 spawn::node()?;

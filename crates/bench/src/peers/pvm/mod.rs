@@ -99,7 +99,7 @@ mod spawn;
 
 pub use daemon::Daemon;
 pub use netpipe::netpipe;
-pub use spawn::{spawn_times, task_main, Task};
+pub use spawn::{spawn_times, task_main, Task, TaskError};
 
 /// The Debian package of the daemon, its console and (by dependency) libpvm3.
 pub const PACKAGES: &str = "pvm";

@@ -13,8 +13,8 @@ use crate::peers::Error;
 
 /// Makes [`task_main`] act: `parent COUNT REPETITIONS` or `child`.
 pub(super) const TASK: &str = "THREADWIRE_PVM_TASK";
-/// The first word of each of the parent's lines: `pvm-spawn-ns NANOSECONDS`.
-const SPAWNED: &str = "pvm-spawn-ns";
+/// Where the parent writes its times: a JSON array of nanoseconds.
+const RESULTS: &str = "THREADWIRE_PVM_RESULTS";
 /// [`task_main`]'s exit status when libpvm3 cannot be loaded: PVM is
 /// missing, which is not a failure of the run.
 const NO_LIBRARY: i32 = 3;
@@ -49,10 +49,12 @@ pub fn spawn_times(
     let daemon = Daemon::start(deadline)?;
     let out = daemon.directory().join("parent.out");
     let err = daemon.directory().join("parent.err");
+    let results = daemon.directory().join("parent.json");
     let mut parent = daemon.command(&task.program);
     parent
         .args(&task.args)
-        .env(TASK, format!("parent {count} {repetitions}"));
+        .env(TASK, format!("parent {count} {repetitions}"))
+        .env(RESULTS, &results);
     let status = Group::spawn(parent, &out, &err)?.wait(deadline)?;
     if status.code() == Some(NO_LIBRARY) {
         return Err(Error::Missing {
@@ -64,10 +66,10 @@ pub fn spawn_times(
         return Err(Group::failed_log(status, &err));
     }
     let text =
-        std::fs::read_to_string(&out).map_err(io("reading the pvm_spawn parent's output"))?;
-    let times: Vec<Duration> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix(SPAWNED)?.trim().parse().ok())
+        std::fs::read_to_string(&results).map_err(io("reading the pvm_spawn parent's results"))?;
+    let times: Vec<Duration> = serde_json::from_str::<Vec<u64>>(&text)
+        .unwrap_or_default()
+        .into_iter()
         .map(Duration::from_nanos)
         .collect();
     daemon.stop();
@@ -78,9 +80,10 @@ pub fn spawn_times(
 }
 
 /// The parent or a task of [`spawn_times`], if this process is one: does
-/// its part and returns the exit status for `main` to exit with. `None`
-/// in any other process, which goes on as usual.
-pub fn task_main() -> Option<i32> {
+/// its part and returns how that went, for `main` to report and exit with
+/// [`TaskError::exit_status`]. `None` in any other process, which goes on
+/// as usual.
+pub fn task_main() -> Option<Result<(), TaskError>> {
     let role = std::env::var(TASK).ok()?;
     let words: Vec<&str> = role.split_whitespace().collect();
     let result = match words[..] {
@@ -91,32 +94,47 @@ pub fn task_main() -> Option<i32> {
         },
         _ => Err(TaskError::Role(role.clone())),
     };
-    Some(match result {
-        Ok(()) => 0,
-        Err(e @ TaskError::Load(_)) => {
-            eprintln!("threadwire pvm task: {e}");
-            NO_LIBRARY
-        }
-        Err(e) => {
-            eprintln!("threadwire pvm task: {e}");
-            1
-        }
-    })
+    Some(result)
 }
 
-/// Why the parent or a task failed.
+/// Why the parent or a task of [`spawn_times`] failed.
 #[derive(Debug, thiserror::Error)]
-enum TaskError {
+#[non_exhaustive]
+pub enum TaskError {
+    /// libpvm3 could not be loaded: PVM is missing.
     #[error("loading {LIBRARY}: {0}")]
     Load(#[from] libloading::Error),
+    /// A PVM call failed.
     #[error("{function} returned {code}")]
-    Call { function: &'static str, code: c_int },
+    Call {
+        /// The call.
+        function: &'static str,
+        /// Its (negative) result.
+        code: c_int,
+    },
+    /// The task's role variable makes no sense.
     #[error("{TASK}={0:?} is not `parent COUNT REPETITIONS` or `child`")]
     Role(String),
+    /// The parent was not told where to write its times.
+    #[error("{RESULTS} is not set: nowhere to write the times")]
+    NoResults,
+    /// An argument cannot be passed to C.
     #[error("an argument holds a NUL byte")]
     Nul(#[from] std::ffi::NulError),
-    #[error("finding this program: {0}")]
-    Exe(#[from] std::io::Error),
+    /// This program or the results file cannot be reached.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl TaskError {
+    /// The status the task exits with: PVM missing is not a failure of
+    /// the run, and the parent's caller tells it from the others.
+    pub fn exit_status(&self) -> i32 {
+        match self {
+            TaskError::Load(_) => NO_LIBRARY,
+            _ => 1,
+        }
+    }
 }
 
 /// The functions of libpvm3 used here, with their `pvm3.h` prototypes.
@@ -216,9 +234,13 @@ fn parent(count: usize, repetitions: usize) -> Result<(), TaskError> {
     };
     let result = (|| {
         once()?;
+        let mut nanos = Vec::with_capacity(repetitions);
         for _ in 0..repetitions {
-            println!("{SPAWNED} {}", once()?.as_nanos());
+            nanos.push(once()?.as_nanos() as u64);
         }
+        let results = std::env::var_os(RESULTS).ok_or(TaskError::NoResults)?;
+        let json = serde_json::to_vec(&nanos).expect("a list of integers serializes");
+        std::fs::write(results, json)?;
         Ok(())
     })();
     // SAFETY: no arguments; leaves the virtual machine.
