@@ -21,6 +21,10 @@
 //!    the kernel (through the idle hook, e.g. inside `epoll_wait`, or on
 //!    its own futex when it has no fibers) until its parker is unparked or
 //!    the next timer is due.
+//!
+//! At about 600 lines this file is long on purpose: the rules above and
+//! the loop and state they govern are read together, and split apart the
+//! rules would be stated in one file and kept in another.
 
 use super::stack::{guard_range, OverflowInfo, StackPool};
 use super::Shared;
