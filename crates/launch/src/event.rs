@@ -99,6 +99,6 @@ pub enum LaunchError {
     #[error("rendezvous service: {0}")]
     Rendezvous(#[from] std::io::Error),
     /// A host of the host file cannot be used.
-    #[error("{0}")]
-    Host(String),
+    #[error(transparent)]
+    Host(#[from] crate::hosts::HostError),
 }

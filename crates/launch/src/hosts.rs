@@ -43,18 +43,52 @@ pub enum Host {
     Ssh(String),
 }
 
-/// A host file or entry that does not parse.
+/// A host file that does not parse: its line (0 for the file as a whole)
+/// and why.
 #[derive(Debug, thiserror::Error)]
 #[error("host file line {line}: {why}")]
 pub struct HostFileError {
     line: usize,
-    why: String,
+    why: ParseHostError,
+}
+
+/// A host entry that is not `local`, `netns:NAME` or `ssh:HOST`, or a host
+/// file that lists none.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseHostError {
+    /// The entry, which names no host this launcher knows.
+    #[error("{0:?} is not `local`, `netns:NAME` or `ssh:HOST`")]
+    Unknown(String),
+    /// The file lists no host.
+    #[error("no hosts listed")]
+    Empty,
+}
+
+/// Why a host cannot be used to start nodes on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// `ip` could not be run.
+    #[error("cannot run `ip`: {0}")]
+    Ip(#[source] std::io::Error),
+    /// `ip` refused the namespace.
+    #[error("network namespace {name}: {why}")]
+    Namespace {
+        /// The namespace.
+        name: String,
+        /// What `ip` said.
+        why: String,
+    },
+    /// The namespace has no way back to this host.
+    #[error("network namespace {0} has no default route (create it with `threadwire net up`)")]
+    NoRoute(String),
 }
 
 impl std::str::FromStr for Host {
-    type Err = String;
+    type Err = ParseHostError;
 
-    fn from_str(s: &str) -> Result<Host, String> {
+    fn from_str(s: &str) -> Result<Host, ParseHostError> {
         let s = s.trim();
         let name_ok = |n: &str| {
             !n.is_empty()
@@ -65,7 +99,7 @@ impl std::str::FromStr for Host {
             None if s == "local" => Ok(Host::Local),
             Some(("netns", n)) if name_ok(n) => Ok(Host::Netns(n.to_string())),
             Some(("ssh", n)) if name_ok(n) => Ok(Host::Ssh(n.to_string())),
-            _ => Err(format!("{s:?} is not `local`, `netns:NAME` or `ssh:HOST`")),
+            _ => Err(ParseHostError::Unknown(s.to_string())),
         }
     }
 }
@@ -87,7 +121,7 @@ pub fn parse_host_file(text: &str) -> Result<Vec<Host>, HostFileError> {
     if hosts.is_empty() {
         return Err(HostFileError {
             line: 0,
-            why: "no hosts listed".into(),
+            why: ParseHostError::Empty,
         });
     }
     Ok(hosts)
@@ -136,19 +170,19 @@ impl Host {
     }
 
     /// The namespace's default gateway: how a node in it reaches this host.
-    pub(crate) fn gateway(&self) -> Result<Option<IpAddr>, String> {
+    pub(crate) fn gateway(&self) -> Result<Option<IpAddr>, HostError> {
         let Host::Netns(name) = self else {
             return Ok(None);
         };
         let out = Command::new("ip")
             .args(["-n", name, "-4", "route", "show", "default"])
             .output()
-            .map_err(|e| format!("cannot run `ip`: {e}"))?;
+            .map_err(HostError::Ip)?;
         if !out.status.success() {
-            return Err(format!(
-                "network namespace {name}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
+            return Err(HostError::Namespace {
+                name: name.clone(),
+                why: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
         }
         let text = String::from_utf8_lossy(&out.stdout);
         let via = text
@@ -158,9 +192,7 @@ impl Host {
             .and_then(|a| a.parse().ok());
         match via {
             Some(addr) => Ok(Some(addr)),
-            None => Err(format!(
-                "network namespace {name} has no default route (create it with `threadwire net up`)"
-            )),
+            None => Err(HostError::NoRoute(name.clone())),
         }
     }
 }

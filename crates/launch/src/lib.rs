@@ -46,7 +46,7 @@ mod rendezvous;
 mod spec;
 
 pub use event::{Event, JobReport, LaunchError, OutputStream};
-pub use hosts::{parse_host_file, Host, HostFileError};
+pub use hosts::{parse_host_file, Host, HostError, HostFileError, ParseHostError};
 pub use job::run;
 pub use process::NodeExit;
 pub use spec::{FailurePolicy, JobSpec, GRACE};

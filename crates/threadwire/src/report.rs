@@ -34,8 +34,8 @@ pub enum ReportError {
     #[error("the node has finalized")]
     Finalized,
     /// The connection to the launcher has failed.
-    #[error("the launcher's connection failed: {0}")]
-    Lost(String),
+    #[error("the launcher's connection failed")]
+    Lost(#[source] threadwire_transport::ChannelError),
 }
 
 /// Bytes of a report frame's payload beyond the report itself (its length).
@@ -73,7 +73,7 @@ impl Node {
         .encode();
         control
             .send(&header, payload)
-            .map_err(|(e, _)| ReportError::Lost(e.to_string()))?;
+            .map_err(|(e, _)| ReportError::Lost(e))?;
         shared.engine.wake();
         Ok(())
     }

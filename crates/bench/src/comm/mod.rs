@@ -288,7 +288,7 @@ pub fn run(
         let path = Path::Link(link);
         let measured = match on_link(options, link, &mut cells, &mut on_event) {
             Ok(()) => Measured::Cells(cells_of(&cells, path)),
-            Err(why) => Measured::Missing(why),
+            Err(why) => Measured::Missing(why.to_string()),
         };
         rows.push(Row { path, measured });
     }
@@ -299,14 +299,25 @@ pub fn run(
     })
 }
 
-/// The job of one link, on a net built for it; why not, as the row says it.
+/// Why a link's row has no figures (the row says it).
+#[derive(Debug, thiserror::Error)]
+enum LinkError {
+    #[error("no emulated hosts: {0}")]
+    NoHosts(#[source] NetError),
+    #[error("the job did not start: {0}")]
+    NotStarted(#[source] LaunchError),
+    #[error("the job failed with status {0}")]
+    Failed(i32),
+}
+
+/// The job of one link, on a net built for it.
 fn on_link(
     options: &Options,
     link: Link,
     cells: &mut Vec<(Path, Cell)>,
     on_event: &mut impl FnMut(Seen<'_>),
-) -> Result<(), String> {
-    let net = scoped_net(link).map_err(|e| format!("no emulated hosts: {e}"))?;
+) -> Result<(), LinkError> {
+    let net = scoped_net(link).map_err(LinkError::NoHosts)?;
     let job = JobSpec::new(2, &options.program)
         .args(options.args.clone())
         .env(threadwire::env::CHANNEL, "tcp")
@@ -314,10 +325,10 @@ fn on_link(
         .hosts(net.launch_hosts())
         .timeout(options.job_timeout(&[Path::Link(link)]));
     let report = threadwire_launch::run(&job, |ev| collect(ev, cells, on_event))
-        .map_err(|e| format!("the job did not start: {e}"))?;
+        .map_err(LinkError::NotStarted)?;
     match report.status {
         0 => Ok(()),
-        status => Err(format!("the job failed with status {status}")),
+        status => Err(LinkError::Failed(status)),
     }
 }
 

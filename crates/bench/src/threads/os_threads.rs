@@ -168,26 +168,26 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Where the switching rows pin their threads, and whether it worked.
 pub(super) struct Affinity {
-    cpu: Result<usize, String>,
-    failure: Mutex<Option<String>>,
+    cpu: std::io::Result<usize>,
+    /// The first failure to pin a thread.
+    failure: Mutex<Option<std::io::Error>>,
 }
 
 impl Affinity {
     /// The first CPU this process may use (CPU 0 is not always allowed).
     pub(super) fn first_allowed_cpu() -> Affinity {
         Affinity {
-            cpu: system::first_allowed_cpu().map_err(|e| e.to_string()),
+            cpu: system::first_allowed_cpu(),
             failure: Mutex::new(None),
         }
     }
 
     fn pin_current_thread(&self) {
-        let result = match &self.cpu {
-            Ok(cpu) => system::pin_current_thread(*cpu).map_err(|e| e.to_string()),
-            Err(e) => Err(e.clone()),
-        };
-        if let Err(e) = result {
-            lock(&self.failure).get_or_insert(e);
+        // Without a CPU to pin to, the note says why already.
+        if let Ok(cpu) = &self.cpu {
+            if let Err(e) = system::pin_current_thread(*cpu) {
+                lock(&self.failure).get_or_insert(e);
+            }
         }
     }
 
