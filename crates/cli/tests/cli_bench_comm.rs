@@ -5,28 +5,14 @@
 
 mod support;
 use support::command::*;
-use support::json;
+use support::report::*;
 
 /// `bench comm`: a row per path with a median (min–max) per size; the link
 /// row, built for the run and removed after, may instead say why it is
 /// missing (not root, no namespaces).
 #[test]
 fn bench_comm_reports_every_path_and_size() {
-    let _one_at_a_time = COMM_NETS.lock().unwrap_or_else(|e| e.into_inner());
-    let ran = run(threadwire().args([
-        "bench",
-        "comm",
-        "--links",
-        "gige",
-        "--repetitions",
-        "2",
-        "--ms",
-        "5",
-        "--seconds",
-        "1",
-    ]));
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
-    assert_no_progress_bar(&ran);
+    let ran = bench_comm_tiny("gige", None);
     for path in ["thread", "shm", "tcp/gige"] {
         let row: Vec<&str> = ran
             .stdout
@@ -44,14 +30,13 @@ fn bench_comm_reports_every_path_and_size() {
             assert_spread(&ran, cell[0], cell[1]);
         }
     }
-    assert_no_namespaces_left("twc");
 }
 
 /// `bench encodings`: per size, a row for each encoding with a positive
 /// median (min–max), MB/s and ratio to raw.
 #[test]
 fn bench_encodings_reports_every_encoding_and_size() {
-    let ran = run(threadwire().args([
+    let ran = run_bench_ok(threadwire().args([
         "bench",
         "encodings",
         "--sizes",
@@ -61,8 +46,6 @@ fn bench_encodings_reports_every_encoding_and_size() {
         "--ms",
         "5",
     ]));
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
-    assert_no_progress_bar(&ran);
     // Rows: size, encoding, median, (min–max), MB/s, ÷ raw.
     let rows: Vec<Vec<&str>> = ran
         .rows()
@@ -89,25 +72,16 @@ fn bench_encodings_reports_every_encoding_and_size() {
 /// another's hosts while they run.
 static COMM_NETS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// `bench comm` with the smallest budget and an unshaped link, printed as
-/// `format`.
-fn bench_comm_tiny(format: &str) -> Ran {
+/// `bench comm` with the smallest budget over `link`, printed as `format`
+/// (the table if none); it leaves no hosts behind.
+fn bench_comm_tiny(link: &str, format: Option<&str>) -> Ran {
     let _one_at_a_time = COMM_NETS.lock().unwrap_or_else(|e| e.into_inner());
-    let ran = run(threadwire().args([
-        "bench",
-        "comm",
-        "--links",
-        "none",
-        "--repetitions",
-        "2",
-        "--ms",
-        "5",
-        "--seconds",
-        "1",
-        format,
-    ]));
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
-    assert_no_progress_bar(&ran);
+    let ran = run_bench_ok(
+        threadwire()
+            .args(["bench", "comm", "--links", link, "--repetitions", "2"])
+            .args(["--ms", "5", "--seconds", "1"])
+            .args(format),
+    );
     assert_no_namespaces_left("twc");
     ran
 }
@@ -120,13 +94,9 @@ const COMM_SIZES: [usize; 4] = [1, 1000, 32_000, 1_000_000];
 /// namespaces).
 #[test]
 fn bench_comm_json_has_every_path_and_size() {
-    let ran = bench_comm_tiny("--json");
-    let doc = json::parse(&ran.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", ran.show()));
-    let rows = doc
-        .get("rows")
-        .and_then(|r| r.as_array())
-        .unwrap_or_default();
+    let ran = bench_comm_tiny("none", Some("--json"));
+    let doc = json_doc(&ran);
+    let rows = rows(&doc);
     let paths: Vec<Option<&str>> = rows.iter().map(|r| r.get("path")?.as_str()).collect();
     assert_eq!(
         paths,
@@ -140,10 +110,7 @@ fn bench_comm_json_has_every_path_and_size() {
             eprintln!("SKIPPED the link row: {why}");
             continue;
         }
-        let cells = row
-            .get("cells")
-            .and_then(|c| c.as_array())
-            .unwrap_or_default();
+        let cells = array(row, "cells");
         let sizes: Vec<Option<f64>> = cells.iter().map(|c| c.get("size")?.as_f64()).collect();
         let expected = COMM_SIZES.map(|s| Some(s as f64));
         assert_eq!(sizes, expected, "{path}\n{}", ran.show());
@@ -155,9 +122,9 @@ fn bench_comm_json_has_every_path_and_size() {
         }
     }
     // The 1998 threads figure sits beside the thread path at 1 B.
-    let reference = rows[0]
-        .get("cells")
-        .and_then(|c| c.as_array()?.first()?.get("reference_1998_ns")?.as_f64());
+    let reference = array(&rows[0], "cells")
+        .first()
+        .and_then(|c| c.get("reference_1998_ns")?.as_f64());
     assert_positive(reference, "thread reference_1998_ns at 1 B", &ran);
 }
 
@@ -165,15 +132,11 @@ fn bench_comm_json_has_every_path_and_size() {
 /// instead be one line that says why it is missing.
 #[test]
 fn bench_comm_csv_has_a_header_and_every_path_and_size() {
-    let ran = bench_comm_tiny("--csv");
-    let mut lines = ran.stdout.lines();
-    assert_eq!(
-        lines.next(),
-        Some("path,size,median_ns,min_ns,max_ns,repetitions,reference_1998_ns,missing"),
-        "{}",
-        ran.show()
+    let ran = bench_comm_tiny("none", Some("--csv"));
+    let rows = csv_rows(
+        &ran,
+        "path,size,median_ns,min_ns,max_ns,repetitions,reference_1998_ns,missing",
     );
-    let rows: Vec<Vec<String>> = lines.map(csv_fields).collect();
     for row in &rows {
         assert_eq!(row.len(), 8, "{row:?}\n{}", ran.show());
     }

@@ -3,8 +3,9 @@
 //! No benchmark draws its progress bar into a pipe (stderr is one here).
 
 mod support;
+use serde_json::Value;
 use support::command::*;
-use support::json;
+use support::report::*;
 
 /// The rows of `bench floors`, in order, with its default memcpy sizes.
 const FLOORS_ROWS: [&str; 8] = [
@@ -27,12 +28,11 @@ fn floors_row_may_be_missing(row: &str) -> bool {
 
 /// `bench floors` with the smallest budget, with the extra `args`.
 fn bench_floors_tiny(args: &[&str]) -> Ran {
-    let ran = run(threadwire()
-        .args(["bench", "floors", "--repetitions", "1", "--ms", "5"])
-        .args(args));
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
-    assert_no_progress_bar(&ran);
-    ran
+    run_bench_ok(
+        threadwire()
+            .args(["bench", "floors", "--repetitions", "1", "--ms", "5"])
+            .args(args),
+    )
 }
 
 #[test]
@@ -62,41 +62,25 @@ fn bench_floors_prints_every_row_with_positive_figures() {
 #[test]
 fn bench_floors_json_and_csv_have_every_row() {
     let ran = bench_floors_tiny(&["--json"]);
-    let doc = json::parse(&ran.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", ran.show()));
-    let rows = doc
-        .get("rows")
-        .and_then(|r| r.as_array())
-        .unwrap_or_default();
+    let doc = json_doc(&ran);
+    let rows = rows(&doc);
     let names: Vec<Option<&str>> = rows.iter().map(|r| r.get("floor")?.as_str()).collect();
     assert_eq!(names, FLOORS_ROWS.map(Some), "{}", ran.show());
     for (row, name) in rows.iter().zip(FLOORS_ROWS) {
         let unit = row.get("unit").and_then(|u| u.as_str());
         assert!(matches!(unit, Some("ns" | "MB/s")), "{}", ran.show());
-        if floors_row_may_be_missing(name) && row.get("median") == Some(&json::Value::Null) {
+        if floors_row_may_be_missing(name) && row.get("median") == Some(&Value::Null) {
             continue;
         }
         for key in ["median", "min", "max", "iterations"] {
             let value = row.get(key).and_then(|x| x.as_f64());
             assert_positive(value, &format!("{name}: {key}"), &ran);
         }
-        assert_eq!(
-            row.get("missing"),
-            Some(&json::Value::Null),
-            "{}",
-            ran.show()
-        );
+        assert_eq!(row.get("missing"), Some(&Value::Null), "{}", ran.show());
     }
 
     let ran = bench_floors_tiny(&["--csv"]);
-    let mut lines = ran.stdout.lines();
-    assert_eq!(
-        lines.next(),
-        Some("floor,unit,median,min,max,iterations,missing,note"),
-        "{}",
-        ran.show()
-    );
-    let rows: Vec<Vec<String>> = lines.map(csv_fields).collect();
+    let rows = csv_rows(&ran, "floor,unit,median,min,max,iterations,missing,note");
     let names: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(names, FLOORS_ROWS, "{}", ran.show());
     for row in &rows {

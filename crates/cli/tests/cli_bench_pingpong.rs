@@ -4,38 +4,31 @@
 //! No benchmark draws its progress bar into a pipe (stderr is one here).
 
 mod support;
+use serde_json::Value;
+use std::process::Command;
 use support::command::*;
-use support::json;
+use support::report::*;
 
-/// `bench pingpong` with the smallest budget over one path.
+/// `bench pingpong` with the smallest budget, with the extra `args`.
+fn bench_pingpong(args: &[&str]) -> Command {
+    let mut cmd = threadwire();
+    cmd.args(["bench", "pingpong", "--repetitions", "2", "--ms", "5"])
+        .args(args);
+    cmd
+}
+
+/// `bench pingpong` over one path, printed as `format`.
 fn bench_pingpong_shm(format: &str) -> Ran {
-    let ran = run(threadwire().args([
-        "bench",
-        "pingpong",
-        "--paths",
-        "shm",
-        "--sizes",
-        "1,8,1000",
-        "--repetitions",
-        "2",
-        "--ms",
-        "5",
-        format,
-    ]));
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
-    assert_no_progress_bar(&ran);
-    ran
+    run_bench_ok(&mut bench_pingpong(&[
+        "--paths", "shm", "--sizes", "1,8,1000", format,
+    ]))
 }
 
 #[test]
 fn bench_pingpong_json_has_every_size_and_the_fit() {
     let ran = bench_pingpong_shm("--json");
-    let doc = json::parse(&ran.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", ran.show()));
-    let rows = doc
-        .get("rows")
-        .and_then(|r| r.as_array())
-        .unwrap_or_default();
+    let doc = json_doc(&ran);
+    let rows = rows(&doc);
     let sizes: Vec<Option<f64>> = rows.iter().map(|r| r.get("size")?.as_f64()).collect();
     assert_eq!(
         sizes,
@@ -49,10 +42,7 @@ fn bench_pingpong_json_has_every_size_and_the_fit() {
             assert_positive(row.get(key).and_then(|x| x.as_f64()), key, &ran);
         }
     }
-    let fits = doc
-        .get("fits")
-        .and_then(|f| f.as_array())
-        .unwrap_or_default();
+    let fits = array(&doc, "fits");
     assert_eq!(fits.len(), 1, "one fit per path\n{}", ran.show());
     let fit = &fits[0];
     assert_eq!(fit.get("path").and_then(|p| p.as_str()), Some("shm"));
@@ -70,7 +60,7 @@ fn bench_pingpong_json_has_every_size_and_the_fit() {
             .get(key)
             .unwrap_or_else(|| panic!("the fit has no {key}\n{}", ran.show()));
         assert!(
-            *value == json::Value::Null || value.as_f64().is_some_and(f64::is_finite),
+            *value == Value::Null || value.as_f64().is_some_and(f64::is_finite),
             "{key} is {value:?}\n{}",
             ran.show()
         );
@@ -80,15 +70,11 @@ fn bench_pingpong_json_has_every_size_and_the_fit() {
 #[test]
 fn bench_pingpong_csv_has_a_header_and_every_size() {
     let ran = bench_pingpong_shm("--csv");
-    let mut lines = ran.stdout.lines();
-    assert_eq!(
-        lines.next(),
-        Some("path,size,median_ns,min_ns,max_ns,mbps"),
-        "{}",
-        ran.show()
-    );
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    let sizes: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[1])).collect();
+    let rows = csv_rows(&ran, "path,size,median_ns,min_ns,max_ns,mbps");
+    let sizes: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r[0].as_str(), r[1].as_str()))
+        .collect();
     assert_eq!(
         sizes,
         [("shm", "1"), ("shm", "8"), ("shm", "1000")],
@@ -110,22 +96,9 @@ fn bench_pingpong_plot_writes_svg_and_png() {
     let dir = std::env::temp_dir()
         .join(format!("threadwire-plot-{}", std::process::id()))
         .join("missing");
-    let ran = run(threadwire()
-        .args([
-            "bench",
-            "pingpong",
-            "--paths",
-            "thread",
-            "--sizes",
-            "8,1000,100000",
-            "--repetitions",
-            "2",
-            "--ms",
-            "5",
-            "--plot",
-        ])
-        .arg(&dir));
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    let ran = run_ok(
+        bench_pingpong(&["--paths", "thread", "--sizes", "8,1000,100000", "--plot"]).arg(&dir),
+    );
     for chart in ["latency", "bandwidth"] {
         let svg = dir.join(format!("pingpong-{chart}.svg"));
         let text = std::fs::read_to_string(&svg)
@@ -153,19 +126,8 @@ fn bench_pingpong_plot_writes_svg_and_png() {
 /// skips saying why without them.
 #[test]
 fn bench_pingpong_on_an_emulated_link_leaves_nothing_behind() {
-    let ran = run(threadwire().args([
-        "bench",
-        "pingpong",
-        "--link",
-        "gige",
-        "--paths",
-        "tcp",
-        "--sizes",
-        "8,1000",
-        "--repetitions",
-        "2",
-        "--ms",
-        "5",
+    let ran = run(&mut bench_pingpong(&[
+        "--link", "gige", "--paths", "tcp", "--sizes", "8,1000",
     ]));
     if ran.code() != Some(0) && ran.stderr.contains("emulated hosts") {
         eprintln!(
@@ -190,20 +152,9 @@ fn bench_pingpong_on_an_emulated_link_leaves_nothing_behind() {
 /// positive figures or names the Debian packages that provide it.
 #[test]
 fn bench_pingpong_peers_have_figures_or_name_their_packages() {
-    let ran = run(threadwire().args([
-        "bench",
-        "pingpong",
-        "--paths",
-        "tcp",
-        "--sizes",
-        "8,1000",
-        "--repetitions",
-        "2",
-        "--ms",
-        "5",
-        "--peers",
+    let ran = run_ok(&mut bench_pingpong(&[
+        "--paths", "tcp", "--sizes", "8,1000", "--peers",
     ]));
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
     let peers = [
         ("NPtcp", "netpipe-tcp"),
         ("NPopenmpi/ob1-tcp", "netpipe-openmpi openmpi-bin"),

@@ -3,26 +3,22 @@
 //! No benchmark draws its progress bar into a pipe (stderr is one here).
 
 mod support;
+use std::process::Command;
 use support::command::*;
-use support::json;
+use support::report::*;
+
+/// `bench rate` of OS threads and fibers at each of `threads`, with 300
+/// messages: in windows of 64 they end on a partial window.
+fn bench_rate(threads: &str) -> Command {
+    let mut cmd = threadwire();
+    cmd.args(["bench", "rate", "--threads", threads, "--messages", "300"])
+        .args(["--repetitions", "2", "--kinds", "os,fibers"]);
+    cmd
+}
 
 #[test]
 fn bench_rate_reports_every_kind_and_thread_count() {
-    // 300 messages in windows of 64 end on a partial window.
-    let ran = run(threadwire().args([
-        "bench",
-        "rate",
-        "--threads",
-        "1,3",
-        "--messages",
-        "300",
-        "--repetitions",
-        "2",
-        "--kinds",
-        "os,fibers",
-    ]));
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
-    assert_no_progress_bar(&ran);
+    let ran = run_bench_ok(&mut bench_rate("1,3"));
     // Rows: kind, threads, send median, (min–max), end-to-end median, (min–max).
     let rows: Vec<Vec<&str>> = ran
         .rows()
@@ -45,26 +41,9 @@ fn bench_rate_reports_every_kind_and_thread_count() {
 
 #[test]
 fn bench_rate_json_has_every_kind_and_thread_count() {
-    let ran = run(threadwire().args([
-        "bench",
-        "rate",
-        "--threads",
-        "1,2",
-        "--messages",
-        "300",
-        "--repetitions",
-        "2",
-        "--kinds",
-        "os,fibers",
-        "--json",
-    ]));
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
-    let doc = json::parse(&ran.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", ran.show()));
-    let rows = doc
-        .get("rows")
-        .and_then(|r| r.as_array())
-        .unwrap_or_default();
+    let ran = run_ok(bench_rate("1,2").arg("--json"));
+    let doc = json_doc(&ran);
+    let rows = rows(&doc);
     let kinds: Vec<(Option<&str>, Option<f64>)> = rows
         .iter()
         .map(|r| {

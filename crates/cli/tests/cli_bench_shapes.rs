@@ -5,9 +5,10 @@
 //! other tests' business.
 
 mod support;
+use serde_json::Value;
 use std::collections::BTreeSet;
 use support::command::*;
-use support::json::{self, Value};
+use support::report::*;
 
 /// Every key path of `value`: `rows`, `rows[].send.median`, …
 fn key_paths(value: &Value, prefix: &str, out: &mut BTreeSet<String>) {
@@ -35,12 +36,7 @@ fn key_paths(value: &Value, prefix: &str, out: &mut BTreeSet<String>) {
 /// golden lists: `keys` of the JSON, `columns` of the CSV header, `lines`
 /// of the table (each a whole line of it).
 fn assert_shape(args: &[&str], keys: &[&str], columns: &[&str], lines: &[&str]) {
-    let ran = |format: Option<&str>| {
-        let ran = run(threadwire().args(args).args(format));
-        assert_eq!(ran.code(), Some(0), "{}", ran.show());
-        assert_no_progress_bar(&ran);
-        ran
-    };
+    let ran = |format: Option<&str>| run_bench_ok(threadwire().args(args).args(format));
     let table = ran(None);
     for line in lines {
         assert!(
@@ -49,11 +45,9 @@ fn assert_shape(args: &[&str], keys: &[&str], columns: &[&str], lines: &[&str]) 
             table.show()
         );
     }
-    let document = ran(Some("--json"));
-    let parsed = json::parse(&document.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", document.show()));
+    let document = json_doc(&ran(Some("--json")));
     let mut found = BTreeSet::new();
-    key_paths(&parsed, "", &mut found);
+    key_paths(&document, "", &mut found);
     let golden: BTreeSet<String> = keys.iter().map(|k| k.to_string()).collect();
     assert_eq!(found, golden, "JSON keys of {args:?}");
     let csv = ran(Some("--csv"));

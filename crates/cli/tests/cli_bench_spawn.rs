@@ -3,13 +3,14 @@
 //! No benchmark draws its progress bar into a pipe (stderr is one here).
 
 mod support;
+use serde_json::Value;
 use support::command::*;
-use support::json;
+use support::report::*;
 
 #[test]
 fn bench_spawn_reports_every_kind_and_count() {
-    let ran = run(threadwire().args(["bench", "spawn", "--counts", "1,2", "--repetitions", "2"]));
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    let ran =
+        run_ok(threadwire().args(["bench", "spawn", "--counts", "1,2", "--repetitions", "2"]));
     let positive = |figure: &str| assert_positive(figure.parse().ok(), figure, &ran);
     let spread = |median: &str, cell: &str| assert_spread(&ran, median, cell);
     // Rows: kind, N, all joined (min–max), job finished (min–max) or –, 1998 at N = 1.
@@ -70,30 +71,19 @@ fn bench_spawn_reports_every_kind_and_count() {
 #[test]
 fn bench_spawn_json_and_csv_have_every_row() {
     let spawn = |format: &str| {
-        let ran = run(threadwire().args([
-            "bench",
-            "spawn",
-            "--counts",
-            "1,2",
-            "--repetitions",
-            "1",
-            format,
-        ]));
-        assert_eq!(ran.code(), Some(0), "{}", ran.show());
-        assert_no_progress_bar(&ran);
-        ran
+        run_bench_ok(
+            threadwire()
+                .args(["bench", "spawn", "--counts", "1,2"])
+                .args(["--repetitions", "1", format]),
+        )
     };
     let ran = spawn("--json");
-    let doc = json::parse(&ran.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", ran.show()));
+    let doc = json_doc(&ran);
     let measured = match doc.get("pvm").and_then(|p| p.get("measured")) {
-        Some(json::Value::Bool(measured)) => *measured,
+        Some(Value::Bool(measured)) => *measured,
         _ => panic!("no pvm.measured\n{}", ran.show()),
     };
-    let rows = doc
-        .get("rows")
-        .and_then(|r| r.as_array())
-        .unwrap_or_default();
+    let rows = rows(&doc);
     let kinds: Vec<(Option<&str>, Option<f64>)> = rows
         .iter()
         .map(|r| {

@@ -12,19 +12,19 @@ use support::command::*;
 #[test]
 fn bench_suite_quick_reports_every_step() {
     let out = std::env::temp_dir().join(format!("threadwire-suite-test-{}", std::process::id()));
-    let ran = run(threadwire()
-        .args([
-            "bench",
-            "suite",
-            "--quick",
-            "--no-peers",
-            "--links",
-            "none",
-            "--out",
-        ])
-        .arg(&out));
-    assert!(ran.status.success(), "{}", ran.show());
-    assert_no_progress_bar(&ran);
+    let ran = run_bench_ok(
+        threadwire()
+            .args([
+                "bench",
+                "suite",
+                "--quick",
+                "--no-peers",
+                "--links",
+                "none",
+                "--out",
+            ])
+            .arg(&out),
+    );
     let report = std::fs::read_to_string(out.join("README.md")).expect("the report");
     let steps = [
         "floors",

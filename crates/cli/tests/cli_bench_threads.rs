@@ -4,29 +4,40 @@
 
 mod support;
 use support::command::*;
-use support::json;
+use support::report::*;
+
+/// The rows of `bench threads`, in order.
+const THREADS_ROWS: [&str; 7] = [
+    "mutex",
+    "semaphore",
+    "context switch",
+    "thread switch",
+    "thread synchronization",
+    "create + join",
+    "message round trip",
+];
+
+/// `bench threads` with the smallest budget, printed as `format` (the
+/// table if none).
+fn bench_threads_tiny(format: Option<&str>) -> Ran {
+    run_bench_ok(
+        threadwire()
+            .args([
+                "bench",
+                "threads",
+                "--iterations",
+                "1000",
+                "--repetitions",
+                "1",
+            ])
+            .args(format),
+    )
+}
 
 #[test]
 fn bench_threads_prints_every_row() {
-    let ran = run(threadwire().args([
-        "bench",
-        "threads",
-        "--iterations",
-        "1000",
-        "--repetitions",
-        "1",
-    ]));
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
-    assert_no_progress_bar(&ran);
-    for row in [
-        "mutex",
-        "semaphore",
-        "context switch",
-        "thread switch",
-        "thread synchronization",
-        "create + join",
-        "message round trip",
-    ] {
+    let ran = bench_threads_tiny(None);
+    for row in THREADS_ROWS {
         assert!(
             ran.stdout.lines().any(|l| l.starts_with(row)),
             "no {row:?} row:\n{}",
@@ -42,42 +53,11 @@ fn bench_threads_prints_every_row() {
     );
 }
 
-/// The rows of `bench threads`, in order.
-const THREADS_ROWS: [&str; 7] = [
-    "mutex",
-    "semaphore",
-    "context switch",
-    "thread switch",
-    "thread synchronization",
-    "create + join",
-    "message round trip",
-];
-
-/// `bench threads` with the smallest budget, printed as `format`.
-fn bench_threads_tiny(format: &str) -> Ran {
-    let ran = run(threadwire().args([
-        "bench",
-        "threads",
-        "--iterations",
-        "1000",
-        "--repetitions",
-        "1",
-        format,
-    ]));
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
-    assert_no_progress_bar(&ran);
-    ran
-}
-
 #[test]
 fn bench_threads_json_has_every_row_and_the_idle_cost() {
-    let ran = bench_threads_tiny("--json");
-    let doc = json::parse(&ran.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", ran.show()));
-    let rows = doc
-        .get("rows")
-        .and_then(|r| r.as_array())
-        .unwrap_or_default();
+    let ran = bench_threads_tiny(Some("--json"));
+    let doc = json_doc(&ran);
+    let rows = rows(&doc);
     let names: Vec<Option<&str>> = rows
         .iter()
         .map(|r| r.get("measurement")?.as_str())
@@ -106,18 +86,12 @@ fn bench_threads_json_has_every_row_and_the_idle_cost() {
 
 #[test]
 fn bench_threads_csv_has_a_header_and_every_row() {
-    let ran = bench_threads_tiny("--csv");
-    let mut lines = ran.stdout.lines();
-    assert_eq!(
-        lines.next(),
-        Some(
-            "measurement,fibers_ops,fibers_median_ns,fibers_min_ns,fibers_max_ns,\
-             os_ops,os_median_ns,os_min_ns,os_max_ns,os_over_fibers,reference_1998_ns,note"
-        ),
-        "{}",
-        ran.show()
+    let ran = bench_threads_tiny(Some("--csv"));
+    let rows = csv_rows(
+        &ran,
+        "measurement,fibers_ops,fibers_median_ns,fibers_min_ns,fibers_max_ns,\
+         os_ops,os_median_ns,os_min_ns,os_max_ns,os_over_fibers,reference_1998_ns,note",
     );
-    let rows: Vec<Vec<String>> = lines.map(csv_fields).collect();
     let names: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(names, THREADS_ROWS, "{}", ran.show());
     for row in &rows {

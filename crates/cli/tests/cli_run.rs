@@ -14,10 +14,11 @@ use support::command::*;
 
 #[test]
 fn run_hello_prefixes_every_line_with_its_node() {
-    let ran = run(threadwire()
-        .args(["run", "-n", "3", "--"])
-        .arg(example("hello")));
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    let ran = run_ok(
+        threadwire()
+            .args(["run", "-n", "3", "--"])
+            .arg(example("hello")),
+    );
     let lines: Vec<&str> = ran.stdout.lines().collect();
     for line in &lines {
         let node = line
@@ -95,10 +96,11 @@ fn timeout_ends_a_hung_job_with_status_124() {
 
 #[test]
 fn stats_prints_one_row_per_node() {
-    let ran = run(threadwire()
-        .args(["run", "-n", "3", "--stats", "--"])
-        .arg(example("hello")));
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    let ran = run_ok(
+        threadwire()
+            .args(["run", "-n", "3", "--stats", "--"])
+            .arg(example("hello")),
+    );
     assert!(
         ran.stdout
             .lines()
@@ -132,8 +134,7 @@ fn stats_prints_one_row_per_node() {
 
 #[test]
 fn apps_matmul_verifies() {
-    let ran = run(threadwire().args(["apps", "matmul", "-n", "3", "--size", "64"]));
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    let ran = run_ok(threadwire().args(["apps", "matmul", "-n", "3", "--size", "64"]));
     assert!(ran.stdout.contains("verified"), "{}", ran.show());
 }
 

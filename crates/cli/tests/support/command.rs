@@ -1,6 +1,5 @@
 //! Running the `threadwire` command and the node programs in tests: a
-//! predictable environment, a deadline, and checks shared by the
-//! `cli_*` tests.
+//! predictable environment, a deadline, and how a run must end.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -67,36 +66,6 @@ pub fn assert_no_progress_bar(ran: &Ran) {
     );
 }
 
-/// The fields of a CSV line, quoted ones unquoted (RFC 4180).
-pub fn csv_fields(line: &str) -> Vec<String> {
-    let mut fields = vec![String::new()];
-    let (mut quoted, mut chars) = (false, line.chars().peekable());
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                chars.next();
-                fields.last_mut().unwrap().push('"');
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => fields.push(String::new()),
-            (c, _) => fields.last_mut().unwrap().push(c),
-        }
-    }
-    fields
-}
-
-/// Checks a table cell pair `median` `(min–max)` of positive figures.
-pub fn assert_spread(ran: &Ran, median: &str, cell: &str) {
-    assert_positive(median.parse().ok(), median, ran);
-    let (min, max) = cell
-        .strip_prefix('(')
-        .and_then(|c| c.strip_suffix(')'))
-        .and_then(|c| c.split_once('–'))
-        .unwrap_or_else(|| panic!("{cell:?} is not (min–max)\n{}", ran.show()));
-    assert_positive(min.parse().ok(), min, ran);
-    assert_positive(max.parse().ok(), max, ran);
-}
-
 /// A command with a predictable environment: not inside a job, warnings
 /// logged, no panic backtraces.
 pub fn command(program: impl Into<PathBuf>) -> Command {
@@ -154,12 +123,19 @@ pub fn run(cmd: &mut Command) -> Ran {
     }
 }
 
-pub fn assert_positive(figure: Option<f64>, what: &str, ran: &Ran) {
-    assert!(
-        figure.is_some_and(|x| x.is_finite() && x > 0.0),
-        "{what} is {figure:?}, not a positive number\n{}",
-        ran.show()
-    );
+/// Runs `cmd` to its end and checks that it succeeded.
+pub fn run_ok(cmd: &mut Command) -> Ran {
+    let ran = run(cmd);
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    ran
+}
+
+/// Runs a benchmark to its end and checks that it succeeded without
+/// drawing a progress bar.
+pub fn run_bench_ok(cmd: &mut Command) -> Ran {
+    let ran = run_ok(cmd);
+    assert_no_progress_bar(&ran);
+    ran
 }
 
 /// Checks that no network namespace named `prefix…` is left.

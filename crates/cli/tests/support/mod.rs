@@ -3,4 +3,4 @@
 #![allow(dead_code)]
 
 pub mod command;
-pub mod json;
+pub mod report;
