@@ -15,7 +15,8 @@
 //! - [`peers`]: NetPIPE over TCP, Open MPI, MPICH and PVM, run beside
 //!   the ping-pong (`bench pingpong --peers`); [`peers::pvm`] is PVM 3.4,
 //!   the 1998 peer: a private virtual machine per run, NetPIPE's `NPpvm`
-//!   under it and the time of `pvm_spawn`.
+//!   under it and the time of `pvm_spawn`; [`peers::coll`] is Open MPI's
+//!   and MPICH's collectives, the peers of `bench coll`.
 //! - [`pingpong`]: one-way latency and bandwidth between two endpoints.
 //! - [`plot`]: latency and bandwidth charts of a ping-pong sweep (SVG, PNG).
 //! - [`report`]: the one [`Report`](report::Report) trait every

@@ -18,6 +18,9 @@
 //!
 //! Every run has a deadline: a peer that hangs is killed with its whole
 //! process group (mpirun and its ranks), so it cannot hang the benchmark.
+//!
+//! [`coll`] is the peers of `bench coll`: the collectives of Open MPI and
+//! MPICH, timed by a program of ours built with each MPI's `mpicc`.
 
 use std::io;
 use std::net::{Ipv4Addr, TcpListener};
@@ -25,6 +28,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod coll;
 mod mpi;
 pub(crate) mod process;
 pub mod pvm;
@@ -489,15 +493,18 @@ struct ScratchDir(PathBuf);
 
 impl ScratchDir {
     fn new(peer: Peer) -> Result<ScratchDir, Error> {
-        let dir = std::env::temp_dir().join(format!(
-            "threadwire-peer-{}-{}",
-            std::process::id(),
-            peer.name().replace('/', "-")
-        ));
-        threadwire_testbed::interrupt::create_scratch_dir(&dir).map_err(|source| Error::Io {
+        ScratchDir::named(&peer.name().replace('/', "-")).map_err(|source| Error::Io {
             what: "creating a scratch directory",
             source,
-        })?;
+        })
+    }
+
+    /// `$TMPDIR/threadwire-peer-<pid>-<name>`, registered for removal on a
+    /// signal.
+    fn named(name: &str) -> io::Result<ScratchDir> {
+        let dir =
+            std::env::temp_dir().join(format!("threadwire-peer-{}-{name}", std::process::id()));
+        threadwire_testbed::interrupt::create_scratch_dir(&dir)?;
         Ok(ScratchDir(dir))
     }
 }
