@@ -102,13 +102,26 @@ impl Comm {
         &self.ep.node().shared
     }
 
+    /// A member's node that failed (not merely finished), if any.
+    fn failed_member(&self) -> Option<CollError> {
+        let router = &self.node().router;
+        self.member_nodes.iter().find_map(|&n| {
+            let lost = router.peers[n as usize].lost()?;
+            matches!(lost.cause, crate::LossCause::Failed(_))
+                .then(|| CollError::PeerLost(lost.clone()))
+        })
+    }
+
     /// A lost member's node, checked only when the node's failure count
-    /// moved (rule 4).
+    /// moved (rule 4); a failed one before a finished one.
     fn member_lost(&self) -> Option<CollError> {
         let router = &self.node().router;
         let failures = router.failures.load(Ordering::SeqCst);
         if failures == self.failures_seen.get() {
             return None;
+        }
+        if let Some(e) = self.failed_member() {
+            return Some(e);
         }
         for &n in self.member_nodes.iter() {
             if let Some(lost) = router.peers[n as usize].lost() {
@@ -286,7 +299,21 @@ impl Future for Recv<'_> {
     fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         if this.request.is_done() {
-            return Poll::Ready(this.request.take().map_err(CollError::from));
+            return Poll::Ready(match this.request.take() {
+                Ok(m) => Ok(m),
+                // A member that finished left because of the failure that
+                // ended this call elsewhere; name the failed one if known.
+                Err(crate::RecvError::PeerLost(lost))
+                    if lost.cause == crate::LossCause::Finished =>
+                {
+                    Err(this
+                        .call
+                        .comm
+                        .failed_member()
+                        .unwrap_or(CollError::PeerLost(lost)))
+                }
+                Err(e) => Err(e.into()),
+            });
         }
         match this.call.interrupted() {
             Some(e) => Poll::Ready(Err(e)),
