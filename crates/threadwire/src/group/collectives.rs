@@ -135,7 +135,7 @@ async fn allgather<T: Element>(c: &Call, data: &[T]) -> Result<Vec<T>, CollError
 
 async fn alltoall<T: Element>(c: &Call, data: &[T]) -> Result<Vec<T>, CollError> {
     let p = c.size();
-    if data.len() % p != 0 {
+    if !data.len().is_multiple_of(p) {
         return Err(CollError::LengthMismatch {
             rank: c.rank(),
             expected: data.len() / p * p,

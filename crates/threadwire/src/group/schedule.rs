@@ -232,7 +232,7 @@ impl Call {
         count: Option<usize>,
     ) -> Result<Vec<T>, CollError> {
         let found = bytes.len() / T::SIZE;
-        let whole = bytes.len() % T::SIZE == 0;
+        let whole = bytes.len().is_multiple_of(T::SIZE);
         if !whole || count.is_some_and(|c| c != found) {
             return Err(CollError::LengthMismatch {
                 rank: self.rank(),
