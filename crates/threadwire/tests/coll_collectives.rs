@@ -47,9 +47,15 @@ fn three_nodes_of_three_fibers_over_shared_memory() {
     coll(3, 3, "all", &[(threadwire::env::CHANNEL, "shm")]);
 }
 
+/// 32 members on two cores: the world group only, at small sizes.
 #[test]
 fn four_nodes_of_eight_fibers() {
-    coll(4, 8, "all", &[]);
+    coll(4, 8, "world", &[]);
+}
+
+#[test]
+fn eight_nodes_of_one_thread() {
+    coll(8, 1, "world", &[]);
 }
 
 #[test]

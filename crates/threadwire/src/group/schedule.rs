@@ -13,7 +13,10 @@
 //! 2. A nonblocking one returns a [`Request`](crate::Request) holding the
 //!    future, polled once at the start (so its first messages leave at
 //!    once) and then by `test`, `wait`, `wait_all` and `wait_any`: it
-//!    advances when its owner looks at it, as most MPIs' do.
+//!    advances when its owner looks at it, as most MPIs' do. `test` never
+//!    parks, so a fiber that loops on it must yield
+//!    ([`fiber::yield_now`](crate::fiber::yield_now)) for the fibers it
+//!    waits on to run.
 //! 3. Every receive of a call is in the group's collective context with
 //!    the call's tag (its sequence number in the group), from one member:
 //!    per-pair order keeps the rounds of one call apart, the tag keeps

@@ -8,6 +8,8 @@
 //! - `all`: every collective, every algorithm forced at least once, sizes
 //!   across the thresholds, non-commutative reductions, on the world group
 //!   and on split (non-power-of-two, reversed) groups, a dup and a mesh;
+//! - `world`: the same on the world group only, at small sizes (for the
+//!   largest layouts);
 //! - `isolation`: plain and group point-to-point messages with the tags a
 //!   collective uses, around collectives, never match one;
 //! - `overlap`: nonblocking collectives overlapped with point-to-point
@@ -80,10 +82,14 @@ fn fold<T: Copy>(
 }
 
 const SIZES: [usize; 5] = [0, 1, 7, 600, 5000];
+/// For the largest layouts: below the allreduce thresholds (the forced
+/// algorithms still run).
+const SMALL_SIZES: [usize; 4] = [0, 1, 7, 300];
 
 struct Checker<'g> {
     g: &'g Group,
     checks: u64,
+    sizes: &'static [usize],
 }
 
 impl Checker<'_> {
@@ -103,7 +109,7 @@ impl Checker<'_> {
             let mut a = Algorithms::new();
             a.allreduce = algorithm;
             self.force(a);
-            for &n in &SIZES {
+            for &n in self.sizes {
                 let salt = salt + (k * 10 + n) as u64;
                 let mut v = data(r, n, salt);
                 self.g.allreduce(&mut v, Op::Sum).unwrap();
@@ -452,6 +458,7 @@ fn mode_all(ep: &Endpoint, threads: u32, seed: u64) -> u64 {
     let mut c = Checker {
         g: &world,
         checks: 0,
+        sizes: &SIZES,
     };
     c.everything(seed);
     let mut checks = c.checks;
@@ -467,7 +474,11 @@ fn mode_all(ep: &Endpoint, threads: u32, seed: u64) -> u64 {
         .map(|q| world.members()[q])
         .collect();
     assert_eq!(sub.members(), want);
-    let mut c = Checker { g: &sub, checks: 0 };
+    let mut c = Checker {
+        g: &sub,
+        checks: 0,
+        sizes: &SIZES,
+    };
     c.allreduce(seed + 10);
     c.exchanges(seed + 11);
     c.prefixes(seed + 12);
@@ -477,7 +488,11 @@ fn mode_all(ep: &Endpoint, threads: u32, seed: u64) -> u64 {
     assert_eq!(odd.is_some(), r % 2 == 1);
     let dup = world.dup().unwrap();
     assert_eq!(dup.members(), world.members());
-    let mut c = Checker { g: &dup, checks: 0 };
+    let mut c = Checker {
+        g: &dup,
+        checks: 0,
+        sizes: &SIZES,
+    };
     c.rooted(seed + 20);
     checks += c.checks;
     // A mesh: rows × cols with cols the largest divisor ≤ √p.
@@ -497,6 +512,19 @@ fn mode_all(ep: &Endpoint, threads: u32, seed: u64) -> u64 {
         (0..p / cols).map(|i| i * cols + r % cols).sum::<usize>() as i64
     );
     checks + 4
+}
+
+/// Every collective on the world group only, at small sizes: for the
+/// largest layouts, which oversubscribe two cores.
+fn mode_world(ep: &Endpoint, threads: u32, seed: u64) -> u64 {
+    let world = Group::world_threads(ep, threads).unwrap();
+    let mut c = Checker {
+        g: &world,
+        checks: 0,
+        sizes: &SMALL_SIZES,
+    };
+    c.everything(seed);
+    c.checks
 }
 
 /// Plain and group point-to-point messages carrying the tags of the
@@ -672,6 +700,7 @@ fn mode_kill(ep: &Endpoint, threads: u32) -> u64 {
 fn run(ep: &Endpoint, mode: &str, threads: u32, seed: u64) -> u64 {
     match mode {
         "all" => mode_all(ep, threads, seed),
+        "world" => mode_world(ep, threads, seed),
         "isolation" => mode_isolation(ep, threads),
         "overlap" => mode_overlap(ep, threads, seed),
         "errors" => mode_errors(ep, threads),
