@@ -19,6 +19,9 @@ use threadwire_wire::{FrameHeader, Payload};
 pub struct Endpoint {
     node: Node,
     address: Address,
+    /// Whether dropping it finalizes the node (thread 0's own endpoint;
+    /// not the aliases groups hold).
+    finalizes: bool,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -45,8 +48,20 @@ impl Endpoint {
         Ok(Endpoint {
             node,
             address,
+            finalizes: thread == 0,
             _not_send: PhantomData,
         })
+    }
+
+    /// Another handle on this thread's endpoint, for the group module: it
+    /// stays on this thread (not `Send`) and never finalizes the node.
+    pub(crate) fn alias(&self) -> Endpoint {
+        Endpoint {
+            node: self.node.clone(),
+            address: self.address,
+            finalizes: false,
+            _not_send: PhantomData,
+        }
     }
 
     /// This endpoint's address.
@@ -74,9 +89,21 @@ impl Endpoint {
     /// mailbox — and borrowed bytes are copied once. Messages from one
     /// thread to another arrive in the order sent.
     pub fn send(&self, to: Address, tag: Tag, data: impl Into<Payload>) -> Result<(), SendError> {
+        self.send_in(0, to, tag, data.into())
+    }
+
+    /// [`send`](Self::send) in `context` (0: plain point-to-point); only
+    /// receives of the same context match it. For the group module.
+    #[inline]
+    pub(crate) fn send_in(
+        &self,
+        context: u32,
+        to: Address,
+        tag: Tag,
+        payload: Payload,
+    ) -> Result<(), SendError> {
         let node = &*self.node.shared;
         let s = &node.router;
-        let payload = data.into();
         if s.finalized.load(Ordering::Relaxed) {
             return Err(SendError::Finalized);
         }
@@ -92,6 +119,7 @@ impl Endpoint {
                 .expect("thread below MAX_THREADS");
             mailbox.deliver(Message {
                 source: self.address,
+                context,
                 tag,
                 payload,
             });
@@ -113,7 +141,8 @@ impl Endpoint {
                 payload,
             });
         }
-        let header = FrameHeader::data(
+        let header = FrameHeader::data_in(
+            context,
             self.address.thread,
             to.thread,
             tag,
@@ -141,6 +170,17 @@ impl Endpoint {
     /// code written against MPI-style requests reads naturally.
     pub fn isend(&self, to: Address, tag: Tag, data: impl Into<Payload>) -> SendRequest {
         Request::ready(self.send(to, tag, data))
+    }
+
+    /// [`isend`](Self::isend) in `context`. For the group module.
+    pub(crate) fn isend_in(
+        &self,
+        context: u32,
+        to: Address,
+        tag: Tag,
+        payload: Payload,
+    ) -> SendRequest {
+        Request::ready(self.send_in(context, to, tag, payload))
     }
 
     fn check_source(&self, from: Source) -> Result<(), RecvError> {
@@ -174,17 +214,23 @@ impl Endpoint {
 
     /// Starts a receive of the first message matching `from` and `tag`.
     pub fn irecv(&self, from: impl Into<Source>, tag: impl Into<TagMatch>) -> RecvRequest {
-        let (from, tag) = (from.into(), tag.into());
+        self.irecv_in(0, from.into(), tag.into())
+    }
+
+    /// [`irecv`](Self::irecv) in `context`: matches only messages sent in
+    /// it. For the group module.
+    #[inline]
+    pub(crate) fn irecv_in(&self, context: u32, from: Source, tag: TagMatch) -> RecvRequest {
         if let Err(e) = self.check_source(from) {
             return Request::ready(Err(e));
         }
         let mailbox = self.mailbox();
-        match mailbox.post(from, tag) {
+        match mailbox.post(context, from, tag) {
             Posting::Matched(m) => Request::ready(Ok(m)),
             Posting::Pending(slot) => {
                 if let Some(e) = self.loss_of(from) {
                     mailbox.cancel(&slot);
-                    if let Some(m) = mailbox.try_take(from, tag) {
+                    if let Some(m) = mailbox.try_take(context, from, tag) {
                         return Request::ready(Ok(m));
                     }
                     return Request::ready(Err(e));
@@ -217,6 +263,22 @@ impl Endpoint {
         self.irecv(from, tag).wait()
     }
 
+    /// [`recv`](Self::recv) in `context`. For the group module.
+    pub(crate) fn recv_in(
+        &self,
+        context: u32,
+        from: Source,
+        tag: TagMatch,
+    ) -> Result<Message, RecvError> {
+        self.irecv_in(context, from, tag).wait()
+    }
+
+    /// Whether a message of `context` from `from` with `tag` waits,
+    /// without polling. For the group module (a collective's abort).
+    pub(crate) fn peek_in(&self, context: u32, from: Source, tag: TagMatch) -> bool {
+        self.mailbox().probe(context, from, tag).is_some()
+    }
+
     /// The status of a matching message if one has arrived, without
     /// receiving it.
     pub fn iprobe(
@@ -227,13 +289,13 @@ impl Endpoint {
         let (from, tag) = (from.into(), tag.into());
         self.check_source(from)?;
         let node = &*self.node.shared;
-        if let Some(status) = self.mailbox().probe(from, tag) {
+        if let Some(status) = self.mailbox().probe(0, from, tag) {
             return Ok(Some(status));
         }
         if self.origin(from) != Origin::Local {
             node.engine.try_progress(&node.router);
         }
-        if let Some(status) = self.mailbox().probe(from, tag) {
+        if let Some(status) = self.mailbox().probe(0, from, tag) {
             return Ok(Some(status));
         }
         match self.loss_of(from) {
@@ -256,7 +318,7 @@ impl Endpoint {
         let failures = s.failures.load(Ordering::SeqCst);
         let mut found = None;
         node.engine.wait_until(s, self.origin(from), || {
-            found = self.mailbox().probe(from, tag);
+            found = self.mailbox().probe(0, from, tag);
             found.is_some()
                 || self.loss_of(from).is_some()
                 || (from.node().is_none() && s.failures.load(Ordering::SeqCst) != failures)
@@ -280,7 +342,7 @@ impl Endpoint {
 
 impl Drop for Endpoint {
     fn drop(&mut self) {
-        if self.address.thread == 0 {
+        if self.finalizes {
             self.node.finalize();
         }
     }

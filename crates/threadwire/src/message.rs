@@ -18,6 +18,9 @@ pub struct Status {
 #[derive(Debug)]
 pub struct Message {
     pub(crate) source: Address,
+    /// The context it was sent in (0: plain point-to-point); receives
+    /// match it exactly. Not public: only the group module sends in others.
+    pub(crate) context: u32,
     pub(crate) tag: Tag,
     pub(crate) payload: Payload,
 }

@@ -8,8 +8,20 @@ use crate::Message;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+/// An operation of several steps (a nonblocking collective) that advances
+/// when its request is tested or waited.
+pub(crate) trait Schedule<T, E> {
+    /// Advances without blocking; the result once complete.
+    fn poll(&mut self) -> Option<Result<T, E>>;
+    /// Advances until complete, blocking the calling thread.
+    fn block(&mut self) -> Result<T, E>;
+    /// The node whose engine its waits drive.
+    fn node(&self) -> &Arc<NodeShared>;
+}
+
 pub(crate) enum State<T, E> {
     Ready(Result<T, E>),
+    Scheduled(Box<dyn Schedule<T, E>>),
     Receiving {
         shared: Arc<NodeShared>,
         thread: u32,
@@ -40,7 +52,7 @@ impl<T, E> std::fmt::Debug for Request<T, E> {
         let state = match &self.state {
             State::Ready(_) => "complete",
             State::Receiving { slot, .. } if slot.is_done() => "complete",
-            State::Receiving { .. } => "pending",
+            State::Receiving { .. } | State::Scheduled(_) => "pending",
             State::Taken => "taken",
         };
         write!(f, "Request({state})")
@@ -51,6 +63,19 @@ impl<T, E> Request<T, E> {
     pub(crate) fn ready(result: Result<T, E>) -> Self {
         Request {
             state: State::Ready(result),
+            _not_send: PhantomData,
+        }
+    }
+
+    /// A request for `schedule`, advanced once at once (so that its first
+    /// messages leave now) and completed by whoever tests or waits.
+    pub(crate) fn scheduled(mut schedule: Box<dyn Schedule<T, E>>) -> Self {
+        let state = match schedule.poll() {
+            Some(r) => State::Ready(r),
+            None => State::Scheduled(schedule),
+        };
+        Request {
+            state,
             _not_send: PhantomData,
         }
     }
@@ -74,18 +99,36 @@ impl Completion for Result<(), SendError> {
     }
 }
 
+impl<T> Completion for Result<T, crate::CollError> {
+    fn from_slot(_: Result<Message, RecvError>) -> Self {
+        unreachable!("collectives complete through their schedule")
+    }
+}
+
 impl<T, E> Request<T, E>
 where
     Result<T, E>: Completion,
 {
-    fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         match &self.state {
             State::Ready(_) | State::Taken => true,
             State::Receiving { slot, .. } => slot.is_done(),
+            State::Scheduled(_) => false,
         }
     }
 
-    fn take(&mut self) -> Result<T, E> {
+    /// [`is_done`](Self::is_done), advancing a schedule first.
+    fn advance(&mut self) -> bool {
+        if let State::Scheduled(s) = &mut self.state {
+            match s.poll() {
+                Some(r) => self.state = State::Ready(r),
+                None => return false,
+            }
+        }
+        self.is_done()
+    }
+
+    pub(crate) fn take(&mut self) -> Result<T, E> {
         match std::mem::replace(&mut self.state, State::Taken) {
             State::Ready(r) => r,
             State::Receiving { slot, .. } => {
@@ -94,6 +137,7 @@ where
                 let r = unsafe { slot.take() }.expect("a done slot holds its result");
                 <Result<T, E>>::from_slot(r)
             }
+            State::Scheduled(mut s) => s.block(),
             State::Taken => panic!("request result already taken"),
         }
     }
@@ -101,6 +145,7 @@ where
     fn origin(&self) -> Origin {
         match self.state {
             State::Receiving { origin, .. } => origin,
+            State::Scheduled(_) => Origin::Anywhere,
             _ => Origin::Local,
         }
     }
@@ -108,6 +153,7 @@ where
     fn shared(&self) -> Option<&Arc<NodeShared>> {
         match &self.state {
             State::Receiving { shared, .. } => Some(shared),
+            State::Scheduled(s) => Some(s.node()),
             _ => None,
         }
     }
@@ -138,7 +184,7 @@ where
                 shared.engine.try_progress(&shared.router);
             }
         }
-        self.is_done()
+        self.advance()
     }
 }
 
@@ -175,7 +221,7 @@ where
     if requests.is_empty() {
         return None;
     }
-    if let Some(i) = requests.iter().position(Request::is_done) {
+    if let Some(i) = requests.iter_mut().position(Request::advance) {
         return Some((i, requests.remove(i).take()));
     }
     let shared = requests
@@ -185,7 +231,7 @@ where
     let origin = Origin::combine(requests.iter().map(Request::origin));
     let mut found = None;
     shared.engine.wait_until(&shared.router, origin, || {
-        found = requests.iter().position(Request::is_done);
+        found = requests.iter_mut().position(Request::advance);
         found.is_some()
     });
     let i = found.expect("wait ended on a completed request");

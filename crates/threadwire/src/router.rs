@@ -86,7 +86,13 @@ impl Router {
                     return Err(ProtocolError::NoSuchThread(h.dest_thread));
                 };
                 let payload = Payload::from_wire(h.format, frame.payload);
-                mailbox.deliver(remote_message(peer, h.source_thread, h.tag, payload));
+                mailbox.deliver(remote_message(
+                    peer,
+                    h.source_thread,
+                    h.aux,
+                    h.tag,
+                    payload,
+                ));
                 Ok(())
             }
             FrameKind::Bye => {

@@ -10,8 +10,15 @@
 //! | 8      | 4    | source thread                                     |
 //! | 12     | 4    | destination thread                                |
 //! | 16     | 4    | tag                                               |
-//! | 20     | 4    | auxiliary word (kind-specific, zero for data)     |
+//! | 20     | 4    | auxiliary word (kind-specific; for data, context) |
 //! | 24     | 8    | payload length in bytes                           |
+//!
+//! In a data frame the auxiliary word is the message's *context*: receives
+//! match only messages of their own context, so the traffic of one group
+//! (its point-to-point, its collectives) never meets another's. Context 0
+//! is plain point-to-point between endpoints; the runtime's group module
+//! allocates the others. Other kinds give the word their own meaning
+//! (control messages and shared-memory set-up name their message type).
 //!
 //! Header fields are little-endian whatever the host; the payload's own byte
 //! order is carried in the format byte. Decoding checks every field, so a
@@ -71,7 +78,8 @@ pub struct FrameHeader {
     pub dest_thread: u32,
     /// User tag.
     pub tag: u32,
-    /// Kind-specific word; zero for data frames.
+    /// Kind-specific word; for data frames the context (0: plain
+    /// point-to-point; see the module docs).
     pub aux: u32,
     /// Payload bytes that follow the header.
     pub len: u64,
@@ -110,15 +118,28 @@ pub enum FrameError {
 }
 
 impl FrameHeader {
-    /// A data frame header.
+    /// A data frame header of plain point-to-point (context 0).
     pub fn data(source_thread: u32, dest_thread: u32, tag: u32, format: Format, len: u64) -> Self {
+        FrameHeader::data_in(0, source_thread, dest_thread, tag, format, len)
+    }
+
+    /// A data frame header in `context` (carried in `aux`).
+    #[inline]
+    pub fn data_in(
+        context: u32,
+        source_thread: u32,
+        dest_thread: u32,
+        tag: u32,
+        format: Format,
+        len: u64,
+    ) -> Self {
         FrameHeader {
             kind: FrameKind::Data,
             format,
             source_thread,
             dest_thread,
             tag,
-            aux: 0,
+            aux: context,
             len,
         }
     }
@@ -202,6 +223,15 @@ mod tests {
         assert_eq!(FrameHeader::decode(&h.encode(), u64::MAX), Ok(h));
         let bye = FrameHeader::control(FrameKind::Bye, 9, 0);
         assert_eq!(FrameHeader::decode(&bye.encode(), 0), Ok(bye));
+    }
+
+    #[test]
+    fn context_rides_in_aux() {
+        let h = FrameHeader::data_in(0x1234_5678, 1, 2, 3, Format::OPAQUE, 4);
+        let b = h.encode();
+        assert_eq!(&b[20..24], &0x1234_5678u32.to_le_bytes());
+        assert_eq!(FrameHeader::decode(&b, u64::MAX).unwrap().aux, 0x1234_5678);
+        assert_eq!(sample().aux, 0);
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //!    enqueue: never while waking, never while taking another lock but a
 //!    receive slot's (a leaf: nothing is locked while holding it).
 //! 3. A delivered message goes to the first posted receive (in posting
-//!    order) that matches, else to the back of the unexpected queue; a new
+//!    order) that matches — same context exactly, then source and tag —
+//!    else to the back of the unexpected queue; a new
 //!    receive takes the first unexpected message (in arrival order) that
 //!    matches, else is posted. With per-connection FIFO delivery this keeps
 //!    messages from one thread to another in the order they were sent.
@@ -35,6 +36,7 @@ use slot::Slot;
 pub(crate) type RecvSlot = Slot<Result<Message, RecvError>>;
 
 struct Posted {
+    context: u32,
     source: Source,
     tag: TagMatch,
     slot: Arc<RecvSlot>,
@@ -87,10 +89,11 @@ impl Mailbox {
             self.counters.received(message.len());
             let arrival = q.arrivals;
             q.arrivals += 1;
-            let at = q
-                .posted
-                .iter()
-                .position(|p| p.source.matches(message.source) && p.tag.matches(message.tag));
+            let at = q.posted.iter().position(|p| {
+                p.context == message.context
+                    && p.source.matches(message.source)
+                    && p.tag.matches(message.tag)
+            });
             match at {
                 Some(i) => {
                     let posted = q.posted.remove(i).expect("index from position");
@@ -107,14 +110,15 @@ impl Mailbox {
         self.wake_owner();
     }
 
-    /// Takes a matching unexpected message or posts a receive.
-    pub(crate) fn post(&self, source: Source, tag: TagMatch) -> Posting {
+    /// Takes a matching unexpected message of `context` or posts a receive.
+    pub(crate) fn post(&self, context: u32, source: Source, tag: TagMatch) -> Posting {
         let mut q = lock(&self.queues);
-        if let Some(m) = take_unexpected(&mut q, source, tag) {
+        if let Some(m) = take_unexpected(&mut q, context, source, tag) {
             return Posting::Matched(m);
         }
         let slot = Arc::new(RecvSlot::new());
         q.posted.push_back(Posted {
+            context,
             source,
             tag,
             slot: slot.clone(),
@@ -122,17 +126,17 @@ impl Mailbox {
         Posting::Pending(slot)
     }
 
-    /// Takes a matching unexpected message without posting.
-    pub(crate) fn try_take(&self, source: Source, tag: TagMatch) -> Option<Message> {
-        take_unexpected(&mut lock(&self.queues), source, tag)
+    /// Takes a matching unexpected message of `context` without posting.
+    pub(crate) fn try_take(&self, context: u32, source: Source, tag: TagMatch) -> Option<Message> {
+        take_unexpected(&mut lock(&self.queues), context, source, tag)
     }
 
-    /// Status of the first matching unexpected message.
-    pub(crate) fn probe(&self, source: Source, tag: TagMatch) -> Option<Status> {
+    /// Status of the first matching unexpected message of `context`.
+    pub(crate) fn probe(&self, context: u32, source: Source, tag: TagMatch) -> Option<Status> {
         let q = lock(&self.queues);
         q.unexpected
             .iter()
-            .find(|(_, m)| source.matches(m.source) && tag.matches(m.tag))
+            .find(|(_, m)| m.context == context && source.matches(m.source) && tag.matches(m.tag))
             .map(|(_, m)| m.status())
     }
 
@@ -187,11 +191,15 @@ impl Mailbox {
     }
 }
 
-fn take_unexpected(q: &mut Queues, source: Source, tag: TagMatch) -> Option<Message> {
-    let i = q
-        .unexpected
-        .iter()
-        .position(|(_, m)| source.matches(m.source) && tag.matches(m.tag))?;
+fn take_unexpected(
+    q: &mut Queues,
+    context: u32,
+    source: Source,
+    tag: TagMatch,
+) -> Option<Message> {
+    let i = q.unexpected.iter().position(|(_, m)| {
+        m.context == context && source.matches(m.source) && tag.matches(m.tag)
+    })?;
     q.unexpected.remove(i).map(|(_, m)| m)
 }
 
@@ -236,15 +244,17 @@ impl MailboxTable {
     }
 }
 
-/// Who sent a message received from the network.
+/// Who sent a message received from the network, in which context.
 pub(crate) fn remote_message(
     node: u32,
     thread: u32,
+    context: u32,
     tag: u32,
     payload: threadwire_wire::Payload,
 ) -> Message {
     Message {
         source: Address::new(node, thread),
+        context,
         tag,
         payload,
     }
@@ -256,7 +266,7 @@ mod tests {
     use threadwire_wire::Payload;
 
     fn msg(node: u32, thread: u32, tag: u32, byte: u8) -> Message {
-        remote_message(node, thread, tag, Payload::from_vec(vec![byte]))
+        remote_message(node, thread, 0, tag, Payload::from_vec(vec![byte]))
     }
 
     #[test]
@@ -265,16 +275,16 @@ mod tests {
         mb.deliver(msg(1, 0, 5, 1));
         mb.deliver(msg(1, 0, 6, 2));
         mb.deliver(msg(1, 0, 5, 3));
-        let Posting::Matched(m) = mb.post(Source::Any, TagMatch::Is(5)) else {
+        let Posting::Matched(m) = mb.post(0, Source::Any, TagMatch::Is(5)) else {
             panic!()
         };
         assert_eq!(m.into_vec(), vec![1]);
-        assert_eq!(mb.probe(Source::Any, TagMatch::Any).unwrap().tag, 6);
-        let Posting::Matched(m) = mb.post(Source::Node(1), TagMatch::Is(5)) else {
+        assert_eq!(mb.probe(0, Source::Any, TagMatch::Any).unwrap().tag, 6);
+        let Posting::Matched(m) = mb.post(0, Source::Node(1), TagMatch::Is(5)) else {
             panic!()
         };
         assert_eq!(m.into_vec(), vec![3]);
-        let Posting::Pending(slot) = mb.post(Source::Thread(Address::new(2, 0)), TagMatch::Any)
+        let Posting::Pending(slot) = mb.post(0, Source::Thread(Address::new(2, 0)), TagMatch::Any)
         else {
             panic!()
         };
@@ -290,13 +300,13 @@ mod tests {
     #[test]
     fn cancel_returns_a_completed_message() {
         let mb = Mailbox::default();
-        let Posting::Pending(slot) = mb.post(Source::Any, TagMatch::Any) else {
+        let Posting::Pending(slot) = mb.post(0, Source::Any, TagMatch::Any) else {
             panic!()
         };
         mb.deliver(msg(0, 1, 0, 7));
         mb.cancel(&slot);
         assert_eq!(
-            mb.try_take(Source::Any, TagMatch::Any).unwrap().into_vec(),
+            mb.try_take(0, Source::Any, TagMatch::Any).unwrap().into_vec(),
             vec![7]
         );
     }
@@ -304,7 +314,7 @@ mod tests {
     #[test]
     fn cancel_keeps_arrival_order() {
         let mb = Mailbox::default();
-        let Posting::Pending(slot) = mb.post(Source::Any, TagMatch::Is(2)) else {
+        let Posting::Pending(slot) = mb.post(0, Source::Any, TagMatch::Is(2)) else {
             panic!()
         };
         mb.deliver(msg(1, 0, 1, 1)); // unexpected
@@ -312,7 +322,7 @@ mod tests {
         mb.deliver(msg(1, 0, 3, 3)); // unexpected
         mb.cancel(&slot);
         for byte in 1..=3 {
-            let m = mb.try_take(Source::Any, TagMatch::Any).unwrap();
+            let m = mb.try_take(0, Source::Any, TagMatch::Any).unwrap();
             assert_eq!(m.into_vec(), vec![byte]);
         }
     }
@@ -320,13 +330,13 @@ mod tests {
     #[test]
     fn loss_fails_named_and_wildcard_receives() {
         let mb = Mailbox::default();
-        let Posting::Pending(named) = mb.post(Source::Node(3), TagMatch::Any) else {
+        let Posting::Pending(named) = mb.post(0, Source::Node(3), TagMatch::Any) else {
             panic!()
         };
-        let Posting::Pending(any) = mb.post(Source::Any, TagMatch::Any) else {
+        let Posting::Pending(any) = mb.post(0, Source::Any, TagMatch::Any) else {
             panic!()
         };
-        let Posting::Pending(other) = mb.post(Source::Node(2), TagMatch::Any) else {
+        let Posting::Pending(other) = mb.post(0, Source::Node(2), TagMatch::Any) else {
             panic!()
         };
         mb.fail_for(&PeerLost {
@@ -336,6 +346,28 @@ mod tests {
             )),
         });
         assert!(named.is_done() && any.is_done() && !other.is_done());
+    }
+
+    #[test]
+    fn contexts_never_cross() {
+        let mb = Mailbox::default();
+        let in_ctx = |ctx, byte| {
+            remote_message(1, 0, ctx, 5, Payload::from_vec(vec![byte]))
+        };
+        let Posting::Pending(group) = mb.post(7, Source::Any, TagMatch::Any) else {
+            panic!()
+        };
+        mb.deliver(in_ctx(0, 1)); // plain: not for the group's receive
+        assert!(!group.is_done());
+        mb.deliver(in_ctx(8, 2)); // another group's
+        assert!(!group.is_done());
+        mb.deliver(in_ctx(7, 3));
+        assert!(group.is_done());
+        assert_eq!(mb.probe(7, Source::Any, TagMatch::Any), None);
+        assert_eq!(mb.probe(8, Source::Any, TagMatch::Is(5)).unwrap().len, 1);
+        let m = mb.try_take(0, Source::Any, TagMatch::Is(5)).unwrap();
+        assert_eq!(m.into_vec(), vec![1]);
+        assert!(mb.try_take(0, Source::Any, TagMatch::Any).is_none());
     }
 
     #[test]

@@ -37,6 +37,8 @@ pub(crate) struct NodeShared {
     workers: Option<usize>,
     pub(crate) router: Router,
     pub(crate) engine: ProgressEngine,
+    /// The group ids each thread's groups use.
+    pub(crate) contexts: crate::group::ContextTable,
     next_thread: AtomicU32,
     listen: Option<SocketAddr>,
     comm_stop: AtomicBool,
@@ -69,6 +71,7 @@ impl NodeShared {
             workers,
             router,
             engine,
+            contexts: Default::default(),
             next_thread: AtomicU32::new(0),
             listen,
             comm_stop: AtomicBool::new(false),

@@ -1,0 +1,282 @@
+//! Trees and stars: barrier, broadcast, reduce, gather(v), scatter(v).
+
+use super::{absolute, block, relative};
+use crate::group::element::{Element, Reducible, Reduction};
+use crate::group::schedule::Call;
+use crate::group::CollError;
+
+/// Dissemination barrier: in round k, signal r + 2^k, hear r − 2^k.
+pub(crate) async fn barrier(c: &Call) -> Result<(), CollError> {
+    let (p, r) = (c.size(), c.rank());
+    let mut k = 1;
+    while k < p {
+        let heard = c.recv((r + p - k) % p);
+        c.send_bytes((r + k) % p, Vec::new())?;
+        heard.await?;
+        k <<= 1;
+    }
+    Ok(())
+}
+
+/// Binomial broadcast of `buf`'s bytes; non-roots check the length.
+pub(crate) async fn bcast_binomial<T: Element>(
+    c: &Call,
+    buf: &mut [T],
+    root: usize,
+) -> Result<(), CollError> {
+    let (p, vr) = (c.size(), relative(c.rank(), root, c.size()));
+    let mut bytes = Vec::new();
+    let mut mask = 1;
+    while mask < p {
+        if vr & mask != 0 {
+            bytes = c.recv(absolute(vr - mask, root, p)).await?.into_vec();
+            let values = c.decode_bytes::<T>(&bytes, Some(buf.len()))?;
+            buf.copy_from_slice(&values);
+            break;
+        }
+        mask <<= 1;
+    }
+    if vr == 0 {
+        T::write(buf, &mut bytes);
+    }
+    mask >>= 1;
+    while mask > 0 {
+        if vr + mask < p {
+            c.send_bytes(absolute(vr + mask, root, p), bytes.clone())?;
+        }
+        mask >>= 1;
+    }
+    Ok(())
+}
+
+/// Van de Geijn's broadcast: a binomial scatter of p blocks, then a ring
+/// allgather of them.
+pub(crate) async fn bcast_scatter_allgather<T: Element>(
+    c: &Call,
+    buf: &mut [T],
+    root: usize,
+) -> Result<(), CollError> {
+    let (p, vr, n) = (c.size(), relative(c.rank(), root, c.size()), buf.len());
+    // Relative blocks [lo, hi) as elements.
+    let span = |lo: usize, hi: usize| block(lo, n, p).start..block(hi.min(p), n, p).start;
+    let mut mask = 1;
+    while mask < p {
+        if vr & mask != 0 {
+            let range = span(vr, vr + mask);
+            let got = c
+                .recv_exact::<T>(absolute(vr - mask, root, p), range.len())
+                .await?;
+            buf[range].copy_from_slice(&got);
+            break;
+        }
+        mask <<= 1;
+    }
+    mask >>= 1;
+    while mask > 0 {
+        if vr + mask < p {
+            c.send(absolute(vr + mask, root, p), &buf[span(vr + mask, vr + 2 * mask)])?;
+        }
+        mask >>= 1;
+    }
+    let (left, right) = (absolute(vr + p - 1, root, p), absolute(vr + 1, root, p));
+    for step in 0..p - 1 {
+        let (out, into) = ((vr + p - step) % p, (vr + 2 * p - step - 1) % p);
+        let incoming = c.recv(left);
+        c.send(right, &buf[block(out, n, p)])?;
+        let got = c.decode::<T>(incoming.await?, Some(block(into, n, p).len()))?;
+        buf[block(into, n, p)].copy_from_slice(&got);
+    }
+    Ok(())
+}
+
+/// Binomial reduce to `root`; a non-commutative operation reduces to rank
+/// 0 in rank order and rank 0 forwards the result.
+pub(crate) async fn reduce<T: Reducible>(
+    c: &Call,
+    mut acc: Vec<T>,
+    op: &Reduction<T>,
+    root: usize,
+) -> Result<Option<Vec<T>>, CollError> {
+    let (p, r, n) = (c.size(), c.rank(), acc.len());
+    let tree_root = if op.is_commutative() { root } else { 0 };
+    let vr = relative(r, tree_root, p);
+    let mut mask = 1;
+    while mask < p {
+        if vr & mask == 0 {
+            let child = vr | mask;
+            if child < p {
+                let other = c.recv_exact(absolute(child, tree_root, p), n).await?;
+                op.apply(&mut acc, &other)?;
+            }
+        } else {
+            c.send(absolute(vr & !mask, tree_root, p), &acc)?;
+            break;
+        }
+        mask <<= 1;
+    }
+    if tree_root != root {
+        if r == tree_root {
+            c.send(root, &acc)?;
+            return Ok(None);
+        }
+        if r == root {
+            return Ok(Some(c.recv_exact(tree_root, n).await?));
+        }
+    }
+    Ok((r == root).then_some(acc))
+}
+
+/// Binomial gather of `n` elements per member.
+pub(crate) async fn gather<T: Element>(
+    c: &Call,
+    data: &[T],
+    root: usize,
+) -> Result<Option<Vec<T>>, CollError> {
+    let (p, n) = (c.size(), data.len());
+    let vr = relative(c.rank(), root, p);
+    let mut held = data.to_vec();
+    let mut mask = 1;
+    while mask < p {
+        if vr & mask == 0 {
+            let child = vr | mask;
+            if child < p {
+                let blocks = mask.min(p - child);
+                let got = c.recv_exact(absolute(child, root, p), blocks * n).await?;
+                held.extend_from_slice(&got);
+            }
+        } else {
+            c.send(absolute(vr - mask, root, p), &held)?;
+            return Ok(None);
+        }
+        mask <<= 1;
+    }
+    // Root: `held` is in relative order.
+    let mut out = Vec::with_capacity(p * n);
+    for rank in 0..p {
+        let i = relative(rank, root, p);
+        out.extend_from_slice(&held[i * n..(i + 1) * n]);
+    }
+    Ok(Some(out))
+}
+
+/// Binomial scatter of `count` elements per member from `root`'s `data`.
+pub(crate) async fn scatter<T: Element>(
+    c: &Call,
+    data: &[T],
+    count: usize,
+    root: usize,
+) -> Result<Vec<T>, CollError> {
+    let (p, r) = (c.size(), c.rank());
+    let vr = relative(r, root, p);
+    let mut held: Vec<T> = Vec::new();
+    if r == root {
+        if data.len() != count * p {
+            return Err(CollError::LengthMismatch {
+                rank: r,
+                expected: count * p,
+                found: data.len(),
+            });
+        }
+        for i in 0..p {
+            let rank = absolute(i, root, p);
+            held.extend_from_slice(&data[rank * count..(rank + 1) * count]);
+        }
+    }
+    let mut mask = 1;
+    while mask < p {
+        if vr & mask != 0 {
+            let blocks = mask.min(p - vr);
+            held = c
+                .recv_exact(absolute(vr - mask, root, p), blocks * count)
+                .await?;
+            break;
+        }
+        mask <<= 1;
+    }
+    mask >>= 1;
+    while mask > 0 {
+        if vr + mask < p {
+            let blocks = mask.min(p - vr - mask);
+            let part = &held[mask * count..(mask + blocks) * count];
+            c.send(absolute(vr + mask, root, p), part)?;
+        }
+        mask >>= 1;
+    }
+    held.truncate(count);
+    Ok(held)
+}
+
+/// Linear gather of any lengths: `counts` (at the root) says how many
+/// elements each member sends.
+pub(crate) async fn gatherv<T: Element>(
+    c: &Call,
+    data: &[T],
+    counts: &[usize],
+    root: usize,
+) -> Result<Option<Vec<Vec<T>>>, CollError> {
+    let (p, r) = (c.size(), c.rank());
+    if r != root {
+        c.send(root, data)?;
+        return Ok(None);
+    }
+    if counts.len() != p {
+        return Err(CollError::LengthMismatch {
+            rank: r,
+            expected: p,
+            found: counts.len(),
+        });
+    }
+    if counts[r] != data.len() {
+        return Err(CollError::LengthMismatch {
+            rank: r,
+            expected: counts[r],
+            found: data.len(),
+        });
+    }
+    let posted: Vec<_> = (0..p).map(|i| (i != r).then(|| c.recv(i))).collect();
+    let mut out = Vec::with_capacity(p);
+    for (i, incoming) in posted.into_iter().enumerate() {
+        out.push(match incoming {
+            Some(incoming) => c.decode(incoming.await?, Some(counts[i]))?,
+            None => data.to_vec(),
+        });
+    }
+    Ok(Some(out))
+}
+
+/// Linear scatter of any lengths: block i of `data` (`counts[i]` elements,
+/// at the root) goes to member i.
+pub(crate) async fn scatterv<T: Element>(
+    c: &Call,
+    data: &[T],
+    counts: &[usize],
+    root: usize,
+) -> Result<Vec<T>, CollError> {
+    let (p, r) = (c.size(), c.rank());
+    if r != root {
+        return c.recv_any(root).await;
+    }
+    let total: usize = counts.iter().sum();
+    if counts.len() != p || total != data.len() {
+        return Err(CollError::LengthMismatch {
+            rank: r,
+            expected: if counts.len() != p { p } else { total },
+            found: if counts.len() != p {
+                counts.len()
+            } else {
+                data.len()
+            },
+        });
+    }
+    let mut at = 0;
+    let mut mine = Vec::new();
+    for (i, &k) in counts.iter().enumerate() {
+        if i == r {
+            mine = data[at..at + k].to_vec();
+        } else {
+            c.send(i, &data[at..at + k])?;
+        }
+        at += k;
+    }
+    Ok(mine)
+}

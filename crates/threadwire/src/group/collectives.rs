@@ -1,0 +1,544 @@
+//! The collectives on [`Group`]: blocking and nonblocking forms of each,
+//! the checks every member makes, and the algorithm each call runs.
+
+use super::algorithms::{combine, exchange, tree};
+use super::element::{Element, Op, Reducible, Reduction};
+use super::schedule::{self, Call, Comm};
+use super::tuning::{self, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm};
+use super::tuning::{BcastAlgorithm, ReduceScatterAlgorithm};
+use super::{context, CollError, CollRequest, Group};
+use std::rc::Rc;
+
+fn check_root(c: &Call, root: usize) -> Result<(), CollError> {
+    if root >= c.size() {
+        return Err(CollError::RankOutOfRange {
+            rank: root,
+            size: c.size(),
+        });
+    }
+    Ok(())
+}
+
+fn check_counts(c: &Call, counts: &[usize], len: usize) -> Result<(), CollError> {
+    let total: usize = counts.iter().sum();
+    let (expected, found) = if counts.len() != c.size() {
+        (c.size(), counts.len())
+    } else {
+        (len, total)
+    };
+    if expected != found {
+        return Err(CollError::LengthMismatch {
+            rank: c.rank(),
+            expected,
+            found,
+        });
+    }
+    Ok(())
+}
+
+fn not_commutative(algorithm: &'static str) -> CollError {
+    CollError::NotApplicable {
+        algorithm,
+        why: "the operation is not commutative",
+    }
+}
+
+async fn bcast<T: Element>(c: &Call, buf: &mut [T], root: usize) -> Result<(), CollError> {
+    check_root(c, root)?;
+    let algorithm = c
+        .algorithms()
+        .bcast
+        .unwrap_or_else(|| tuning::bcast(std::mem::size_of_val(buf), c.size()));
+    match algorithm {
+        BcastAlgorithm::Binomial => tree::bcast_binomial(c, buf, root).await,
+        BcastAlgorithm::ScatterAllgather => tree::bcast_scatter_allgather(c, buf, root).await,
+    }
+}
+
+async fn allreduce<T: Reducible>(
+    c: &Call,
+    buf: &mut [T],
+    op: &Reduction<T>,
+) -> Result<(), CollError> {
+    op.check()?;
+    let commutative = op.is_commutative();
+    let algorithm = match c.algorithms().allreduce {
+        Some(AllreduceAlgorithm::Rabenseifner) if !commutative => {
+            return Err(not_commutative("Rabenseifner"))
+        }
+        Some(AllreduceAlgorithm::Ring) if !commutative => return Err(not_commutative("ring")),
+        Some(a) => a,
+        None => tuning::allreduce(buf.len() * T::SIZE, c.size(), commutative),
+    };
+    match algorithm {
+        AllreduceAlgorithm::RecursiveDoubling => {
+            combine::allreduce_recursive_doubling(c, buf, op).await
+        }
+        AllreduceAlgorithm::Rabenseifner => combine::allreduce_rabenseifner(c, buf, op).await,
+        AllreduceAlgorithm::Ring => combine::allreduce_ring(c, buf, op).await,
+    }
+}
+
+async fn reduce<T: Reducible>(
+    c: &Call,
+    data: Vec<T>,
+    op: &Reduction<T>,
+    root: usize,
+) -> Result<Option<Vec<T>>, CollError> {
+    check_root(c, root)?;
+    op.check()?;
+    tree::reduce(c, data, op, root).await
+}
+
+async fn reduce_scatter<T: Reducible>(
+    c: &Call,
+    data: Vec<T>,
+    counts: &[usize],
+    op: &Reduction<T>,
+) -> Result<Vec<T>, CollError> {
+    op.check()?;
+    check_counts(c, counts, data.len())?;
+    let commutative = op.is_commutative();
+    let algorithm = match c.algorithms().reduce_scatter {
+        Some(ReduceScatterAlgorithm::Ring) if !commutative => return Err(not_commutative("ring")),
+        Some(a) => a,
+        None => tuning::reduce_scatter(commutative),
+    };
+    match algorithm {
+        ReduceScatterAlgorithm::Ring => combine::reduce_scatter_ring(c, data, counts, op).await,
+        ReduceScatterAlgorithm::ReduceScatterv => {
+            combine::reduce_scatter_reduce_scatterv(c, data, counts, op).await
+        }
+    }
+}
+
+async fn scan<T: Reducible>(
+    c: &Call,
+    data: Vec<T>,
+    op: &Reduction<T>,
+    inclusive: bool,
+) -> Result<Option<Vec<T>>, CollError> {
+    op.check()?;
+    combine::scan(c, data, op, inclusive).await
+}
+
+async fn allgather<T: Element>(c: &Call, data: &[T]) -> Result<Vec<T>, CollError> {
+    let algorithm = c
+        .algorithms()
+        .allgather
+        .unwrap_or_else(|| tuning::allgather(std::mem::size_of_val(data) * c.size()));
+    match algorithm {
+        AllgatherAlgorithm::Bruck => exchange::allgather_bruck(c, data).await,
+        AllgatherAlgorithm::Ring => exchange::allgather_ring(c, data).await,
+    }
+}
+
+async fn alltoall<T: Element>(c: &Call, data: &[T]) -> Result<Vec<T>, CollError> {
+    let p = c.size();
+    if !data.len().is_multiple_of(p) {
+        return Err(CollError::LengthMismatch {
+            rank: c.rank(),
+            expected: data.len() / p * p,
+            found: data.len(),
+        });
+    }
+    let n = data.len() / p;
+    let algorithm = c
+        .algorithms()
+        .alltoall
+        .unwrap_or_else(|| tuning::alltoall(n * T::SIZE));
+    match algorithm {
+        AlltoallAlgorithm::Bruck => exchange::alltoall_bruck(c, data, n).await,
+        AlltoallAlgorithm::Pairwise => exchange::alltoall_pairwise(c, data, n).await,
+    }
+}
+
+/// The group-building agreement: the bitwise AND of `words` over the
+/// members (a recursive-doubling allreduce in `comm`'s collective context).
+pub(crate) fn agree(comm: &Rc<Comm>, mut words: Vec<u64>) -> Result<Vec<u64>, CollError> {
+    let call = Call::start(comm);
+    let and: Reduction<u64> = Op::BitAnd.into();
+    schedule::blocking(comm, async {
+        call.run(combine::allreduce_recursive_doubling(&call, &mut words, &and))
+            .await
+    })?;
+    Ok(words)
+}
+
+/// The first tag of a group built by a call of tag `tag` with id `k`: not
+/// 0, so that messages left over from a dropped group of the same id
+/// (an abort nobody read) are unlikely to meet the new group's.
+fn first_tag(tag: u32, k: u32) -> u32 {
+    tag.wrapping_mul(0x9e37_79b9) ^ k.rotate_left(16)
+}
+
+/// An id free at every member of `comm`, and the new group's first tag.
+pub(crate) fn agree_on_id(comm: &Rc<Comm>) -> Result<(u32, u32), CollError> {
+    let thread = comm.ep.address().thread;
+    let tag = Call::peek_tag(comm);
+    let free = agree(comm, comm.ep.node().shared.contexts.free_mask(thread))?;
+    let k = context::choose(&free, None, 1).ok_or(CollError::ContextsExhausted)?;
+    Ok((k, first_tag(tag, k)))
+}
+
+/// `split`'s agreement: every member's (colour, key), and an id free at
+/// every member of the parent (the new groups are disjoint, so they share
+/// it).
+pub(crate) fn split_agreement(
+    comm: &Rc<Comm>,
+    color: Option<u32>,
+    key: i64,
+) -> Result<(u32, u32, Vec<i64>), CollError> {
+    let call = Call::start(comm);
+    let mine = [color.map_or(-1, i64::from), key];
+    let all = schedule::blocking(comm, async {
+        call.run(exchange::allgather_bruck(&call, &mine)).await
+    })?;
+    let (k, tag) = agree_on_id(comm)?;
+    Ok((k, tag, all))
+}
+
+/// Collectives. Every member calls the same collectives in the same order
+/// with matching arguments (the same root, operation and lengths); an
+/// argument error found at one member fails the call at every member.
+impl Group {
+    fn blocking<R>(
+        &self,
+        body: impl AsyncFnOnce(&Call) -> Result<R, CollError>,
+    ) -> Result<R, CollError> {
+        let call = self.call();
+        schedule::blocking(&self.comm, async { call.run(body(&call)).await })
+    }
+
+    fn nonblocking<R: 'static>(
+        &self,
+        body: impl AsyncFnOnce(&Call) -> Result<R, CollError> + 'static,
+    ) -> CollRequest<R> {
+        let call = self.call();
+        schedule::nonblocking(&self.comm, async move { call.run(body(&call)).await })
+    }
+
+    /// Returns once every member has called it.
+    pub fn barrier(&self) -> Result<(), CollError> {
+        self.blocking(async |c| tree::barrier(c).await)
+    }
+
+    /// Nonblocking [`barrier`](Self::barrier).
+    pub fn ibarrier(&self) -> CollRequest<()> {
+        self.nonblocking(async |c| tree::barrier(c).await)
+    }
+
+    /// Copies `root`'s `buf` into every member's `buf` (of the same length).
+    ///
+    /// ```
+    /// # let ep = threadwire::Config::new().standalone(true).init().unwrap();
+    /// let g = threadwire::Group::world(&ep).unwrap();
+    /// let mut v = [1.5f64, 2.5];
+    /// g.bcast(&mut v, 0).unwrap();
+    /// # assert_eq!(v, [1.5, 2.5]);
+    /// ```
+    pub fn bcast<T: Element>(&self, buf: &mut [T], root: usize) -> Result<(), CollError> {
+        self.blocking(async |c| bcast(c, buf, root).await)
+    }
+
+    /// Nonblocking [`bcast`](Self::bcast); the request gives `buf` back.
+    pub fn ibcast<T: Element>(&self, mut buf: Vec<T>, root: usize) -> CollRequest<Vec<T>> {
+        self.nonblocking(async move |c| {
+            bcast(c, &mut buf, root).await?;
+            Ok(buf)
+        })
+    }
+
+    /// Combines every member's `data` element-wise at `root`, which gets
+    /// `Some(result)`; the others get `None`.
+    pub fn reduce<T: Reducible>(
+        &self,
+        data: &[T],
+        op: impl Into<Reduction<T>>,
+        root: usize,
+    ) -> Result<Option<Vec<T>>, CollError> {
+        let op = op.into();
+        self.blocking(async |c| reduce(c, data.to_vec(), &op, root).await)
+    }
+
+    /// Nonblocking [`reduce`](Self::reduce).
+    pub fn ireduce<T: Reducible>(
+        &self,
+        data: Vec<T>,
+        op: impl Into<Reduction<T>>,
+        root: usize,
+    ) -> CollRequest<Option<Vec<T>>> {
+        let op = op.into();
+        self.nonblocking(async move |c| reduce(c, data, &op, root).await)
+    }
+
+    /// Combines every member's `buf` element-wise and leaves the result in
+    /// every member's `buf`.
+    ///
+    /// ```
+    /// use threadwire::{Group, Op, Reduction};
+    /// # let ep = threadwire::Config::new().standalone(true).init().unwrap();
+    /// let g = Group::world(&ep).unwrap();
+    /// let mut v = [3u32, 4];
+    /// g.allreduce(&mut v, Op::Max).unwrap();
+    /// // A user reduction; not commutative, so combined in rank order.
+    /// g.allreduce(&mut v, Reduction::ordered(|acc: &mut [u32], b: &[u32]| {
+    ///     for (x, y) in acc.iter_mut().zip(b) {
+    ///         *x = *x * 2 + *y;
+    ///     }
+    /// })).unwrap();
+    /// # assert_eq!(v, [3, 4]);
+    /// ```
+    pub fn allreduce<T: Reducible>(
+        &self,
+        buf: &mut [T],
+        op: impl Into<Reduction<T>>,
+    ) -> Result<(), CollError> {
+        let op = op.into();
+        self.blocking(async |c| allreduce(c, buf, &op).await)
+    }
+
+    /// Nonblocking [`allreduce`](Self::allreduce); the request gives the
+    /// result back in `buf`.
+    ///
+    /// ```
+    /// use threadwire::{wait_all, Group, Op};
+    /// # let ep = threadwire::Config::new().standalone(true).init().unwrap();
+    /// let g = Group::world(&ep).unwrap();
+    /// let sum = g.iallreduce(vec![1i64, 2], Op::Sum);
+    /// let max = g.iallreduce(vec![5i64], Op::Max);
+    /// let results = wait_all(vec![sum, max]);
+    /// # assert_eq!(results[0].as_ref().unwrap(), &vec![1, 2]);
+    /// ```
+    pub fn iallreduce<T: Reducible>(
+        &self,
+        mut buf: Vec<T>,
+        op: impl Into<Reduction<T>>,
+    ) -> CollRequest<Vec<T>> {
+        let op = op.into();
+        self.nonblocking(async move |c| {
+            allreduce(c, &mut buf, &op).await?;
+            Ok(buf)
+        })
+    }
+
+    /// Combines every member's `data` element-wise and scatters the result:
+    /// member i gets `counts[i]` elements, in order (`counts` sums to
+    /// `data.len()`, at every member alike).
+    pub fn reduce_scatter<T: Reducible>(
+        &self,
+        data: &[T],
+        counts: &[usize],
+        op: impl Into<Reduction<T>>,
+    ) -> Result<Vec<T>, CollError> {
+        let op = op.into();
+        self.blocking(async |c| reduce_scatter(c, data.to_vec(), counts, &op).await)
+    }
+
+    /// Nonblocking [`reduce_scatter`](Self::reduce_scatter).
+    pub fn ireduce_scatter<T: Reducible>(
+        &self,
+        data: Vec<T>,
+        counts: Vec<usize>,
+        op: impl Into<Reduction<T>>,
+    ) -> CollRequest<Vec<T>> {
+        let op = op.into();
+        self.nonblocking(async move |c| reduce_scatter(c, data, &counts, &op).await)
+    }
+
+    /// Inclusive prefix reduction: rank r gets `data(0) ∘ … ∘ data(r)`.
+    pub fn scan<T: Reducible>(
+        &self,
+        data: &[T],
+        op: impl Into<Reduction<T>>,
+    ) -> Result<Vec<T>, CollError> {
+        let op = op.into();
+        self.blocking(async |c| scan(c, data.to_vec(), &op, true).await)
+            .map(|r| r.expect("an inclusive scan has a result everywhere"))
+    }
+
+    /// Nonblocking [`scan`](Self::scan).
+    pub fn iscan<T: Reducible>(
+        &self,
+        data: Vec<T>,
+        op: impl Into<Reduction<T>>,
+    ) -> CollRequest<Vec<T>> {
+        let op = op.into();
+        self.nonblocking(async move |c| {
+            scan(c, data, &op, true)
+                .await
+                .map(|r| r.expect("an inclusive scan has a result everywhere"))
+        })
+    }
+
+    /// Exclusive prefix reduction: rank r > 0 gets `data(0) ∘ … ∘
+    /// data(r−1)`, rank 0 `None`.
+    pub fn exscan<T: Reducible>(
+        &self,
+        data: &[T],
+        op: impl Into<Reduction<T>>,
+    ) -> Result<Option<Vec<T>>, CollError> {
+        let op = op.into();
+        self.blocking(async |c| scan(c, data.to_vec(), &op, false).await)
+    }
+
+    /// Nonblocking [`exscan`](Self::exscan).
+    pub fn iexscan<T: Reducible>(
+        &self,
+        data: Vec<T>,
+        op: impl Into<Reduction<T>>,
+    ) -> CollRequest<Option<Vec<T>>> {
+        let op = op.into();
+        self.nonblocking(async move |c| scan(c, data, &op, false).await)
+    }
+
+    /// Every member's `data` (of one length at every member) at `root`,
+    /// in rank order; the others get `None`.
+    pub fn gather<T: Element>(&self, data: &[T], root: usize) -> Result<Option<Vec<T>>, CollError> {
+        self.blocking(async |c| {
+            check_root(c, root)?;
+            tree::gather(c, data, root).await
+        })
+    }
+
+    /// Nonblocking [`gather`](Self::gather).
+    pub fn igather<T: Element>(&self, data: Vec<T>, root: usize) -> CollRequest<Option<Vec<T>>> {
+        self.nonblocking(async move |c| {
+            check_root(c, root)?;
+            tree::gather(c, &data, root).await
+        })
+    }
+
+    /// Every member's `data`, of any length, at `root`: one vector per
+    /// rank. `counts` (significant at the root only) gives each member's
+    /// length, and a member sending another fails the call.
+    pub fn gatherv<T: Element>(
+        &self,
+        data: &[T],
+        counts: &[usize],
+        root: usize,
+    ) -> Result<Option<Vec<Vec<T>>>, CollError> {
+        self.blocking(async |c| {
+            check_root(c, root)?;
+            tree::gatherv(c, data, counts, root).await
+        })
+    }
+
+    /// Nonblocking [`gatherv`](Self::gatherv).
+    pub fn igatherv<T: Element>(
+        &self,
+        data: Vec<T>,
+        counts: Vec<usize>,
+        root: usize,
+    ) -> CollRequest<Option<Vec<Vec<T>>>> {
+        self.nonblocking(async move |c| {
+            check_root(c, root)?;
+            tree::gatherv(c, &data, &counts, root).await
+        })
+    }
+
+    /// Block i of `root`'s `data` (`count` elements each; `data` is
+    /// significant at the root only) to member i.
+    pub fn scatter<T: Element>(
+        &self,
+        data: &[T],
+        count: usize,
+        root: usize,
+    ) -> Result<Vec<T>, CollError> {
+        self.blocking(async |c| {
+            check_root(c, root)?;
+            tree::scatter(c, data, count, root).await
+        })
+    }
+
+    /// Nonblocking [`scatter`](Self::scatter).
+    pub fn iscatter<T: Element>(
+        &self,
+        data: Vec<T>,
+        count: usize,
+        root: usize,
+    ) -> CollRequest<Vec<T>> {
+        self.nonblocking(async move |c| {
+            check_root(c, root)?;
+            tree::scatter(c, &data, count, root).await
+        })
+    }
+
+    /// Block i of `root`'s `data`, `counts[i]` elements long, to member i
+    /// (`data` and `counts` are significant at the root only).
+    pub fn scatterv<T: Element>(
+        &self,
+        data: &[T],
+        counts: &[usize],
+        root: usize,
+    ) -> Result<Vec<T>, CollError> {
+        self.blocking(async |c| {
+            check_root(c, root)?;
+            tree::scatterv(c, data, counts, root).await
+        })
+    }
+
+    /// Nonblocking [`scatterv`](Self::scatterv).
+    pub fn iscatterv<T: Element>(
+        &self,
+        data: Vec<T>,
+        counts: Vec<usize>,
+        root: usize,
+    ) -> CollRequest<Vec<T>> {
+        self.nonblocking(async move |c| {
+            check_root(c, root)?;
+            tree::scatterv(c, &data, &counts, root).await
+        })
+    }
+
+    /// Every member's `data` (of one length) at every member, in rank order.
+    pub fn allgather<T: Element>(&self, data: &[T]) -> Result<Vec<T>, CollError> {
+        self.blocking(async |c| allgather(c, data).await)
+    }
+
+    /// Nonblocking [`allgather`](Self::allgather).
+    pub fn iallgather<T: Element>(&self, data: Vec<T>) -> CollRequest<Vec<T>> {
+        self.nonblocking(async move |c| allgather(c, &data).await)
+    }
+
+    /// Every member's `data`, of any length, at every member: one vector
+    /// per rank.
+    pub fn allgatherv<T: Element>(&self, data: &[T]) -> Result<Vec<Vec<T>>, CollError> {
+        self.blocking(async |c| exchange::allgatherv_ring(c, data).await)
+    }
+
+    /// Nonblocking [`allgatherv`](Self::allgatherv).
+    pub fn iallgatherv<T: Element>(&self, data: Vec<T>) -> CollRequest<Vec<Vec<T>>> {
+        self.nonblocking(async move |c| exchange::allgatherv_ring(c, &data).await)
+    }
+
+    /// Block j of every member's `data` (p equal blocks) to member j: the
+    /// result's block i comes from member i.
+    pub fn alltoall<T: Element>(&self, data: &[T]) -> Result<Vec<T>, CollError> {
+        self.blocking(async |c| alltoall(c, data).await)
+    }
+
+    /// Nonblocking [`alltoall`](Self::alltoall).
+    pub fn ialltoall<T: Element>(&self, data: Vec<T>) -> CollRequest<Vec<T>> {
+        self.nonblocking(async move |c| alltoall(c, &data).await)
+    }
+
+    /// `counts[j]` elements of `data` (in order) to member j; the result's
+    /// vector i comes from member i.
+    pub fn alltoallv<T: Element>(
+        &self,
+        data: &[T],
+        counts: &[usize],
+    ) -> Result<Vec<Vec<T>>, CollError> {
+        self.blocking(async |c| exchange::alltoallv_pairwise(c, data, counts).await)
+    }
+
+    /// Nonblocking [`alltoallv`](Self::alltoallv).
+    pub fn ialltoallv<T: Element>(
+        &self,
+        data: Vec<T>,
+        counts: Vec<usize>,
+    ) -> CollRequest<Vec<Vec<T>>> {
+        self.nonblocking(async move |c| exchange::alltoallv_pairwise(c, &data, &counts).await)
+    }
+}

@@ -1,0 +1,100 @@
+//! Every collective between the threads of real jobs, against a sequential
+//! reference, on layouts of nodes × fibers that fit two cores; every
+//! algorithm forced at least once; contexts isolating groups and plain
+//! traffic; nonblocking collectives overlapped with point-to-point; bad
+//! arguments; a member's node killed mid-allreduce (see `nodes/coll.rs`).
+
+mod support;
+
+use support::JobOutput;
+use threadwire_launch::FailurePolicy;
+
+fn coll(nodes: u32, threads: u32, mode: &str, env: &[(&str, &str)]) -> JobOutput {
+    let mut spec = support::job(nodes, "node-coll").args([mode, &threads.to_string(), "7"]);
+    for &(k, v) in env {
+        spec = spec.env(k, v);
+    }
+    let out = support::run(spec);
+    out.assert_success();
+    for node in 0..nodes {
+        out.line(node, &format!("coll n{node}: ok mode={mode} "));
+    }
+    out
+}
+
+#[test]
+fn one_member() {
+    coll(1, 1, "all", &[]);
+}
+
+#[test]
+fn one_node_of_eight_fibers() {
+    coll(1, 8, "all", &[]);
+}
+
+#[test]
+fn two_nodes_of_four_fibers() {
+    coll(2, 4, "all", &[]);
+}
+
+#[test]
+fn four_nodes_of_two_fibers_over_tcp() {
+    coll(4, 2, "all", &[(threadwire::env::CHANNEL, "tcp")]);
+}
+
+#[test]
+fn three_nodes_of_three_fibers_over_shared_memory() {
+    coll(3, 3, "all", &[(threadwire::env::CHANNEL, "shm")]);
+}
+
+/// 32 members on two cores: the world group only, at small sizes.
+#[test]
+fn four_nodes_of_eight_fibers() {
+    coll(4, 8, "world", &[]);
+}
+
+#[test]
+fn eight_nodes_of_one_thread() {
+    coll(8, 1, "world", &[]);
+}
+
+#[test]
+fn contexts_isolate_groups_and_plain_traffic() {
+    coll(1, 3, "isolation", &[]);
+    coll(3, 2, "isolation", &[]);
+}
+
+#[test]
+fn nonblocking_overlaps_point_to_point() {
+    coll(2, 3, "overlap", &[]);
+    coll(3, 1, "overlap", &[(threadwire::env::PROGRESS, "thread")]);
+}
+
+#[test]
+fn bad_arguments_give_typed_errors() {
+    coll(1, 1, "errors", &[]);
+    coll(2, 3, "errors", &[]);
+}
+
+/// Node 2 of 3 dies as the others enter an allreduce: every surviving
+/// member's allreduce fails with `PeerLost`, none hangs. (The node named
+/// is the dead one, unless a survivor that already saw the loss and
+/// finished is what a member hears of first.)
+#[test]
+fn member_lost_during_allreduce() {
+    let (nodes, threads) = (3, 3);
+    let out = support::run(
+        support::job(nodes, "node-coll")
+            .args(["kill", &threads.to_string()])
+            .on_failure(FailurePolicy::Continue),
+    );
+    let t = out.transcript();
+    assert!(!out.report.timed_out, "the job hung:\n{t}");
+    for node in 0..nodes - 1 {
+        for thread in 0..threads {
+            out.line(node, &format!("n{node}.t{thread}: PeerLost n"));
+        }
+        out.line(node, "coll n");
+    }
+    out.line(2, "n2: killing myself");
+}
