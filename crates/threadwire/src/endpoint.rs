@@ -74,7 +74,7 @@ impl Endpoint {
         &self.node
     }
 
-    fn mailbox(&self) -> &Mailbox {
+    pub(crate) fn mailbox(&self) -> &Mailbox {
         self.node
             .shared
             .router

@@ -66,6 +66,7 @@ pub mod env;
 mod error;
 pub mod group;
 mod mailbox;
+pub mod mcast;
 mod message;
 mod node;
 mod peer;
@@ -80,6 +81,7 @@ pub use config::{ChannelChoice, Config, ParseChannelChoiceError, DEFAULT_MAX_FRA
 pub use endpoint::Endpoint;
 pub use group::{CollError, CollRequest, Element, Group, Op, Reducible, Reduction, ValueLoc};
 pub use error::{Failure, InitError, LossCause, PeerLost, RecvError, SendError, SpawnError};
+pub use mcast::McastError;
 pub use message::{Message, Status};
 pub use node::{init, Node, ThreadHandle};
 pub use report::ReportError;

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use threadwire_transport::shm::setup::Pair;
 use threadwire_transport::shm::{ShmChannel, ShmConfig};
 use threadwire_transport::{Channel, Frame};
+use threadwire_wire::mcast::{decode_list, McastListError};
 use threadwire_wire::{FrameKind, Payload};
 
 type Subscriber = Arc<dyn Fn(&PeerLost) + Send + Sync>;
@@ -32,6 +33,8 @@ pub(crate) enum ProtocolError {
     ControlFrame,
     #[error(transparent)]
     ShmSetup(#[from] ShmSetupError),
+    #[error(transparent)]
+    McastList(#[from] McastListError),
 }
 
 pub(crate) struct Router {
@@ -106,9 +109,33 @@ impl Router {
                 }
                 Ok(())
             }
+            FrameKind::Mcast => self.on_mcast(peer, frame),
             FrameKind::Doorbell => Ok(()),
             FrameKind::Control => Err(ProtocolError::ControlFrame),
         }
+    }
+
+    /// A multicast frame: a copy of the data to each listed thread (the
+    /// buffer itself to the last), as an ordinary message from the sender.
+    /// The whole list is checked before anything is delivered, so a
+    /// malformed frame delivers nothing.
+    fn on_mcast(&self, peer: u32, frame: Frame) -> Result<(), ProtocolError> {
+        let h = frame.header;
+        let (data_len, threads) = decode_list(&frame.payload, h.dest_thread)?;
+        let mut mailboxes = Vec::with_capacity(threads.len());
+        for &t in &threads {
+            mailboxes.push(self.mailboxes.get(t).ok_or(ProtocolError::NoSuchThread(t))?);
+        }
+        let mut data = frame.payload;
+        data.truncate(data_len);
+        let (last, rest) = mailboxes.split_last().expect("the list is not empty");
+        for mailbox in rest {
+            let copy = Payload::from_wire(h.format, data.clone());
+            mailbox.deliver(remote_message(peer, h.source_thread, h.aux, h.tag, copy));
+        }
+        let payload = Payload::from_wire(h.format, data);
+        last.deliver(remote_message(peer, h.source_thread, h.aux, h.tag, payload));
+        Ok(())
     }
 
     /// Records that `peer` is gone (first cause wins), fails what waits on

@@ -50,6 +50,10 @@ pub enum FrameKind {
     /// "Look at the shared-memory rings": sent on a pair's TCP connection
     /// only when the peer sleeps in the kernel; no payload.
     Doorbell = 5,
+    /// One message for several threads of the receiving node: `dest_thread`
+    /// is the number of threads listed at the end of the payload, `aux` the
+    /// context of the copies (see [`mcast`](crate::mcast)).
+    Mcast = 6,
 }
 
 impl FrameKind {
@@ -60,6 +64,7 @@ impl FrameKind {
             3 => Some(FrameKind::Control),
             4 => Some(FrameKind::Shm),
             5 => Some(FrameKind::Doorbell),
+            6 => Some(FrameKind::Mcast),
             _ => None,
         }
     }
@@ -138,6 +143,27 @@ impl FrameHeader {
             format,
             source_thread,
             dest_thread,
+            tag,
+            aux: context,
+            len,
+        }
+    }
+
+    /// A multicast frame header: `count` threads listed in the payload's
+    /// trailer (see [`mcast`](crate::mcast)), copies delivered in `context`.
+    pub fn mcast(
+        context: u32,
+        source_thread: u32,
+        count: u32,
+        tag: u32,
+        format: Format,
+        len: u64,
+    ) -> Self {
+        FrameHeader {
+            kind: FrameKind::Mcast,
+            format,
+            source_thread,
+            dest_thread: count,
             tag,
             aux: context,
             len,

@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 mod frame;
+pub mod mcast;
 mod pack;
 mod payload;
 

@@ -268,6 +268,15 @@ impl Payload {
         }
     }
 
+    /// Appends `bytes` as one more segment, without copying what is there
+    /// (a multicast frame's list of threads goes after the data this way).
+    pub fn push_bytes(&mut self, bytes: Vec<u8>) {
+        if !bytes.is_empty() {
+            self.len += bytes.len();
+            self.segments.push(Segment::Bytes(bytes));
+        }
+    }
+
     pub(crate) fn into_segments(self) -> (Format, Vec<Segment>) {
         (self.format, self.segments.into_vec())
     }
