@@ -79,7 +79,7 @@ mod stats;
 pub use address::{Address, ParseAddressError, Source, Tag, TagMatch, ANY_SOURCE, ANY_TAG};
 pub use config::{ChannelChoice, Config, ParseChannelChoiceError, DEFAULT_MAX_FRAME};
 pub use endpoint::Endpoint;
-pub use group::{CollError, CollRequest, Element, Group, Op, Reducible, Reduction, ValueLoc};
+pub use group::{CollError, CollRequest, GroupError, Element, Group, Op, Reducible, Reduction, ValueLoc};
 pub use error::{Failure, InitError, LossCause, PeerLost, RecvError, SendError, SpawnError};
 pub use mcast::McastError;
 pub use message::{Message, Status};

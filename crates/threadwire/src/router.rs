@@ -20,7 +20,7 @@ use threadwire_transport::shm::setup::Pair;
 use threadwire_transport::shm::{ShmChannel, ShmConfig};
 use threadwire_transport::{Channel, Frame};
 use threadwire_wire::mcast::{decode_list, McastListError};
-use threadwire_wire::{FrameKind, Payload};
+use threadwire_wire::{FrameHeader, FrameKind, Payload};
 
 type Subscriber = Arc<dyn Fn(&PeerLost) + Send + Sync>;
 
@@ -35,6 +35,8 @@ pub(crate) enum ProtocolError {
     ShmSetup(#[from] ShmSetupError),
     #[error(transparent)]
     McastList(#[from] McastListError),
+    #[error(transparent)]
+    Named(#[from] crate::group::named::protocol::DecodeError),
 }
 
 pub(crate) struct Router {
@@ -54,6 +56,10 @@ pub(crate) struct Router {
     /// Bumped on every failure, so waits on wildcards notice one.
     pub(crate) failures: AtomicU64,
     subscribers: Mutex<Vec<Subscriber>>,
+    /// The named groups this node is home to (`group::named`).
+    pub(crate) named: crate::group::named::HomeTable,
+    /// The number of this node's next request to a name's home.
+    pub(crate) named_requests: std::sync::atomic::AtomicU32,
 }
 
 impl Router {
@@ -72,6 +78,8 @@ impl Router {
             finalized: AtomicBool::new(false),
             failures: AtomicU64::new(0),
             subscribers: Mutex::new(Vec::new()),
+            named: Default::default(),
+            named_requests: Default::default(),
         }
     }
 
@@ -110,6 +118,7 @@ impl Router {
                 Ok(())
             }
             FrameKind::Mcast => self.on_mcast(peer, frame),
+            FrameKind::Named => self.on_named(peer, frame),
             FrameKind::Doorbell => Ok(()),
             FrameKind::Control => Err(ProtocolError::ControlFrame),
         }
@@ -138,6 +147,31 @@ impl Router {
         Ok(())
     }
 
+    /// A request to a name homed here (`group::named`, protocol steps 4
+    /// and 5): applied under the table's lock, answered at once.
+    fn on_named(&self, peer: u32, frame: Frame) -> Result<(), ProtocolError> {
+        use crate::group::named::protocol::{decode_request, encode_reply, REPLY_CONTEXT};
+        let h = frame.header;
+        if h.source_thread >= MAX_THREADS {
+            return Err(ProtocolError::NoSuchThread(h.source_thread));
+        }
+        let (op, name) = decode_request(&frame.payload)?;
+        let from = crate::Address::new(peer, h.source_thread);
+        let reply = encode_reply(&self.named.apply(op, name, from));
+        let header = FrameHeader::data_in(
+            REPLY_CONTEXT,
+            0,
+            h.source_thread,
+            h.tag,
+            threadwire_wire::Format::OPAQUE,
+            reply.len() as u64,
+        );
+        if let Err((e, _)) = self.peers[peer as usize].send(&header, Payload::from_vec(reply)) {
+            self.lose_peer(peer, LossCause::Failed(Failure::Channel(e.to_string())));
+        }
+        Ok(())
+    }
+
     /// Records that `peer` is gone (first cause wins), fails what waits on
     /// it and tells subscribers.
     pub(crate) fn lose_peer(&self, peer: u32, cause: LossCause) {
@@ -153,6 +187,7 @@ impl Router {
                 c.close();
             }
         }
+        self.named.remove_node(peer);
         self.mailboxes.for_each(|m| m.fail_for(&lost));
         let subscribers = lock(&self.subscribers).clone();
         for s in subscribers {

@@ -54,6 +54,10 @@ pub enum FrameKind {
     /// is the number of threads listed at the end of the payload, `aux` the
     /// context of the copies (see [`mcast`](crate::mcast)).
     Mcast = 6,
+    /// A request to the home node of a named group (`source_thread` the
+    /// requester, `tag` the request's number; payload defined by the
+    /// runtime's named-group protocol).
+    Named = 7,
 }
 
 impl FrameKind {
@@ -65,6 +69,7 @@ impl FrameKind {
             4 => Some(FrameKind::Shm),
             5 => Some(FrameKind::Doorbell),
             6 => Some(FrameKind::Mcast),
+            7 => Some(FrameKind::Named),
             _ => None,
         }
     }

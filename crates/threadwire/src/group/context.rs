@@ -10,6 +10,9 @@
 //! | collective    | `k << 2 | 1` | collectives, one tag per call (the call's sequence number) |
 //! | abort         | `k << 2 | 2` | a member's error, telling the others to stop |
 //!
+//! Outside this scheme, context `u32::MAX` carries the replies of a named
+//! group's home ([`named::protocol::REPLY_CONTEXT`](super::named::protocol)).
+//!
 //! Id 0 is not a group: context 0 is plain point-to-point between
 //! endpoints, and contexts 1 and 2 carry the agreement that builds a group
 //! from an explicit list (before it has an id of its own).

@@ -115,12 +115,14 @@ pub mod context;
 mod element;
 mod error;
 mod collectives;
+pub mod named;
 pub mod schedule;
 pub mod tuning;
 
 pub(crate) use context::ContextTable;
 pub use element::{Element, Op, Reducible, Reduction, ValueLoc};
 pub use error::CollError;
+pub use named::GroupError;
 pub use tuning::{
     AllgatherAlgorithm, AllreduceAlgorithm, Algorithms, AlltoallAlgorithm, BcastAlgorithm,
     ReduceScatterAlgorithm,

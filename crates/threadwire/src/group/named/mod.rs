@@ -1,0 +1,328 @@
+//! Dynamic named groups, PVM's group library model: threads join and
+//! leave a group by name at run time, get an *instance* number each, ask
+//! who is in it, and [freeze](crate::Endpoint::freeze_group) its current
+//! membership into a static [`Group`] for collectives.
+//!
+//! ```
+//! let ep = threadwire::Config::new().standalone(true).init().unwrap();
+//! assert_eq!(ep.join_group("workers").unwrap(), 0);
+//! assert_eq!(ep.group_size("workers").unwrap(), 1);
+//! assert_eq!(ep.group_address("workers", 0).unwrap(), ep.address());
+//! let g = ep.freeze_group("workers").unwrap();
+//! assert_eq!((g.rank(), g.size()), (0, 1));
+//! ep.leave_group("workers").unwrap();
+//! ```
+//!
+//! # Where a name lives
+//!
+//! There is no group server. The state of a name lives on its *home*
+//! node, [`home_of`]: FNV-1a (64-bit) of the name's UTF-8 bytes, modulo
+//! the number of nodes — deterministic, the same at every node, with no
+//! key to share. The home's runtime serves the name in its router: a
+//! request is a small frame of its own kind
+//! ([`FrameKind::Named`](threadwire_wire::FrameKind)), answered where it
+//! is read. The router rather than a service thread or fiber because a
+//! request is one short update under one lock — no wait, no allocation
+//! beyond the answer — and the router runs wherever progress is made,
+//! so requests are served even while every thread of the home computes
+//! or waits, with no thread to schedule and no extra wake-up on the path.
+//!
+//! # Protocol
+//!
+//! 1. A thread calls an operation on `name`; its node computes the home
+//!    `h = home_of(name, nodes)`.
+//! 2. If `h` is its own node, it applies the request to the node's table
+//!    itself (step 4) and is done.
+//! 3. Otherwise it sends a `Named` frame to `h` (see [`protocol`]): its
+//!    thread, a request number as tag, the operation and the name; then
+//!    waits for the reply in the reserved context
+//!    [`REPLY_CONTEXT`](protocol::REPLY_CONTEXT) from node `h` with that
+//!    tag.
+//! 4. `h`'s router decodes the request (a malformed one is a protocol
+//!    error that closes that peer's channel) and applies it to its table
+//!    under one lock, so requests on a name are serialized at its home
+//!    and each sees all those applied before it: join takes the lowest
+//!    free instance; leave frees the caller's; the queries read.
+//! 5. `h` sends the reply (a status and the answer) to the requesting
+//!    thread as a data frame in the reply context.
+//! 6. When `h` learns that a node is gone — its goodbye when it finishes,
+//!    or its failure — the node's threads leave every name homed on `h`,
+//!    freeing their instances, before anything that waits on the node is
+//!    woken.
+//! 7. If `h` itself is lost, every request waiting on it and every later
+//!    one fails with [`GroupError::HomeLost`]: its names are gone
+//!    (replication is a later phase).
+//!
+//! # Freezing
+//!
+//! [`freeze_group`](crate::Endpoint::freeze_group) is collective over the
+//! membership it captures. The first member to call it makes the home
+//! record the membership at that moment, in instance order; each other
+//! member of that membership, when it calls it, gets the same list — even
+//! if members have joined or left since — and the last to collect it
+//! retires it; a member that leaves (or whose node goes) before
+//! collecting is no longer waited for. Every caller then builds a
+//! [`Group`] from the list ([`Group::new`], ranks = instance order),
+//! agreeing on its contexts with the others, so the call returns once
+//! every captured member has called it. A member that joins while a
+//! freeze is being collected and calls freeze itself starts the next
+//! one, which every member of *its* membership must collect — as in PVM,
+//! freezing is for a group that stops changing for a while.
+//!
+//! # Limits
+//!
+//! Membership is by thread: a thread that ends without leaving stays a
+//! member until its node finishes. Names are at most
+//! [`MAX_NAME`](protocol::MAX_NAME) bytes.
+
+pub mod protocol;
+mod table;
+
+pub(crate) use table::HomeTable;
+
+use crate::error::{Failure, LossCause, PeerLost, RecvError};
+use crate::{Address, Endpoint, Group, Source, TagMatch};
+use protocol::{decode_reply, encode_request, Op, Status, REPLY_CONTEXT};
+use std::sync::atomic::Ordering;
+use threadwire_transport::SendOutcome;
+use threadwire_wire::{Format, FrameHeader, FrameKind, Payload};
+
+/// Why a named-group operation failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GroupError {
+    /// No thread is a member of the name (a name exists while it has
+    /// members).
+    #[error("no group named {0:?}")]
+    UnknownName(String),
+    /// The caller (or the address asked about) is not a member.
+    #[error("not a member of group {0:?}")]
+    NotMember(String),
+    /// The caller is a member already, with this instance.
+    #[error("already a member of group {name:?} (instance {instance})")]
+    AlreadyMember {
+        /// The name.
+        name: String,
+        /// The caller's instance.
+        instance: u32,
+    },
+    /// No member holds this instance.
+    #[error("group {name:?} has no instance {instance}")]
+    NoSuchInstance {
+        /// The name.
+        name: String,
+        /// The instance asked about.
+        instance: u32,
+    },
+    /// The name is longer than [`MAX_NAME`](protocol::MAX_NAME) bytes.
+    #[error("group name of {0} bytes is too long")]
+    NameTooLong(usize),
+    /// The name's home node is gone, and the name's state with it.
+    #[error("home of group {name:?} lost: {lost}")]
+    HomeLost {
+        /// The name.
+        name: String,
+        /// The home node, and why it is gone.
+        lost: PeerLost,
+    },
+    /// The home's reply was malformed.
+    #[error("malformed reply from n{home}, home of group {name:?}")]
+    BadReply {
+        /// The name.
+        name: String,
+        /// The home node.
+        home: u32,
+    },
+    /// Building the frozen group failed.
+    #[error("freezing group {name:?}: {error}")]
+    Freeze {
+        /// The name.
+        name: String,
+        /// Why.
+        error: crate::CollError,
+    },
+    /// This node has finalized.
+    #[error("group operation after finalize")]
+    Finalized,
+}
+
+/// The home node of `name` in a job of `nodes` nodes: FNV-1a (64-bit) of
+/// its UTF-8 bytes modulo `nodes`.
+pub fn home_of(name: &str, nodes: u32) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in name.as_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % u64::from(nodes.max(1))) as u32
+}
+
+/// Runs `op` on `name` at its home (protocol steps 1–5).
+fn request(ep: &Endpoint, name: &str, op: Op) -> Result<Vec<u32>, GroupError> {
+    if name.len() > protocol::MAX_NAME {
+        return Err(GroupError::NameTooLong(name.len()));
+    }
+    let shared = &*ep.node().shared;
+    let s = &shared.router;
+    if s.finalized.load(Ordering::Relaxed) {
+        return Err(GroupError::Finalized);
+    }
+    let me = ep.address();
+    let home = home_of(name, s.nodes);
+    let reply = if home == s.id {
+        s.named.apply(op, name, me)
+    } else {
+        let home_lost = |lost: PeerLost| GroupError::HomeLost {
+            name: name.to_owned(),
+            lost,
+        };
+        let peer = &s.peers[home as usize];
+        if let Some(lost) = peer.lost() {
+            return Err(home_lost(lost.clone()));
+        }
+        let id = s.named_requests.fetch_add(1, Ordering::Relaxed);
+        let bytes = encode_request(op, name);
+        let header = FrameHeader {
+            kind: FrameKind::Named,
+            format: Format::OPAQUE,
+            source_thread: me.thread,
+            dest_thread: 0,
+            tag: id,
+            aux: 0,
+            len: bytes.len() as u64,
+        };
+        match peer.send(&header, Payload::from_vec(bytes)) {
+            Ok(SendOutcome::Queued) => shared.engine.try_progress(s),
+            Ok(_) => {}
+            Err((e, _)) => {
+                s.lose_peer(home, LossCause::Failed(Failure::Channel(e.to_string())));
+                return Err(home_lost(peer.lost().cloned().expect("just marked lost")));
+            }
+        }
+        let m = match ep.recv_in(REPLY_CONTEXT, Source::Node(home), TagMatch::Is(id)) {
+            Ok(m) => m,
+            Err(RecvError::PeerLost(lost)) => return Err(home_lost(lost)),
+            Err(_) => return Err(GroupError::Finalized),
+        };
+        decode_reply(&m.into_vec()).map_err(|_| GroupError::BadReply {
+            name: name.to_owned(),
+            home,
+        })?
+    };
+    let name = name.to_owned();
+    reply.map_err(|(status, word)| match status {
+        Status::UnknownName => GroupError::UnknownName(name),
+        Status::NotMember | Status::Ok => GroupError::NotMember(name),
+        Status::AlreadyMember => GroupError::AlreadyMember {
+            name,
+            instance: word,
+        },
+        Status::NoSuchInstance => GroupError::NoSuchInstance {
+            name,
+            instance: word,
+        },
+    })
+}
+
+fn bad_reply(ep: &Endpoint, name: &str) -> GroupError {
+    GroupError::BadReply {
+        name: name.to_owned(),
+        home: home_of(name, ep.node().nodes()),
+    }
+}
+
+fn one(ep: &Endpoint, name: &str, words: Vec<u32>) -> Result<u32, GroupError> {
+    match words.as_slice() {
+        &[w] => Ok(w),
+        _ => Err(bad_reply(ep, name)),
+    }
+}
+
+fn addresses(ep: &Endpoint, name: &str, words: &[u32]) -> Result<Vec<Address>, GroupError> {
+    if !words.len().is_multiple_of(2) {
+        return Err(bad_reply(ep, name));
+    }
+    Ok(words
+        .chunks_exact(2)
+        .map(|w| Address::new(w[0], w[1]))
+        .collect())
+}
+
+impl Endpoint {
+    /// Joins the group `name` (creating it if it has no members) and
+    /// returns this thread's instance: the lowest not held by a member,
+    /// as in PVM. Errors: [`GroupError::AlreadyMember`], a lost home.
+    pub fn join_group(&self, name: &str) -> Result<u32, GroupError> {
+        let words = request(self, name, Op::Join)?;
+        one(self, name, words)
+    }
+
+    /// Leaves the group `name`; the instance becomes free for the next
+    /// join. Errors: [`GroupError::UnknownName`],
+    /// [`GroupError::NotMember`], a lost home.
+    pub fn leave_group(&self, name: &str) -> Result<(), GroupError> {
+        request(self, name, Op::Leave).map(drop)
+    }
+
+    /// The number of members of `name`, as of every join and leave its
+    /// home has seen so far.
+    pub fn group_size(&self, name: &str) -> Result<usize, GroupError> {
+        let words = request(self, name, Op::Size)?;
+        one(self, name, words).map(|n| n as usize)
+    }
+
+    /// The members of `name` with their instances, in instance order.
+    pub fn group_members(&self, name: &str) -> Result<Vec<(u32, Address)>, GroupError> {
+        let words = request(self, name, Op::Members)?;
+        if !words.len().is_multiple_of(3) {
+            return Err(bad_reply(self, name));
+        }
+        Ok(words
+            .chunks_exact(3)
+            .map(|w| (w[0], Address::new(w[1], w[2])))
+            .collect())
+    }
+
+    /// The instance of member `address` of `name` (PVM's `pvm_getinst`).
+    pub fn group_instance(&self, name: &str, address: Address) -> Result<u32, GroupError> {
+        let words = request(self, name, Op::InstanceOf(address))?;
+        one(self, name, words)
+    }
+
+    /// The member of `name` holding `instance` (PVM's `pvm_gettid`).
+    pub fn group_address(&self, name: &str, instance: u32) -> Result<Address, GroupError> {
+        let words = request(self, name, Op::AddressOf(instance))?;
+        match addresses(self, name, &words)?.as_slice() {
+            &[a] => Ok(a),
+            _ => Err(bad_reply(self, name)),
+        }
+    }
+
+    /// Freezes the membership of `name` into a static [`Group`], ranks in
+    /// instance order (see [Freezing](crate::group::named#freezing)):
+    /// every member of the captured membership calls it and gets the same
+    /// group; it returns once all have. The name lives on, and members may
+    /// join and leave it while the frozen group runs collectives.
+    pub fn freeze_group(&self, name: &str) -> Result<Group, GroupError> {
+        let words = request(self, name, Op::Freeze)?;
+        let members = addresses(self, name, &words)?;
+        Group::new(self, &members).map_err(|error| GroupError::Freeze {
+            name: name.to_owned(),
+            error,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn homes_are_fixed_and_spread() {
+        assert_eq!(home_of("", 7), (0xcbf2_9ce4_8422_2325u64 % 7) as u32);
+        assert_eq!(home_of("workers", 1), 0);
+        let homes: std::collections::HashSet<u32> =
+            (0..64).map(|i| home_of(&format!("g{i}"), 4)).collect();
+        assert_eq!(homes.len(), 4);
+    }
+}
