@@ -117,7 +117,7 @@ fn bad_layouts_and_algorithms_are_refused() {
         &["--layout", "8x9"],
         &["--algorithm", "barrier=ring"],
     ] {
-        let ran = run(&mut bench_coll(args).arg("--explain"));
+        let ran = run(bench_coll(args).arg("--explain"));
         assert_ne!(ran.code(), Some(0), "{args:?} accepted\n{}", ran.show());
     }
 }

@@ -110,7 +110,7 @@ impl Layout {
         let members = self.members();
         let mut configurations = vec![Configuration::ranks(members)];
         let ranks = self.nodes.max(2);
-        if self.threads > 1 && members % ranks == 0 && members / ranks > 1 {
+        if self.threads > 1 && members.is_multiple_of(ranks) && members / ranks > 1 {
             configurations.push(Configuration {
                 ranks,
                 threads: members / ranks,
