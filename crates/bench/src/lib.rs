@@ -1,5 +1,7 @@
 //! Benchmarks of threadwire, written against its public API.
 //!
+//! - [`coll`]: collective latency (barrier, bcast, allreduce, allgather,
+//!   alltoall) among nodes × fibers, beside Open MPI and MPICH.
 //! - [`comm`]: communication time for 1 B … 1 MB between threads, nodes
 //!   and emulated hosts, the 1998 processes-versus-threads table.
 //! - [`encodings`]: the ping-pong with typed values packed and unpacked
@@ -39,6 +41,7 @@
 //! prints: results are returned, node results reported to the launcher.
 #![warn(missing_docs)]
 
+pub mod coll;
 pub mod comm;
 pub mod encodings;
 pub mod fit;

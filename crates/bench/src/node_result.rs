@@ -17,7 +17,7 @@
 //! Nothing a node measures is printed and parsed back.
 
 use crate::pingpong::Sample;
-use crate::{comm, rate};
+use crate::{coll, comm, rate};
 use serde::{Deserialize, Serialize};
 use threadwire::ReportError;
 use threadwire_launch::Event;
@@ -48,6 +48,9 @@ pub enum NodeResult {
         /// The one-way times; `size` is the values' bytes.
         sample: Sample,
     },
+    /// `bench coll`: one operation at one size, the slowest member's
+    /// times (the layout is the job's).
+    Coll(coll::Sample),
     /// `bench spawn`: a node of a process row has joined, on its clock
     /// (`CLOCK_MONOTONIC`, ns): when its code started and when it was past
     /// `init`. The launcher's reading on arrival is the third time.
@@ -126,6 +129,15 @@ mod tests {
                 encoding: "in-place".into(),
                 sample,
             },
+            NodeResult::Coll(coll::Sample {
+                operation: coll::Operation::Allreduce,
+                size: 8,
+                median: Duration::from_nanos(900),
+                min: Duration::from_nanos(800),
+                max: Duration::from_nanos(1200),
+                repetitions: 5,
+                iterations: 100_000,
+            }),
             NodeResult::Joined {
                 started_ns: u64::MAX,
                 joined_ns: 1,

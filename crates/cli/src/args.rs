@@ -150,6 +150,65 @@ pub enum Bench {
     /// The physical floors of this machine: a cache line between cores, a sleeping
     /// thread's wake-up, memcpy bandwidth and loopback TCP.
     Floors(FloorsArgs),
+    /// Collective latency (barrier, bcast, allreduce, allgather, alltoall) among
+    /// nodes × fibers, OSU-style; with --peers beside Open MPI and MPICH.
+    Coll(CollArgs),
+}
+
+#[derive(Args)]
+pub struct CollArgs {
+    /// Layouts NODESxTHREADS, comma-separated, one job each: N node
+    /// processes of T members (the main thread and T − 1 fibers); at most
+    /// 64 members.
+    #[arg(long = "layout", value_delimiter = ',', default_value = "4x1,2x8,1x16")]
+    pub layouts: Vec<threadwire_bench::coll::Layout>,
+    /// Collectives, comma-separated: barrier, bcast, allreduce, allgather, alltoall.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "barrier,bcast,allreduce,allgather,alltoall"
+    )]
+    pub operations: Vec<threadwire_bench::coll::Operation>,
+    /// Largest size as a power of two (default 24 = 16 MiB): every power
+    /// of two from 8 B up to it.
+    #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(u32).range(3..=30))]
+    pub max_power: u32,
+    /// Sizes in bytes, comma-separated, instead of the sweep of
+    /// --max-power (allreduce sums doubles: multiples of 8).
+    #[arg(long, value_delimiter = ',', conflicts_with = "max_power")]
+    pub sizes: Option<Vec<usize>>,
+    /// Repetitions per operation and size.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
+    /// Milliseconds per repetition (the iterations are calibrated to it).
+    #[arg(long, default_value_t = 100)]
+    pub ms: u64,
+    /// Stop a size's repetitions once they have taken this many
+    /// milliseconds, after at least 3 (0: no limit).
+    #[arg(long, default_value_t = 2000)]
+    pub max_ms_per_size: u64,
+    /// Force an algorithm for the measurement, COLL=ALG, repeatable or
+    /// comma-separated: allreduce=recursive-doubling|rabenseifner|ring,
+    /// bcast=binomial|scatter-allgather, allgather=bruck|ring,
+    /// alltoall=bruck|pairwise.
+    #[arg(long = "algorithm", value_delimiter = ',', value_name = "COLL=ALG")]
+    pub algorithms: Vec<String>,
+    /// Print the algorithm each collective would use at each size for
+    /// each layout, and measure nothing.
+    #[arg(long)]
+    pub explain: bool,
+    /// Also run the same collectives in Open MPI and MPICH (mpicc, -fopenmp)
+    /// beside each layout: 4 ranks beside 4x1; 16 ranks oversubscribed and
+    /// 2 ranks × 8 OpenMP threads beside 2x8 and 1x16.
+    #[arg(long)]
+    pub peers: bool,
+    /// Run the nodes on emulated hosts joined by this link, node i on host
+    /// i mod H, H the most nodes of the layouts and at least 2 (needs
+    /// root), built for the run and removed after it.
+    #[arg(long)]
+    pub link: Option<Link>,
+    #[command(flatten)]
+    pub output: MachineReadable,
 }
 
 #[derive(Args)]

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use threadwire_bench::pingpong::{self, Budget};
 use threadwire_bench::report::{Format, Report};
-use threadwire_bench::{comm, encodings, floors, rate, spawn, threads};
+use threadwire_bench::{coll, comm, encodings, floors, rate, spawn, threads};
 use threadwire_testbed::interrupt;
 use threadwire_testbed::net::ScopedNet;
 
@@ -217,6 +217,43 @@ pub fn run(bench: Bench) -> Result<Outcome> {
                     Ok(report)
                 },
             )
+        }
+        Bench::Coll(a) => {
+            let (program, args) = own_command()?;
+            let sizes = a.sizes.unwrap_or_else(|| coll::sizes(a.max_power));
+            let mut options = coll::Options {
+                layouts: a.layouts,
+                operations: a.operations,
+                repetitions: a.repetitions,
+                per_repetition: Duration::from_millis(a.ms),
+                max_ms_per_size: (a.max_ms_per_size > 0).then_some(a.max_ms_per_size),
+                peers: a.peers,
+                ..coll::Options::new(sizes, program, args)
+            };
+            for forced in &a.algorithms {
+                coll::force(&mut options.algorithms, forced)?;
+            }
+            if under_launcher() {
+                coll::node(&options)?;
+                return exit(0);
+            }
+            if a.explain {
+                let explanation = coll::explain(&options);
+                return Ok(Outcome::Report(Box::new(explanation), a.output.format()));
+            }
+            interrupt::install(crate::progress::report_interrupt);
+            let hosts = options.layouts.iter().map(|l| l.nodes).max().unwrap_or(1);
+            let net = a
+                .link
+                .map(|link| ScopedNet::up_with_free_prefix("twc", hosts.max(2), link))
+                .transpose()
+                .context("building the emulated hosts for --link")?;
+            measured("bench coll", coll::steps(&options), a.output, |progress| {
+                let step = || progress.step();
+                Ok(coll::sweep(&options, net.as_deref(), step, |e| {
+                    progress.aside(e)
+                })?)
+            })
         }
         Bench::Floors(a) => {
             let options = floors::Options {

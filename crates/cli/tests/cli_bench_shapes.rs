@@ -324,3 +324,92 @@ fn floors_shape() {
         &["floor                      median               min–max  unit  note"],
     );
 }
+
+#[test]
+fn coll_shape() {
+    let row = |key: &str| format!("rows[].{key}");
+    let mut keys: Vec<String> = ["benchmark", "link", "algorithms", "rows", "skipped"]
+        .map(String::from)
+        .to_vec();
+    keys.extend(
+        [
+            "layout",
+            "nodes",
+            "threads",
+            "members",
+            "operation",
+            "size",
+            "median_ns",
+            "min_ns",
+            "max_ns",
+            "repetitions",
+            "iterations",
+        ]
+        .map(row),
+    );
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    assert_shape(
+        &[
+            "bench",
+            "coll",
+            "--layout",
+            "2x1,1x2",
+            "--sizes",
+            "8,64",
+            "--operations",
+            "barrier,allreduce",
+            "--repetitions",
+            "1",
+            "--ms",
+            "2",
+        ],
+        &keys,
+        &[
+            "source",
+            "layout",
+            "configuration",
+            "members",
+            "operation",
+            "size",
+            "median_ns",
+            "min_ns",
+            "max_ns",
+            "repetitions",
+            "iterations",
+            "threadwire_over_peer",
+        ],
+        &["layout  members operation    size (B)   median µs            min–max µs     reps × iters"],
+    );
+}
+
+#[test]
+fn coll_explain_shape() {
+    assert_shape(
+        &["bench", "coll", "--explain", "--sizes", "8,1048576"],
+        &[
+            "benchmark",
+            "source",
+            "thresholds",
+            "thresholds[].name",
+            "thresholds[].bytes",
+            "choices",
+            "choices[].layout",
+            "choices[].members",
+            "choices[].operation",
+            "choices[].size",
+            "choices[].algorithm",
+            "choices[].forced",
+            "choices[].rule",
+        ],
+        &[
+            "layout",
+            "members",
+            "operation",
+            "size",
+            "algorithm",
+            "forced",
+            "rule",
+        ],
+        &["layout  members operation    size (B) algorithm           rule"],
+    );
+}

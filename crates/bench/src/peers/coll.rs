@@ -61,7 +61,7 @@ use std::process::ExitStatus;
 use std::str::FromStr;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 mod options;
 mod program;
@@ -137,7 +137,7 @@ impl Mpi {
 }
 
 /// A collective `coll.c` measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Operation {
     /// `MPI_Barrier`: no data, one row of 0 bytes.
