@@ -231,7 +231,7 @@ pub fn run(bench: Bench) -> Result<Outcome> {
                 ..coll::Options::new(sizes, program, args)
             };
             for forced in &a.algorithms {
-                coll::force(&mut options.algorithms, forced)?;
+                options.algorithms.force(forced)?;
             }
             if under_launcher() {
                 coll::node(&options)?;

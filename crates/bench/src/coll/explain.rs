@@ -1,19 +1,15 @@
 //! `bench coll --explain`: the algorithm each collective would use at each
 //! size, for each layout.
 //!
-//! The runtime keeps its choice to itself (`tuning`'s choosing functions
-//! are crate-private); what it publishes are the thresholds
-//! ([`threadwire::group::tuning`]'s constants) and the rules, in the table
-//! of the `group` module's docs. The choices here apply those documented
-//! rules to the published thresholds, so they follow a moved threshold but
-//! not a changed rule: a test of the runtime's own choice belongs in the
-//! runtime, once it exposes it. A forced algorithm (`--algorithm`) replaces
-//! the rule, as [`Group::set_algorithms`](threadwire::Group::set_algorithms)
-//! does.
+//! The choice is the runtime's own ([`threadwire::group::tuning`]'s
+//! choosing functions, the ones its collectives call), so it cannot drift
+//! from what runs; the rule beside it names the threshold that decided.
+//! A forced algorithm (`--algorithm`) replaces the rule, as
+//! [`Group::set_algorithms`](threadwire::Group::set_algorithms) does.
 
 use super::{Layout, Operation, Options};
 use threadwire::group::tuning::{
-    ALLGATHER_SHORT, ALLREDUCE_RING_PER_MEMBER, ALLREDUCE_SHORT, ALLTOALL_SHORT, BCAST_SHORT,
+    self, ALLGATHER_SHORT, ALLREDUCE_RING_PER_MEMBER, ALLREDUCE_SHORT, ALLTOALL_SHORT, BCAST_SHORT,
 };
 use threadwire::group::{
     Algorithms, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm, BcastAlgorithm,
@@ -70,115 +66,81 @@ pub fn explain(options: &Options) -> Explanation {
     }
 }
 
-/// The documented rule for `operation` at `size` among `layout`'s members
-/// (an `f64` sum for allreduce: commutative), unless `forced`.
+/// The runtime's choice for `operation` at `size` among `layout`'s members
+/// (an `f64` sum for allreduce: commutative), unless `forced`, and why.
 fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms) -> Choice {
     let p = layout.members() as usize;
-    let choice = |algorithm, forced, rule: String| Choice {
+    let (algorithm, forced, rule) = match operation {
+        Operation::Barrier => ("dissemination", false, "always".to_string()),
+        Operation::Bcast => match forced.bcast {
+            Some(a) => (a.name(), true, "forced".into()),
+            None => {
+                let a = tuning::bcast(size, p);
+                let rule = match a {
+                    BcastAlgorithm::Binomial if size <= BCAST_SHORT => {
+                        format!("{size} ≤ BCAST_SHORT")
+                    }
+                    BcastAlgorithm::Binomial => format!("{p} members < 4"),
+                    _ => format!("{size} > BCAST_SHORT, {p} members ≥ 4"),
+                };
+                (a.name(), false, rule)
+            }
+        },
+        Operation::Allreduce => {
+            let bytes = size.div_ceil(8).max(1) * 8;
+            match forced.allreduce {
+                Some(a) => (a.name(), true, "forced".into()),
+                None => {
+                    let a = tuning::allreduce(bytes, p, true);
+                    let rule = match a {
+                        AllreduceAlgorithm::RecursiveDoubling if p == 1 => "one member".into(),
+                        AllreduceAlgorithm::RecursiveDoubling => {
+                            format!("{bytes} ≤ ALLREDUCE_SHORT")
+                        }
+                        AllreduceAlgorithm::Ring => {
+                            format!("{bytes}/{p} ≥ ALLREDUCE_RING_PER_MEMBER")
+                        }
+                        _ => format!(
+                            "ALLREDUCE_SHORT < {bytes}, {bytes}/{p} < ALLREDUCE_RING_PER_MEMBER"
+                        ),
+                    };
+                    (a.name(), false, rule)
+                }
+            }
+        }
+        Operation::Allgather => {
+            let total = size * p;
+            match forced.allgather {
+                Some(a) => (a.name(), true, "forced".into()),
+                None => {
+                    let a = tuning::allgather(total);
+                    let rule = match a {
+                        AllgatherAlgorithm::Bruck => format!("{total} gathered ≤ ALLGATHER_SHORT"),
+                        _ => format!("{total} gathered > ALLGATHER_SHORT"),
+                    };
+                    (a.name(), false, rule)
+                }
+            }
+        }
+        Operation::Alltoall => match forced.alltoall {
+            Some(a) => (a.name(), true, "forced".into()),
+            None => {
+                let a = tuning::alltoall(size);
+                let rule = match a {
+                    AlltoallAlgorithm::Bruck => format!("{size} a block ≤ ALLTOALL_SHORT"),
+                    _ => format!("{size} a block > ALLTOALL_SHORT"),
+                };
+                (a.name(), false, rule)
+            }
+        },
+    };
+    Choice {
         layout,
         operation,
         size,
         algorithm,
         forced,
         rule,
-    };
-    let forced_rule = || "forced".to_string();
-    match operation {
-        Operation::Barrier => choice("dissemination", false, "always".into()),
-        Operation::Bcast => match forced.bcast {
-            Some(a) => choice(bcast_name(a), true, forced_rule()),
-            None if size <= BCAST_SHORT => {
-                choice("binomial", false, format!("{size} ≤ BCAST_SHORT"))
-            }
-            None if p < 4 => choice("binomial", false, format!("{p} members < 4")),
-            None => choice(
-                "scatter-allgather",
-                false,
-                format!("{size} > BCAST_SHORT, {p} members ≥ 4"),
-            ),
-        },
-        Operation::Allreduce => {
-            let bytes = size.div_ceil(8).max(1) * 8;
-            match forced.allreduce {
-                Some(a) => choice(allreduce_name(a), true, forced_rule()),
-                None if p == 1 => choice("recursive-doubling", false, "one member".into()),
-                None if bytes <= ALLREDUCE_SHORT => choice(
-                    "recursive-doubling",
-                    false,
-                    format!("{bytes} ≤ ALLREDUCE_SHORT"),
-                ),
-                None if bytes / p >= ALLREDUCE_RING_PER_MEMBER => choice(
-                    "ring",
-                    false,
-                    format!("{bytes}/{p} ≥ ALLREDUCE_RING_PER_MEMBER"),
-                ),
-                None => choice(
-                    "rabenseifner",
-                    false,
-                    format!("ALLREDUCE_SHORT < {bytes}, {bytes}/{p} < ALLREDUCE_RING_PER_MEMBER"),
-                ),
-            }
-        }
-        Operation::Allgather => {
-            let total = size * p;
-            match forced.allgather {
-                Some(a) => choice(allgather_name(a), true, forced_rule()),
-                None if total <= ALLGATHER_SHORT => choice(
-                    "bruck",
-                    false,
-                    format!("{total} gathered ≤ ALLGATHER_SHORT"),
-                ),
-                None => choice("ring", false, format!("{total} gathered > ALLGATHER_SHORT")),
-            }
-        }
-        Operation::Alltoall => match forced.alltoall {
-            Some(a) => choice(alltoall_name(a), true, forced_rule()),
-            None if size <= ALLTOALL_SHORT => {
-                choice("bruck", false, format!("{size} a block ≤ ALLTOALL_SHORT"))
-            }
-            None => choice(
-                "pairwise",
-                false,
-                format!("{size} a block > ALLTOALL_SHORT"),
-            ),
-        },
-    }
-}
-
-/// `--algorithm`'s name of `a`.
-pub fn allreduce_name(a: AllreduceAlgorithm) -> &'static str {
-    match a {
-        AllreduceAlgorithm::RecursiveDoubling => "recursive-doubling",
-        AllreduceAlgorithm::Rabenseifner => "rabenseifner",
-        AllreduceAlgorithm::Ring => "ring",
-        _ => "unknown",
-    }
-}
-
-/// `--algorithm`'s name of `a`.
-pub fn bcast_name(a: BcastAlgorithm) -> &'static str {
-    match a {
-        BcastAlgorithm::Binomial => "binomial",
-        BcastAlgorithm::ScatterAllgather => "scatter-allgather",
-        _ => "unknown",
-    }
-}
-
-/// `--algorithm`'s name of `a`.
-pub fn allgather_name(a: AllgatherAlgorithm) -> &'static str {
-    match a {
-        AllgatherAlgorithm::Bruck => "bruck",
-        AllgatherAlgorithm::Ring => "ring",
-        _ => "unknown",
-    }
-}
-
-/// `--algorithm`'s name of `a`.
-pub fn alltoall_name(a: AlltoallAlgorithm) -> &'static str {
-    match a {
-        AlltoallAlgorithm::Bruck => "bruck",
-        AlltoallAlgorithm::Pairwise => "pairwise",
-        _ => "unknown",
     }
 }
 
@@ -217,7 +179,7 @@ mod tests {
     #[test]
     fn a_forced_algorithm_replaces_the_rule() {
         let mut o = options(vec![8]);
-        super::super::force(&mut o.algorithms, "allreduce=ring").unwrap();
+        o.algorithms.force("allreduce=ring").unwrap();
         let e = explain(&o);
         let c = e
             .choices

@@ -47,9 +47,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
-use threadwire::group::{
-    Algorithms, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm, BcastAlgorithm,
-};
+use threadwire::group::Algorithms;
 use threadwire_launch::{Event, JobSpec, LaunchError};
 use threadwire_testbed::net::Net;
 
@@ -348,59 +346,6 @@ fn job_layout() -> Option<Layout> {
     std::env::var(LAYOUT_VAR).ok()?.parse().ok()
 }
 
-/// `--algorithm COLL=ALG`: forces `ALG` on `COLL` in `algorithms`.
-/// Collectives and algorithms: `allreduce=recursive-doubling|rabenseifner|ring`,
-/// `bcast=binomial|scatter-allgather`, `allgather=bruck|ring`,
-/// `alltoall=bruck|pairwise`.
-pub fn force(algorithms: &mut Algorithms, forced: &str) -> Result<(), BadAlgorithm> {
-    let bad = || BadAlgorithm(forced.to_string());
-    let (collective, algorithm) = forced.split_once('=').ok_or_else(bad)?;
-    match (collective, algorithm) {
-        ("allreduce", "recursive-doubling") => {
-            algorithms.allreduce = Some(AllreduceAlgorithm::RecursiveDoubling)
-        }
-        ("allreduce", "rabenseifner") => {
-            algorithms.allreduce = Some(AllreduceAlgorithm::Rabenseifner)
-        }
-        ("allreduce", "ring") => algorithms.allreduce = Some(AllreduceAlgorithm::Ring),
-        ("bcast", "binomial") => algorithms.bcast = Some(BcastAlgorithm::Binomial),
-        ("bcast", "scatter-allgather") => algorithms.bcast = Some(BcastAlgorithm::ScatterAllgather),
-        ("allgather", "bruck") => algorithms.allgather = Some(AllgatherAlgorithm::Bruck),
-        ("allgather", "ring") => algorithms.allgather = Some(AllgatherAlgorithm::Ring),
-        ("alltoall", "bruck") => algorithms.alltoall = Some(AlltoallAlgorithm::Bruck),
-        ("alltoall", "pairwise") => algorithms.alltoall = Some(AlltoallAlgorithm::Pairwise),
-        _ => return Err(bad()),
-    }
-    Ok(())
-}
-
-/// Not a `COLL=ALG` that [`force`] knows.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "--algorithm {0:?}: one of allreduce=recursive-doubling|rabenseifner|ring, \
-     bcast=binomial|scatter-allgather, allgather=bruck|ring, alltoall=bruck|pairwise"
-)]
-pub struct BadAlgorithm(String);
-
-/// The forced algorithms, as `--algorithm` takes them (`allreduce=ring`),
-/// comma-separated; empty if none.
-pub fn forced_names(algorithms: &Algorithms) -> Vec<String> {
-    let mut names = Vec::new();
-    if let Some(a) = algorithms.allreduce {
-        names.push(format!("allreduce={}", explain::allreduce_name(a)));
-    }
-    if let Some(a) = algorithms.bcast {
-        names.push(format!("bcast={}", explain::bcast_name(a)));
-    }
-    if let Some(a) = algorithms.allgather {
-        names.push(format!("allgather={}", explain::allgather_name(a)));
-    }
-    if let Some(a) = algorithms.alltoall {
-        names.push(format!("alltoall={}", explain::alltoall_name(a)));
-    }
-    names
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -433,16 +378,5 @@ mod tests {
         assert_eq!(sizes(5), [8, 16, 32]);
         assert_eq!(sizes(24).len(), 22);
         assert!(sizes(2).is_empty());
-    }
-
-    #[test]
-    fn algorithms_are_forced_by_name() {
-        let mut a = Algorithms::new();
-        force(&mut a, "allreduce=ring").unwrap();
-        force(&mut a, "alltoall=pairwise").unwrap();
-        assert_eq!(a.allreduce, Some(AllreduceAlgorithm::Ring));
-        assert_eq!(forced_names(&a), ["allreduce=ring", "alltoall=pairwise"]);
-        assert!(force(&mut a, "barrier=ring").is_err());
-        assert!(force(&mut a, "allreduce").is_err());
     }
 }

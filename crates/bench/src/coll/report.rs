@@ -243,7 +243,7 @@ impl crate::report::Report for Report {
         let document = Document {
             benchmark: "coll",
             link: self.link.as_deref(),
-            algorithms: super::forced_names(&self.algorithms),
+            algorithms: self.algorithms.forced(),
             rows: self
                 .rows
                 .iter()
@@ -342,7 +342,7 @@ impl Report {
     /// Our rows, and the sizes not run.
     fn rows_table(&self, out: &mut dyn Write) -> io::Result<()> {
         let link = self.link.as_deref().unwrap_or("none (one host)");
-        let forced = super::forced_names(&self.algorithms);
+        let forced = self.algorithms.forced();
         let forced = match forced.is_empty() {
             true => "none (the runtime's thresholds choose)".to_string(),
             false => forced.join(", "),

@@ -125,7 +125,7 @@ pub use error::CollError;
 pub use named::GroupError;
 pub use tuning::{
     AllgatherAlgorithm, AllreduceAlgorithm, Algorithms, AlltoallAlgorithm, BcastAlgorithm,
-    ReduceScatterAlgorithm,
+    ParseAlgorithmError, ReduceScatterAlgorithm,
 };
 
 use crate::{Address, Endpoint, Message, RecvRequest, Source, Tag, TagMatch};

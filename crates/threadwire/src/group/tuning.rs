@@ -102,7 +102,11 @@ impl Algorithms {
     }
 }
 
-pub(crate) fn allreduce(bytes: usize, members: usize, commutative: bool) -> AllreduceAlgorithm {
+/// The allreduce algorithm for `bytes` per member among `members`: recursive
+/// doubling up to [`ALLREDUCE_SHORT`] (and for any non-commutative
+/// operation), a ring once each member's share reaches
+/// [`ALLREDUCE_RING_PER_MEMBER`], Rabenseifner between.
+pub fn allreduce(bytes: usize, members: usize, commutative: bool) -> AllreduceAlgorithm {
     if !commutative || bytes <= ALLREDUCE_SHORT || members == 1 {
         AllreduceAlgorithm::RecursiveDoubling
     } else if bytes / members >= ALLREDUCE_RING_PER_MEMBER {
@@ -112,7 +116,9 @@ pub(crate) fn allreduce(bytes: usize, members: usize, commutative: bool) -> Allr
     }
 }
 
-pub(crate) fn bcast(bytes: usize, members: usize) -> BcastAlgorithm {
+/// The broadcast algorithm for `bytes` among `members`: a binomial tree up
+/// to [`BCAST_SHORT`] or below 4 members, scatter + allgather above.
+pub fn bcast(bytes: usize, members: usize) -> BcastAlgorithm {
     if bytes <= BCAST_SHORT || members < 4 {
         BcastAlgorithm::Binomial
     } else {
@@ -120,7 +126,9 @@ pub(crate) fn bcast(bytes: usize, members: usize) -> BcastAlgorithm {
     }
 }
 
-pub(crate) fn allgather(total_bytes: usize) -> AllgatherAlgorithm {
+/// The allgather algorithm for `total_bytes` gathered: Bruck up to
+/// [`ALLGATHER_SHORT`], a ring above.
+pub fn allgather(total_bytes: usize) -> AllgatherAlgorithm {
     if total_bytes <= ALLGATHER_SHORT {
         AllgatherAlgorithm::Bruck
     } else {
@@ -128,7 +136,9 @@ pub(crate) fn allgather(total_bytes: usize) -> AllgatherAlgorithm {
     }
 }
 
-pub(crate) fn alltoall(block_bytes: usize) -> AlltoallAlgorithm {
+/// The alltoall algorithm for blocks of `block_bytes`: Bruck up to
+/// [`ALLTOALL_SHORT`], pairwise exchange above.
+pub fn alltoall(block_bytes: usize) -> AlltoallAlgorithm {
     if block_bytes <= ALLTOALL_SHORT {
         AlltoallAlgorithm::Bruck
     } else {
@@ -136,10 +146,153 @@ pub(crate) fn alltoall(block_bytes: usize) -> AlltoallAlgorithm {
     }
 }
 
-pub(crate) fn reduce_scatter(commutative: bool) -> ReduceScatterAlgorithm {
+/// The reduce-scatter algorithm: a ring for commutative operations, a
+/// reduce to rank 0 and a scatter for the others.
+pub fn reduce_scatter(commutative: bool) -> ReduceScatterAlgorithm {
     if commutative {
         ReduceScatterAlgorithm::Ring
     } else {
         ReduceScatterAlgorithm::ReduceScatterv
+    }
+}
+
+/// A name no algorithm of that collective has, or a `COLLECTIVE=ALGORITHM`
+/// that names no collective.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{0:?}: one of allreduce=recursive-doubling|rabenseifner|ring, \
+     bcast=binomial|scatter-allgather, allgather=bruck|ring, alltoall=bruck|pairwise, \
+     reduce_scatter=ring|reduce-scatterv"
+)]
+pub struct ParseAlgorithmError(String);
+
+/// Names for an algorithm enum: `name()`, `Display` and `FromStr` agree.
+macro_rules! named {
+    ($enum:ident { $($variant:ident => $name:literal),+ $(,)? }) => {
+        impl $enum {
+            /// Its name, as [`Algorithms::force`] and `Display` spell it.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($enum::$variant => $name),+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $enum {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl std::str::FromStr for $enum {
+            type Err = ParseAlgorithmError;
+
+            fn from_str(s: &str) -> Result<$enum, ParseAlgorithmError> {
+                match s {
+                    $($name => Ok($enum::$variant),)+
+                    _ => Err(ParseAlgorithmError(s.to_string())),
+                }
+            }
+        }
+    };
+}
+
+named!(AllreduceAlgorithm {
+    RecursiveDoubling => "recursive-doubling",
+    Rabenseifner => "rabenseifner",
+    Ring => "ring",
+});
+named!(BcastAlgorithm {
+    Binomial => "binomial",
+    ScatterAllgather => "scatter-allgather",
+});
+named!(AllgatherAlgorithm {
+    Bruck => "bruck",
+    Ring => "ring",
+});
+named!(AlltoallAlgorithm {
+    Bruck => "bruck",
+    Pairwise => "pairwise",
+});
+named!(ReduceScatterAlgorithm {
+    Ring => "ring",
+    ReduceScatterv => "reduce-scatterv",
+});
+
+impl Algorithms {
+    /// Forces one algorithm, named `COLLECTIVE=ALGORITHM` (`allreduce=ring`).
+    ///
+    /// ```
+    /// use threadwire::group::{AllreduceAlgorithm, Algorithms};
+    ///
+    /// let mut forced = Algorithms::new();
+    /// forced.force("allreduce=ring").unwrap();
+    /// assert_eq!(forced.allreduce, Some(AllreduceAlgorithm::Ring));
+    /// assert!(forced.force("allreduce=bruck").is_err());
+    /// assert_eq!(forced.forced(), ["allreduce=ring"]);
+    /// ```
+    pub fn force(&mut self, forced: &str) -> Result<(), ParseAlgorithmError> {
+        let bad = || ParseAlgorithmError(forced.to_string());
+        let (collective, algorithm) = forced.split_once('=').ok_or_else(bad)?;
+        let algorithm = algorithm.trim();
+        match collective.trim() {
+            "allreduce" => self.allreduce = Some(algorithm.parse().map_err(|_| bad())?),
+            "bcast" => self.bcast = Some(algorithm.parse().map_err(|_| bad())?),
+            "allgather" => self.allgather = Some(algorithm.parse().map_err(|_| bad())?),
+            "alltoall" => self.alltoall = Some(algorithm.parse().map_err(|_| bad())?),
+            "reduce_scatter" => self.reduce_scatter = Some(algorithm.parse().map_err(|_| bad())?),
+            _ => return Err(bad()),
+        }
+        Ok(())
+    }
+
+    /// The forced algorithms, as [`force`](Self::force) takes them.
+    pub fn forced(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        if let Some(a) = self.allreduce {
+            names.push(format!("allreduce={a}"));
+        }
+        if let Some(a) = self.bcast {
+            names.push(format!("bcast={a}"));
+        }
+        if let Some(a) = self.allgather {
+            names.push(format!("allgather={a}"));
+        }
+        if let Some(a) = self.alltoall {
+            names.push(format!("alltoall={a}"));
+        }
+        if let Some(a) = self.reduce_scatter {
+            names.push(format!("reduce_scatter={a}"));
+        }
+        names
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_algorithm_is_forced_by_its_name() {
+        let mut a = Algorithms::new();
+        for forced in [
+            "allreduce=recursive-doubling",
+            "allreduce=rabenseifner",
+            "allreduce=ring",
+            "bcast=binomial",
+            "bcast=scatter-allgather",
+            "allgather=bruck",
+            "allgather=ring",
+            "alltoall=bruck",
+            "alltoall=pairwise",
+            "reduce_scatter=ring",
+            "reduce_scatter=reduce-scatterv",
+        ] {
+            a.force(forced).unwrap();
+            assert!(a.forced().iter().any(|f| f == forced), "{forced}");
+        }
+        for bad in ["barrier=ring", "allreduce", "allreduce=bruck", "=ring", ""] {
+            assert!(a.force(bad).is_err(), "{bad}");
+        }
     }
 }
