@@ -176,6 +176,19 @@ pub fn plan(args: &Options) -> Vec<Step> {
         &[]
     };
     add("threads", &[&["bench", "threads"], threads].concat(), None);
+    // The default layouts at five sizes from 8 B to 16 MiB (every power of
+    // two would take most of an hour with the peers), beside Open MPI and
+    // MPICH.
+    let mut coll = vec!["bench", "coll"];
+    match quick {
+        true => coll.extend(["--layout", "2x2", "--sizes", "8,1000"]),
+        false => coll.extend(["--sizes", "8,1024,65536,1048576,16777216"]),
+    }
+    coll.extend(tiny_timing);
+    if peers {
+        coll.push("--peers");
+    }
+    add("coll", &coll, None);
     steps
 }
 

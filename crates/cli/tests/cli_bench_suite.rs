@@ -36,6 +36,7 @@ fn bench_suite_quick_reports_every_step() {
         "rate",
         "rate-none",
         "threads",
+        "coll",
     ];
     for step in steps {
         let section = report
