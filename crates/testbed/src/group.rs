@@ -15,7 +15,10 @@ use std::process::{Child, ChildStdin, Command, ExitStatus};
 use std::time::Instant;
 
 use crate::interrupt::registry;
-use crate::process::Pidfd;
+use crate::process::{kill_groups_and_descendants, Pidfd};
+
+/// How long [`ProcessGroup::kill`] waits for what it killed to be gone.
+const KILL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A child leading a process group of its own, registered with
 /// [`crate::interrupt`], killed with its group when dropped.
@@ -96,8 +99,9 @@ impl ProcessGroup {
         self.pidfd.wait_exited(deadline).unwrap_or(true)
     }
 
-    /// Kills the whole group (SIGKILL) unless the leader has ended, and
-    /// reaps the leader.
+    /// Kills the whole group and every descendant of it, whatever its
+    /// group (mpirun's ranks, Hydra's proxies), unless the leader has
+    /// ended; then reaps the leader.
     pub fn kill(&mut self) {
         {
             let mut registry = registry();
@@ -105,11 +109,10 @@ impl ProcessGroup {
                 registry.remove_group(self.child.id());
                 return;
             }
-            if let Ok(pid) = i32::try_from(self.child.id()) {
-                // SAFETY: kill(2) takes no pointers; the group is the
-                // child's own (process_group(0)), and the child is not yet
-                // reaped, so its id cannot have been reused.
-                unsafe { libc::kill(-pid, libc::SIGKILL) };
+            if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
+                // The group is the child's own (process_group(0)) and the
+                // child is not yet reaped, so its id cannot have been reused.
+                kill_groups_and_descendants(&[pid], KILL_GRACE);
             }
             // Killed: nothing is left for the interrupt thread to do.
             registry.remove_group(self.child.id());

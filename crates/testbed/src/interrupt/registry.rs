@@ -4,15 +4,12 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::process::{descendants, Pidfd};
+use crate::process::kill_groups_and_descendants;
 
 /// How long step 4 waits for the killed process groups to be gone.
 pub const GROUPS_GRACE: Duration = Duration::from_secs(2);
-
-/// How many times step 4 scans for processes forked since the last scan.
-const MAX_SCANS: usize = 10;
 
 /// Something the interrupt thread removes (step 5) that this module knows
 /// only through this trait: a net ([`crate::net`] depends on this module,
@@ -80,45 +77,9 @@ impl Registry {
         remove_one(&mut self.dirs, &dir.to_path_buf());
     }
 
-    /// Step 4; returns how many processes it killed. Stopped first, none
-    /// forks a child that a later scan would miss once it is orphaned.
+    /// Step 4; returns how many processes it killed.
     fn kill_peers(&self) -> usize {
-        let mut stopped: Vec<libc::pid_t> = Vec::new();
-        for _ in 0..MAX_SCANS {
-            let mut fresh = descendants(&self.groups);
-            fresh.retain(|pid| !stopped.contains(pid));
-            if fresh.is_empty() {
-                break;
-            }
-            for &pid in &fresh {
-                // SAFETY: kill(2) takes no pointers; `pid` was a live
-                // descendant of an unreaped group leader's group a moment
-                // ago (rule 2).
-                unsafe { libc::kill(pid, libc::SIGSTOP) };
-            }
-            stopped.extend(fresh);
-        }
-        // Opened while they are stopped, so each names the process found:
-        // a stopped process cannot exit by itself and free its id.
-        let pidfds: Vec<Pidfd> = stopped
-            .iter()
-            .filter_map(|&pid| Pidfd::open(pid as u32).ok())
-            .collect();
-        for &group in &self.groups {
-            // SAFETY: kill(2) takes no pointers; the group's leader is
-            // not reaped (rule 2), so the id is still the peer's group.
-            unsafe { libc::kill(-group, libc::SIGKILL) };
-        }
-        for &pid in &stopped {
-            // SAFETY: as for SIGSTOP above; a stopped process cannot exit
-            // by itself, so the id is still the one found.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-        let deadline = Instant::now() + GROUPS_GRACE;
-        if let Err(e) = crate::process::wait_all_exited(&pidfds, deadline) {
-            tracing::warn!("waiting for the killed peers: {e}");
-        }
-        stopped.len()
+        kill_groups_and_descendants(&self.groups, GROUPS_GRACE)
     }
 
     /// Steps 4 and 5: what was removed, and what could not be, as phrases.

@@ -8,16 +8,20 @@
 //!   it; [`wait_all_exited`] for several.
 //! - [`run_supervised`]: a child that must not outlive this process nor
 //!   run past a deadline (stopped with `SIGTERM`, then `SIGKILL`).
+//! - [`kill_groups_and_descendants`]: process groups killed with every
+//!   descendant, whatever group it took.
 //! - [`descendants`] and [`is_live`]: what `/proc` says about processes
 //!   that are not ours to wait for.
 //!
 //! A process group of its own, killed with its descendants on a signal,
 //! is [`crate::group::ProcessGroup`].
 
+mod kill;
 mod pidfd;
 mod supervised;
 mod table;
 
+pub use kill::kill_groups_and_descendants;
 pub use pidfd::{wait_all_exited, wait_deadline, Pidfd};
 pub use supervised::{run_supervised, Finished};
 pub use table::{descendants, is_live};
