@@ -22,11 +22,17 @@
 //!    the leaders' count, or the one forced) among the leaders only: a
 //!    sub-communication of the group's collective context with the same
 //!    call tag, ranked by the leaders' ranks.
-//! 4. The leader writes the result into its own slot's data (or, on
+//! 4. The leader writes the result into the team's result (or, on
 //!    failure, the error and `s` into the team's outcome), stores
 //!    `released = s` in its slot and wakes the node's members.
 //! 5. Each member waits for `released ≥ s` and copies the result (or
 //!    returns the error).
+//!
+//! A group with members on one node only has no step 3: there every
+//! member, the leader too, does step 1, and the member whose arrival
+//! completes the node (the one that sees every other slot at `s`; of two
+//! that see it at once, the one that raises the team's `combiner` word to
+//! `s`) does steps 2 and 4, so no leader is woken to do them.
 //!
 //! Memory ordering:
 //!
@@ -109,6 +115,10 @@ struct Slot {
 /// node, in rank order (slot 0 the leader's).
 pub(crate) struct NodeTeam {
     slots: Box<[Slot]>,
+    /// The last call a member combined for (one-node groups).
+    combiner: AtomicU64,
+    /// The result of the last call released.
+    result: Mutex<Vec<u8>>,
     /// The last failed call and its error (step 4).
     outcome: Mutex<Option<(u64, CollError)>>,
 }
@@ -127,6 +137,8 @@ impl NodeTeams {
         teams.retain(|_, t| t.strong_count() > 0);
         let team = Arc::new(NodeTeam {
             slots: (0..members).map(|_| Slot::default()).collect(),
+            combiner: AtomicU64::new(0),
+            result: Mutex::new(Vec::new()),
             outcome: Mutex::new(None),
         });
         teams.insert(key, Arc::downgrade(&team));
@@ -143,6 +155,8 @@ pub(crate) struct NodeStage {
     threads: Box<[u32]>,
     /// The leaders' sub-communication, at the leader (None with one node).
     leaders: Option<Rc<Comm>>,
+    /// Whether the group has members on this node only.
+    one_node: bool,
     /// For each rank, the leaders' rank of its node.
     leader_of: Box<[usize]>,
     /// Members on the busiest node.
@@ -197,6 +211,7 @@ impl NodeStage {
             index,
             threads: local.iter().map(|&r| members[r].thread).collect(),
             leaders,
+            one_node: nodes.len() == 1,
             leader_of: leader_of.into(),
             most_on_a_node: counts.iter().copied().max().unwrap_or(1),
             consecutive,
@@ -252,7 +267,46 @@ impl NodeStage {
                 return Err(e.clone());
             }
         }
-        read(&lock(&leader.data))
+        read(&lock(&self.team.result))
+    }
+
+    /// A one-node group's call: every member (the leader too) arrives
+    /// with its contribution, and the one that completes the node
+    /// combines and releases (steps 2 and 4 without waking a leader).
+    async fn by_last<R>(
+        &self,
+        c: &Call,
+        mine: Option<Vec<u8>>,
+        combine: impl FnOnce(&[Slot]) -> Result<Option<Vec<u8>>, CollError>,
+        read: impl FnOnce(&[u8]) -> Result<R, CollError>,
+    ) -> Result<R, CollError> {
+        let s = c.index;
+        let slot = &self.team.slots[self.index];
+        if let Some(data) = mine {
+            *lock(&slot.data) = data;
+        }
+        slot.arrived.store(s, Ordering::SeqCst);
+        let all = self
+            .team
+            .slots
+            .iter()
+            .all(|slot| slot.arrived.load(Ordering::SeqCst) >= s);
+        // Of the members that see every arrival, one combines.
+        if all && self.team.combiner.fetch_max(s, Ordering::SeqCst) < s {
+            let result = combine(&self.team.slots);
+            self.release(c, s, &result);
+            result?;
+            return read(&lock(&self.team.result));
+        }
+        let released = &self.team.slots[0].released;
+        wait(c, || released.load(Ordering::Acquire) >= s).await?;
+        if let Some((at, e)) = &*lock(&self.team.outcome) {
+            if *at == s {
+                c.heard_abort();
+                return Err(e.clone());
+            }
+        }
+        read(&lock(&self.team.result))
     }
 
     fn all_arrived(&self, s: u64) -> bool {
@@ -268,14 +322,13 @@ impl NodeStage {
 
     /// Step 4: the result (or the error) out, the members released.
     fn release(&self, c: &Call, s: u64, result: &Result<Option<Vec<u8>>, CollError>) {
-        let leader = &self.team.slots[0];
         match result {
-            Ok(Some(bytes)) => *lock(&leader.data) = bytes.clone(),
+            Ok(Some(bytes)) => *lock(&self.team.result) = bytes.clone(),
             Ok(None) => {}
             Err(e) => *lock(&self.team.outcome) = Some((s, e.clone())),
         }
-        leader.released.store(s, Ordering::Release);
-        for i in 1..self.threads.len() {
+        self.team.slots[0].released.store(s, Ordering::Release);
+        for i in (0..self.threads.len()).filter(|&i| i != self.index) {
             self.wake(c, i);
         }
     }
@@ -304,6 +357,9 @@ fn bytes_of<T: Element>(values: &[T]) -> Vec<u8> {
 
 /// Barrier: steps 1–5 with no data, a dissemination barrier among leaders.
 pub(crate) async fn barrier(c: &Call, stage: &NodeStage) -> Result<(), CollError> {
+    if stage.one_node {
+        return stage.by_last(c, None, |_| Ok(None), |_| Ok(())).await;
+    }
     let s = c.index;
     if stage.index != 0 {
         return stage.member(c, s, None, |_| Ok(())).await;
@@ -328,6 +384,23 @@ pub(crate) async fn allreduce<T: Reducible>(
     buf: &mut [T],
     op: &Reduction<T>,
 ) -> Result<(), CollError> {
+    let n = buf.len();
+    if stage.one_node {
+        let combine = |slots: &[Slot]| {
+            let mut acc = c.decode_bytes::<T>(&lock(&slots[0].data), Some(n))?;
+            for slot in &slots[1..] {
+                op.apply(&mut acc, &c.decode_bytes::<T>(&lock(&slot.data), Some(n))?)?;
+            }
+            Ok(Some(bytes_of(&acc)))
+        };
+        let got = stage
+            .by_last(c, Some(bytes_of(buf)), combine, |bytes| {
+                c.decode_bytes::<T>(bytes, Some(n))
+            })
+            .await?;
+        buf.copy_from_slice(&got);
+        return Ok(());
+    }
     let s = c.index;
     if stage.index != 0 {
         let got = stage
@@ -362,8 +435,27 @@ pub(crate) async fn bcast<T: Element>(
     buf: &mut [T],
     root: usize,
 ) -> Result<(), CollError> {
-    let s = c.index;
     let is_root = c.rank() == root;
+    let at = |rank: usize| {
+        stage
+            .threads
+            .iter()
+            .position(|&t| t == c.comm.members[rank].thread)
+    };
+    if stage.one_node {
+        let root_slot = at(root).expect("one node: the root is on it");
+        let got = stage
+            .by_last(
+                c,
+                is_root.then(|| bytes_of(buf)),
+                |slots| Ok(Some(lock(&slots[root_slot].data).clone())),
+                |bytes| c.decode_bytes::<T>(bytes, Some(buf.len())),
+            )
+            .await?;
+        buf.copy_from_slice(&got);
+        return Ok(());
+    }
+    let s = c.index;
     if stage.index != 0 {
         let mine = is_root.then(|| bytes_of(buf));
         let got = stage
@@ -378,11 +470,7 @@ pub(crate) async fn bcast<T: Element>(
     let result = async {
         stage.arrivals(c, s).await?;
         if root_here && !is_root {
-            let at = stage
-                .threads
-                .iter()
-                .position(|&t| t == c.comm.members[root].thread)
-                .expect("the root is on this node");
+            let at = at(root).expect("the root is on this node");
             let got = c.decode_bytes::<T>(&lock(&stage.team.slots[at].data), Some(buf.len()))?;
             buf.copy_from_slice(&got);
         }
