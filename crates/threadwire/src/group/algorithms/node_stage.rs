@@ -53,7 +53,7 @@
 //!    error, as in MPI).
 //! 5. `arrived` is stored and the others' loaded with `SeqCst`: of two
 //!    members arriving last at once, at least one sees the other's store,
-//!    so exactly one wake (or two) reaches the leader instead of one per
+//!    so one wake (or two) reaches the leader instead of one per
 //!    member (measured: waking the leader at every arrival made a 1 × 16
 //!    barrier slower than the flat one).
 //!
@@ -79,12 +79,14 @@
 //!
 //! Cost, with `q` members on the busiest node and `L` leaders: two
 //! stores and `q − 1` loads of counters on the node (a few cache-line
-//! transfers, ~0.1 µs each), `q − 1` combines at the leader, plus the
+//! transfers), `q − 1` combines at the leader, plus the
 //! flat algorithm over `L` members: a barrier costs ⌈log₂L⌉ α instead of
 //! ⌈log₂p⌉ α, an allreduce (⌊log₂L⌋ + 2) (α + nβ) instead of with `p`.
 //! Leaders wait for their slowest local member, and members for the whole
 //! network stage; the payload moves through a copy in the team (up to
-//! [`tuning::NODE_STAGE_MAX`] bytes by default).
+//! [`tuning::NODE_STAGE_MAX`] bytes by default). On 2 cores, waking the
+//! parked waiters costs far more than the memory traffic
+//! (docs/PERFORMANCE-STUDIES.md, "the per-node stage").
 //!
 //! [`tuning`]: crate::group::tuning
 //! [`schedule`]: crate::group::schedule
