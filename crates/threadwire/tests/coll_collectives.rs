@@ -10,7 +10,13 @@ use support::JobOutput;
 use threadwire_launch::FailurePolicy;
 
 fn coll(nodes: u32, threads: u32, mode: &str, env: &[(&str, &str)]) -> JobOutput {
-    let mut spec = support::job(nodes, "node-coll").args([mode, &threads.to_string(), "7"]);
+    coll_of(nodes, threads, mode, "fibers", env)
+}
+
+/// `members`: `fibers` or `os` (thread 0 is always the main OS thread).
+fn coll_of(nodes: u32, threads: u32, mode: &str, members: &str, env: &[(&str, &str)]) -> JobOutput {
+    let mut spec =
+        support::job(nodes, "node-coll").args([mode, &threads.to_string(), "7", members]);
     for &(k, v) in env {
         spec = spec.env(k, v);
     }
@@ -45,6 +51,19 @@ fn four_nodes_of_two_fibers_over_tcp() {
 #[test]
 fn three_nodes_of_three_fibers_over_shared_memory() {
     coll(3, 3, "all", &[(threadwire::env::CHANNEL, "shm")]);
+}
+
+/// The per-node stage (forced and by default) with OS-thread members,
+/// which spin, yield and sleep where fibers park.
+#[test]
+fn two_nodes_of_four_os_threads() {
+    coll_of(2, 4, "all", "os", &[]);
+}
+
+#[test]
+fn one_node_of_eight_os_threads_and_three_of_three() {
+    coll_of(1, 8, "world", "os", &[]);
+    coll_of(3, 3, "world", "os", &[(threadwire::env::CHANNEL, "shm")]);
 }
 
 /// 32 members on two cores: the world group only, at small sizes.
@@ -82,10 +101,21 @@ fn bad_arguments_give_typed_errors() {
 /// finished is what a member hears of first.)
 #[test]
 fn member_lost_during_allreduce() {
+    member_lost("kill");
+}
+
+/// The same in the per-node stage: leaders see the loss among leaders,
+/// their members see it while they wait for their leader.
+#[test]
+fn member_lost_during_small_allreduce() {
+    member_lost("kill-small");
+}
+
+fn member_lost(mode: &str) {
     let (nodes, threads) = (3, 3);
     let out = support::run(
         support::job(nodes, "node-coll")
-            .args(["kill", &threads.to_string()])
+            .args([mode, &threads.to_string()])
             .on_failure(FailurePolicy::Continue),
     );
     let t = out.transcript();

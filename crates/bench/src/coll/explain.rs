@@ -10,6 +10,7 @@
 use super::{Layout, Operation, Options};
 use threadwire::group::tuning::{
     self, ALLGATHER_SHORT, ALLREDUCE_RING_PER_MEMBER, ALLREDUCE_SHORT, ALLTOALL_SHORT, BCAST_SHORT,
+    NODE_STAGE_MAX,
 };
 use threadwire::group::{
     Algorithms, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm, BcastAlgorithm,
@@ -61,6 +62,7 @@ pub fn explain(options: &Options) -> Explanation {
             ("BCAST_SHORT", BCAST_SHORT),
             ("ALLGATHER_SHORT", ALLGATHER_SHORT),
             ("ALLTOALL_SHORT", ALLTOALL_SHORT),
+            ("NODE_STAGE_MAX", NODE_STAGE_MAX),
         ],
         choices,
     }
@@ -70,10 +72,25 @@ pub fn explain(options: &Options) -> Explanation {
 /// (an `f64` sum for allreduce: commutative), unless `forced`, and why.
 fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms) -> Choice {
     let p = layout.members() as usize;
+    let per_node = layout.threads as usize;
+    // The benchmark's calls are blocking and its members consecutive.
+    let node_stage = |bytes: usize| {
+        tuning::node_stage(bytes, per_node, true).then(|| {
+            (
+                "hierarchical",
+                false,
+                format!("{per_node} members a node, {bytes} ≤ NODE_STAGE_MAX"),
+            )
+        })
+    };
     let (algorithm, forced, rule) = match operation {
-        Operation::Barrier => ("dissemination", false, "always".to_string()),
+        Operation::Barrier => match forced.barrier {
+            Some(a) => (a.name(), true, "forced".into()),
+            None => node_stage(0).unwrap_or(("dissemination", false, "one member a node".into())),
+        },
         Operation::Bcast => match forced.bcast {
             Some(a) => (a.name(), true, "forced".into()),
+            None if node_stage(size).is_some() => node_stage(size).expect("just checked"),
             None => {
                 let a = tuning::bcast(size, p);
                 let rule = match a {
@@ -90,6 +107,7 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
             let bytes = size.div_ceil(8).max(1) * 8;
             match forced.allreduce {
                 Some(a) => (a.name(), true, "forced".into()),
+                None if node_stage(bytes).is_some() => node_stage(bytes).expect("just checked"),
                 None => {
                     let a = tuning::allreduce(bytes, p, true);
                     let rule = match a {
@@ -167,13 +185,16 @@ mod tests {
         assert_eq!(at("4x1", Operation::Allreduce, 64 << 10), "rabenseifner");
         assert_eq!(at("4x1", Operation::Allreduce, 1 << 20), "ring");
         assert_eq!(at("1x16", Operation::Allreduce, 64 << 10), "rabenseifner");
-        assert_eq!(at("2x8", Operation::Bcast, 8), "binomial");
+        assert_eq!(at("4x1", Operation::Bcast, 8), "binomial");
         assert_eq!(at("2x8", Operation::Bcast, 1 << 20), "scatter-allgather");
         assert_eq!(at("4x1", Operation::Alltoall, 8), "bruck");
         assert_eq!(at("4x1", Operation::Alltoall, 64 << 10), "pairwise");
         assert_eq!(at("1x16", Operation::Allgather, 8), "bruck");
         assert_eq!(at("1x16", Operation::Allgather, 64 << 10), "ring");
-        assert_eq!(at("1x16", Operation::Barrier, 0), "dissemination");
+        assert_eq!(at("1x16", Operation::Barrier, 0), "hierarchical");
+        assert_eq!(at("4x1", Operation::Barrier, 0), "dissemination");
+        assert_eq!(at("2x8", Operation::Allreduce, 8), "hierarchical");
+        assert_eq!(at("2x8", Operation::Bcast, 8), "hierarchical");
     }
 
     #[test]

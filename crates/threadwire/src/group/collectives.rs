@@ -1,11 +1,12 @@
 //! The collectives on [`Group`]: blocking and nonblocking forms of each,
 //! the checks every member makes, and the algorithm each call runs.
 
+use super::algorithms::node_stage::{self, NodeStage};
 use super::algorithms::{combine, exchange, tree};
 use super::element::{Element, Op, Reducible, Reduction};
 use super::schedule::{self, Call, Comm};
 use super::tuning::{self, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm};
-use super::tuning::{BcastAlgorithm, ReduceScatterAlgorithm};
+use super::tuning::{BarrierAlgorithm, BcastAlgorithm, ReduceScatterAlgorithm};
 use super::{context, CollError, CollRequest, Group};
 use std::rc::Rc;
 
@@ -43,14 +44,66 @@ fn not_commutative(algorithm: &'static str) -> CollError {
     }
 }
 
+/// The call's per-node stage, if it runs one: forced, or chosen by
+/// [`tuning::node_stage`] (blocking calls only, per its rule 4).
+fn node_stage(
+    c: &Call,
+    forced: Option<bool>,
+    bytes: usize,
+    in_rank_order: bool,
+) -> Result<Option<&NodeStage>, CollError> {
+    let Some(stage) = c.comm.node_stage.as_ref().filter(|_| c.blocking) else {
+        return Ok(None);
+    };
+    let ordered = in_rank_order || stage.consecutive;
+    match forced {
+        Some(true) if !ordered => Err(CollError::NotApplicable {
+            algorithm: "hierarchical",
+            why: "the operation is not commutative and a node's ranks are not consecutive",
+        }),
+        Some(on) => Ok(on.then_some(stage)),
+        None => Ok(tuning::node_stage(bytes, stage.most_on_a_node, ordered).then_some(stage)),
+    }
+}
+
+async fn barrier(c: &Call) -> Result<(), CollError> {
+    let forced = c
+        .algorithms()
+        .barrier
+        .map(|a| a == BarrierAlgorithm::Hierarchical);
+    match node_stage(c, forced, 0, true)? {
+        Some(stage) => node_stage::barrier(c, stage).await,
+        None => tree::barrier(c).await,
+    }
+}
+
 async fn bcast<T: Element>(c: &Call, buf: &mut [T], root: usize) -> Result<(), CollError> {
     check_root(c, root)?;
-    let algorithm = c
-        .algorithms()
-        .bcast
-        .unwrap_or_else(|| tuning::bcast(std::mem::size_of_val(buf), c.size()));
+    let forced = c.algorithms().bcast;
+    let bytes = std::mem::size_of_val(buf);
+    let hierarchical = forced.map(|a| a == BcastAlgorithm::Hierarchical);
+    if let Some(stage) = node_stage(c, hierarchical, bytes, true)? {
+        return node_stage::bcast(c, stage, buf, root).await;
+    }
+    bcast_flat(c, buf, root).await
+}
+
+/// Broadcast without the per-node stage (also the leaders' stage).
+pub(crate) async fn bcast_flat<T: Element>(
+    c: &Call,
+    buf: &mut [T],
+    root: usize,
+) -> Result<(), CollError> {
+    let algorithm = match c.algorithms().bcast {
+        Some(BcastAlgorithm::Hierarchical) | None => {
+            tuning::bcast(std::mem::size_of_val(buf), c.size())
+        }
+        Some(a) => a,
+    };
     match algorithm {
-        BcastAlgorithm::Binomial => tree::bcast_binomial(c, buf, root).await,
+        BcastAlgorithm::Binomial | BcastAlgorithm::Hierarchical => {
+            tree::bcast_binomial(c, buf, root).await
+        }
         BcastAlgorithm::ScatterAllgather => tree::bcast_scatter_allgather(c, buf, root).await,
     }
 }
@@ -61,17 +114,33 @@ async fn allreduce<T: Reducible>(
     op: &Reduction<T>,
 ) -> Result<(), CollError> {
     op.check()?;
+    let forced = c.algorithms().allreduce;
+    let hierarchical = forced.map(|a| a == AllreduceAlgorithm::Hierarchical);
+    if let Some(stage) = node_stage(c, hierarchical, buf.len() * T::SIZE, op.is_commutative())? {
+        return node_stage::allreduce(c, stage, buf, op).await;
+    }
+    allreduce_flat(c, buf, op).await
+}
+
+/// Allreduce without the per-node stage (also the leaders' stage).
+pub(crate) async fn allreduce_flat<T: Reducible>(
+    c: &Call,
+    buf: &mut [T],
+    op: &Reduction<T>,
+) -> Result<(), CollError> {
     let commutative = op.is_commutative();
     let algorithm = match c.algorithms().allreduce {
         Some(AllreduceAlgorithm::Rabenseifner) if !commutative => {
             return Err(not_commutative("Rabenseifner"))
         }
         Some(AllreduceAlgorithm::Ring) if !commutative => return Err(not_commutative("ring")),
+        Some(AllreduceAlgorithm::Hierarchical) | None => {
+            tuning::allreduce(buf.len() * T::SIZE, c.size(), commutative)
+        }
         Some(a) => a,
-        None => tuning::allreduce(buf.len() * T::SIZE, c.size(), commutative),
     };
     match algorithm {
-        AllreduceAlgorithm::RecursiveDoubling => {
+        AllreduceAlgorithm::RecursiveDoubling | AllreduceAlgorithm::Hierarchical => {
             combine::allreduce_recursive_doubling(c, buf, op).await
         }
         AllreduceAlgorithm::Rabenseifner => combine::allreduce_rabenseifner(c, buf, op).await,
@@ -206,7 +275,7 @@ impl Group {
         &self,
         body: impl AsyncFnOnce(&Call) -> Result<R, CollError>,
     ) -> Result<R, CollError> {
-        let call = self.call();
+        let call = Call::start_blocking(&self.comm);
         schedule::blocking(&self.comm, async { call.run(body(&call)).await })
     }
 
@@ -220,12 +289,12 @@ impl Group {
 
     /// Returns once every member has called it.
     pub fn barrier(&self) -> Result<(), CollError> {
-        self.blocking(async |c| tree::barrier(c).await)
+        self.blocking(async |c| barrier(c).await)
     }
 
     /// Nonblocking [`barrier`](Self::barrier).
     pub fn ibarrier(&self) -> CollRequest<()> {
-        self.nonblocking(async |c| tree::barrier(c).await)
+        self.nonblocking(async |c| barrier(c).await)
     }
 
     /// Copies `root`'s `buf` into every member's `buf` (of the same length).

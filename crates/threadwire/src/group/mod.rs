@@ -67,10 +67,13 @@
 //!
 //! | collective | algorithm | when | cost |
 //! |---|---|---|---|
-//! | barrier | dissemination | always | ⌈log₂p⌉ α |
+//! | barrier | per-node stage, dissemination among leaders | blocking, > 1 member on a node | ⌈log₂L⌉ α + node stage |
+//! | barrier | dissemination | otherwise | ⌈log₂p⌉ α |
+//! | bcast | per-node stage, binomial among leaders | blocking, n ≤ 4 KiB, > 1 member on a node | ⌈log₂L⌉ (α + nβ) + node stage |
 //! | bcast | binomial tree | n ≤ 12 KiB or p < 4 | ⌈log₂p⌉ (α + nβ) |
 //! | bcast | scatter + ring allgather | larger | (⌈log₂p⌉ + p − 1) α + 2 (p−1)/p nβ |
 //! | reduce | binomial tree (to rank 0 and forwarded if not commutative) | always | ⌈log₂p⌉ (α + nβ + nγ) |
+//! | allreduce | per-node stage, flat among leaders | blocking, n ≤ 4 KiB, > 1 member on a node | (⌊log₂L⌋ + 2) (α + nβ) + ⌊log₂L⌋ nγ + node stage |
 //! | allreduce | recursive doubling, non-power-of-two fold | n ≤ 8 KiB, or not commutative | (⌊log₂p⌋ + 2) (α + nβ) + ⌊log₂p⌋ nγ |
 //! | allreduce | Rabenseifner: halving reduce-scatter + doubling allgather | between | 2 log₂p α + 2 (p−1)/p nβ + (p−1)/p nγ (+ fold) |
 //! | allreduce | ring reduce-scatter + ring allgather | n/p ≥ 32 KiB | 2 (p−1) α + 2 (p−1)/p nβ + (p−1)/p nγ |
@@ -83,6 +86,12 @@
 //! | allgather(v) | ring | larger (allgatherv: always) | (p−1) α + (p−1)/p nβ |
 //! | alltoall | Bruck | block ≤ 256 B | ⌈log₂p⌉ α + ⌈log₂p⌉ n/2 β |
 //! | alltoall(v) | pairwise exchange | larger (alltoallv: always) | (p−1) α + nβ |
+//!
+//! `L` is the number of nodes with members (one leader each); the node
+//! stage — members of one node combining through memory — costs a few
+//! cache-line transfers and `q − 1` combines for `q` members on a node
+//! (`group/algorithms/node_stage.rs` gives its protocol, rules and
+//! failures).
 //!
 //! Non-commutative reductions ([`Reduction::ordered`]) combine in rank
 //! order — `x0 ∘ x1 ∘ … ∘ x(p−1)` — with the algorithms that keep blocks
@@ -102,13 +111,11 @@
 //!
 //! # Later
 //!
-//! Selection looks at sizes only; the algorithms run the same over
-//! threads of one node as across nodes (their messages move buffers, not
-//! copies, between threads of a node). A per-node stage — threads of one
-//! node combining through memory, one leader per node in the network
-//! stage — slots in between [`tuning`]'s choice and the algorithms, as a
-//! new algorithm per collective with the group's placement (members per
-//! node) as input.
+//! The per-node stage serves blocking barrier, allreduce and bcast of
+//! small buffers. Still to come: a stage between the nodes of one host
+//! (through the shared-memory channel), the node stage for reduce,
+//! allgather and the nonblocking forms (these need more than one call
+//! under way in the node's slots), and thresholds moved by measurement.
 
 mod algorithms;
 pub mod context;
@@ -119,16 +126,18 @@ pub mod named;
 pub mod schedule;
 pub mod tuning;
 
+pub(crate) use algorithms::node_stage::NodeTeams;
 pub(crate) use context::ContextTable;
 pub use element::{Element, Op, Reducible, Reduction, ValueLoc};
 pub use error::CollError;
 pub use named::GroupError;
 pub use tuning::{
-    AllgatherAlgorithm, AllreduceAlgorithm, Algorithms, AlltoallAlgorithm, BcastAlgorithm,
-    ParseAlgorithmError, ReduceScatterAlgorithm,
+    AllgatherAlgorithm, AllreduceAlgorithm, Algorithms, AlltoallAlgorithm, BarrierAlgorithm,
+    BcastAlgorithm, ParseAlgorithmError, ReduceScatterAlgorithm,
 };
 
 use crate::{Address, Endpoint, Message, RecvRequest, Source, Tag, TagMatch};
+use algorithms::node_stage::NodeStage;
 use schedule::{Call, Comm};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -233,8 +242,12 @@ impl Group {
         first_tag: u32,
     ) -> Group {
         ep.node().shared.contexts.take(ep.address().thread, k);
+        let hash = context::list_hash(&members);
+        let stage = NodeStage::new(ep, &members, rank, k, hash);
+        let mut comm = Comm::new(ep, members, rank, k, first_tag);
+        comm.node_stage = Some(stage);
         Group {
-            comm: Rc::new(Comm::new(ep, members, rank, k, first_tag)),
+            comm: Rc::new(comm),
             id: k,
         }
     }

@@ -28,6 +28,7 @@
 //!    message for this call arrives: a member that fails a call tells the
 //!    others (its error, where it travels), once.
 
+use super::algorithms::node_stage::NodeStage;
 use super::context;
 use super::element::Element;
 use super::tuning::Algorithms;
@@ -56,8 +57,12 @@ pub(crate) struct Comm {
     member_nodes: Box<[u32]>,
     origin: Origin,
     next_tag: Cell<u32>,
+    /// Calls started: the next call's index.
+    calls: Cell<u64>,
     failures_seen: Cell<u64>,
     pub(crate) algorithms: Cell<Algorithms>,
+    /// The per-node stage, for groups with members on this node.
+    pub(crate) node_stage: Option<NodeStage>,
 }
 
 impl Comm {
@@ -92,8 +97,10 @@ impl Comm {
             member_nodes: member_nodes.into(),
             origin,
             next_tag: Cell::new(first_tag),
+            calls: Cell::new(0),
             failures_seen: Cell::new(u64::MAX),
             algorithms: Cell::new(Algorithms::default()),
+            node_stage: None,
         }
     }
 
@@ -140,9 +147,14 @@ impl Comm {
 pub(crate) struct Call {
     pub(crate) comm: Rc<Comm>,
     pub(crate) tag: u32,
+    /// The call's place in the group's sequence, from 1: the same at every
+    /// member, and growing (the per-node stage's counters, its rule 1).
+    pub(crate) index: u64,
     /// Set once this member has heard another's abort (it then does not
     /// send one of its own).
     aborted: Cell<bool>,
+    /// A blocking call: the only kind the per-node stage runs (its rule 4).
+    pub(crate) blocking: bool,
 }
 
 impl Call {
@@ -151,11 +163,38 @@ impl Call {
     pub(crate) fn start(comm: &Rc<Comm>) -> Call {
         let tag = comm.next_tag.get();
         comm.next_tag.set(tag.wrapping_add(1));
+        let index = comm.calls.get() + 1;
+        comm.calls.set(index);
+        Call {
+            index,
+            ..Call::with_tag(comm, tag)
+        }
+    }
+
+    /// Starts the next blocking call on `comm`.
+    pub(crate) fn start_blocking(comm: &Rc<Comm>) -> Call {
+        Call {
+            blocking: true,
+            ..Call::start(comm)
+        }
+    }
+
+    /// A call of tag `tag` on `comm`: the leaders' part of a call of the
+    /// group (per-node stage, step 3).
+    pub(crate) fn with_tag(comm: &Rc<Comm>, tag: u32) -> Call {
         Call {
             comm: comm.clone(),
             tag,
+            index: 0,
             aborted: Cell::new(false),
+            blocking: false,
         }
+    }
+
+    /// Records that this member learned of the call's failure from
+    /// another (it then sends no abort of its own).
+    pub(crate) fn heard_abort(&self) {
+        self.aborted.set(true);
     }
 
     /// The tag the next call on `comm` will have (the same at every member).
@@ -247,7 +286,7 @@ impl Call {
     }
 
     /// Why waiting on this call must stop, if it must (rule 4).
-    fn interrupted(&self) -> Option<CollError> {
+    pub(crate) fn interrupted(&self) -> Option<CollError> {
         let c = &self.comm;
         if let Some(e) = c.member_lost() {
             return Some(e);

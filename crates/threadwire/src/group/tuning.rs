@@ -24,6 +24,23 @@ pub const ALLTOALL_SHORT: usize = 256;
 /// for non-powers of two), then ring.
 pub const ALLGATHER_SHORT: usize = 80 << 10;
 
+/// The per-node stage (members of one node combining through memory, one
+/// leader per node on the network) for allreduce and bcast up to this many
+/// bytes; barriers always take it. Above, a copy through the node's slots
+/// costs more than the messages it saves, which move buffers between a
+/// node's threads without a copy.
+pub const NODE_STAGE_MAX: usize = 4 << 10;
+
+/// Barrier algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BarrierAlgorithm {
+    /// Dissemination (⌈log₂ p⌉ rounds).
+    Dissemination,
+    /// The per-node stage, dissemination among the nodes' leaders.
+    Hierarchical,
+}
+
 /// Allreduce algorithms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -35,6 +52,10 @@ pub enum AllreduceAlgorithm {
     Rabenseifner,
     /// Ring reduce-scatter, then ring allgather (commutative only).
     Ring,
+    /// The per-node stage, the flat choice among the nodes' leaders
+    /// (blocking calls; non-commutative operations only where every
+    /// node's members are consecutive ranks).
+    Hierarchical,
 }
 
 /// Broadcast algorithms.
@@ -45,6 +66,9 @@ pub enum BcastAlgorithm {
     Binomial,
     /// Binomial scatter, then ring allgather (van de Geijn).
     ScatterAllgather,
+    /// The per-node stage, a binomial tree among the nodes' leaders
+    /// (blocking calls).
+    Hierarchical,
 }
 
 /// Allgather algorithms.
@@ -83,6 +107,8 @@ pub enum ReduceScatterAlgorithm {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Algorithms {
+    /// Barrier.
+    pub barrier: Option<BarrierAlgorithm>,
     /// Allreduce (and the reduce half of nothing else).
     pub allreduce: Option<AllreduceAlgorithm>,
     /// Broadcast.
@@ -114,6 +140,15 @@ pub fn allreduce(bytes: usize, members: usize, commutative: bool) -> AllreduceAl
     } else {
         AllreduceAlgorithm::Rabenseifner
     }
+}
+
+/// Whether a blocking barrier, allreduce or bcast of `bytes` runs the
+/// per-node stage, with at most `most_on_a_node` members on one node:
+/// when some node has more than one and `bytes` ≤ [`NODE_STAGE_MAX`].
+/// `in_rank_order` is false for a non-commutative operation on a group
+/// whose nodes' ranks are not consecutive (which then runs flat).
+pub fn node_stage(bytes: usize, most_on_a_node: usize, in_rank_order: bool) -> bool {
+    most_on_a_node > 1 && bytes <= NODE_STAGE_MAX && in_rank_order
 }
 
 /// The broadcast algorithm for `bytes` among `members`: a binomial tree up
@@ -160,8 +195,9 @@ pub fn reduce_scatter(commutative: bool) -> ReduceScatterAlgorithm {
 /// that names no collective.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "{0:?}: one of allreduce=recursive-doubling|rabenseifner|ring, \
-     bcast=binomial|scatter-allgather, allgather=bruck|ring, alltoall=bruck|pairwise, \
+    "{0:?}: one of barrier=dissemination|hierarchical, \
+     allreduce=recursive-doubling|rabenseifner|ring|hierarchical, \
+     bcast=binomial|scatter-allgather|hierarchical, allgather=bruck|ring, alltoall=bruck|pairwise, \
      reduce_scatter=ring|reduce-scatterv"
 )]
 pub struct ParseAlgorithmError(String);
@@ -197,14 +233,20 @@ macro_rules! named {
     };
 }
 
+named!(BarrierAlgorithm {
+    Dissemination => "dissemination",
+    Hierarchical => "hierarchical",
+});
 named!(AllreduceAlgorithm {
     RecursiveDoubling => "recursive-doubling",
     Rabenseifner => "rabenseifner",
     Ring => "ring",
+    Hierarchical => "hierarchical",
 });
 named!(BcastAlgorithm {
     Binomial => "binomial",
     ScatterAllgather => "scatter-allgather",
+    Hierarchical => "hierarchical",
 });
 named!(AllgatherAlgorithm {
     Bruck => "bruck",
@@ -236,6 +278,7 @@ impl Algorithms {
         let (collective, algorithm) = forced.split_once('=').ok_or_else(bad)?;
         let algorithm = algorithm.trim();
         match collective.trim() {
+            "barrier" => self.barrier = Some(algorithm.parse().map_err(|_| bad())?),
             "allreduce" => self.allreduce = Some(algorithm.parse().map_err(|_| bad())?),
             "bcast" => self.bcast = Some(algorithm.parse().map_err(|_| bad())?),
             "allgather" => self.allgather = Some(algorithm.parse().map_err(|_| bad())?),
@@ -249,6 +292,9 @@ impl Algorithms {
     /// The forced algorithms, as [`force`](Self::force) takes them.
     pub fn forced(&self) -> Vec<String> {
         let mut names = Vec::new();
+        if let Some(a) = self.barrier {
+            names.push(format!("barrier={a}"));
+        }
         if let Some(a) = self.allreduce {
             names.push(format!("allreduce={a}"));
         }
@@ -276,11 +322,15 @@ mod tests {
     fn every_algorithm_is_forced_by_its_name() {
         let mut a = Algorithms::new();
         for forced in [
+            "barrier=dissemination",
+            "barrier=hierarchical",
             "allreduce=recursive-doubling",
             "allreduce=rabenseifner",
             "allreduce=ring",
+            "allreduce=hierarchical",
             "bcast=binomial",
             "bcast=scatter-allgather",
+            "bcast=hierarchical",
             "allgather=bruck",
             "allgather=ring",
             "alltoall=bruck",
@@ -291,8 +341,16 @@ mod tests {
             a.force(forced).unwrap();
             assert!(a.forced().iter().any(|f| f == forced), "{forced}");
         }
-        for bad in ["barrier=ring", "allreduce", "allreduce=bruck", "=ring", ""] {
+        for bad in ["barrier=ring", "bcast=bruck", "allreduce", "allreduce=bruck", "=ring", ""] {
             assert!(a.force(bad).is_err(), "{bad}");
         }
+    }
+    #[test]
+    fn node_stage_for_small_calls_with_members_sharing_a_node() {
+        assert!(node_stage(8, 2, true));
+        assert!(node_stage(NODE_STAGE_MAX, 8, true));
+        assert!(!node_stage(NODE_STAGE_MAX + 1, 8, true));
+        assert!(!node_stage(8, 1, true));
+        assert!(!node_stage(8, 4, false));
     }
 }

@@ -73,7 +73,7 @@ impl Mailbox {
         self.owner.set(owner).is_ok()
     }
 
-    fn wake_owner(&self) {
+    pub(crate) fn wake_owner(&self) {
         match self.owner.get() {
             // The owner delivering to itself (while polling in its own
             // wait) re-checks before it parks.

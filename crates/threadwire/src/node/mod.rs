@@ -39,6 +39,8 @@ pub(crate) struct NodeShared {
     pub(crate) engine: ProgressEngine,
     /// The group ids each thread's groups use.
     pub(crate) contexts: crate::group::ContextTable,
+    /// The per-node stage's shared structures of this node's groups.
+    pub(crate) node_teams: crate::group::NodeTeams,
     next_thread: AtomicU32,
     listen: Option<SocketAddr>,
     comm_stop: AtomicBool,
@@ -72,6 +74,7 @@ impl NodeShared {
             router,
             engine,
             contexts: Default::default(),
+            node_teams: Default::default(),
             next_thread: AtomicU32::new(0),
             listen,
             comm_stop: AtomicBool::new(false),

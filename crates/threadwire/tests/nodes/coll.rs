@@ -2,8 +2,11 @@
 //! reference that every member computes alone (everyone's data is a
 //! function of its rank).
 //!
-//! `node-coll MODE THREADS [SEED]`: the first THREADS threads of every
-//! node (thread 0 and THREADS − 1 fibers) form `Group::world_threads`.
+//! `node-coll MODE THREADS [SEED] [fibers|os]`: the first THREADS threads
+//! of every node (thread 0 and THREADS − 1 fibers, or OS threads with
+//! `os`) form `Group::world_threads`. Members sharing a node combine
+//! through the per-node stage for small blocking calls by default, and
+//! every mode forces it (and the flat algorithms) at least once.
 //! MODE is one of
 //! - `all`: every collective, every algorithm forced at least once, sizes
 //!   across the thresholds, non-commutative reductions, on the world group
@@ -15,16 +18,16 @@
 //! - `overlap`: nonblocking collectives overlapped with point-to-point
 //!   traffic on the same endpoints, completed by test, wait and wait_all;
 //! - `errors`: bad arguments give typed errors at every member;
-//! - `kill`: the last node kills itself when the others enter an
-//!   allreduce; each survivor thread prints `<address>: PeerLost n<last>`.
+//! - `kill`, `kill-small`: the last node kills itself when the others
+//!   enter an allreduce (of 8000 B: flat; of 8 B: the per-node stage); each survivor thread prints `<address>: PeerLost n<last>`.
 //!
 //! Thread 0 of each node prints `coll n<id>: ok mode=<MODE> checks=<n>`.
 
 mod common;
 
 use threadwire::group::{
-    Algorithms, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm, BcastAlgorithm,
-    ReduceScatterAlgorithm,
+    Algorithms, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm, BarrierAlgorithm,
+    BcastAlgorithm, ReduceScatterAlgorithm,
 };
 use threadwire::{
     wait_all, Address, CollError, Endpoint, Group, Op, Reduction, ValueLoc, ANY_SOURCE,
@@ -67,6 +70,15 @@ fn ordered() -> Reduction<u64> {
     })
 }
 
+/// Whether every node's members of `g` are consecutive ranks (the
+/// per-node stage then combines non-commutative reductions too).
+fn nodes_consecutive(g: &Group) -> bool {
+    let m = g.members();
+    (0..m.len()).all(|i| {
+        i == 0 || m[i - 1].node == m[i].node || !m[..i].iter().any(|a| a.node == m[i].node)
+    })
+}
+
 /// The sequential reference: ranks `ranks` combined in order.
 fn fold<T: Copy>(
     ranks: std::ops::Range<usize>,
@@ -104,6 +116,7 @@ impl Checker<'_> {
             Some(AllreduceAlgorithm::RecursiveDoubling),
             Some(AllreduceAlgorithm::Rabenseifner),
             Some(AllreduceAlgorithm::Ring),
+            Some(AllreduceAlgorithm::Hierarchical),
         ];
         for (k, &algorithm) in forced.iter().enumerate() {
             let mut a = Algorithms::new();
@@ -162,8 +175,16 @@ impl Checker<'_> {
                 assert_eq!(v, want, "commutative user op");
                 let mut v = affine(r, n, salt);
                 let result = self.g.allreduce(&mut v, ordered());
+                let flat_only = algorithm == Some(AllreduceAlgorithm::Hierarchical)
+                    && !nodes_consecutive(self.g);
                 match algorithm {
                     Some(AllreduceAlgorithm::Rabenseifner) | Some(AllreduceAlgorithm::Ring) => {
+                        assert!(
+                            matches!(result, Err(CollError::NotApplicable { .. })),
+                            "{result:?}"
+                        );
+                    }
+                    _ if flat_only => {
                         assert!(
                             matches!(result, Err(CollError::NotApplicable { .. })),
                             "{result:?}"
@@ -188,6 +209,7 @@ impl Checker<'_> {
             None,
             Some(BcastAlgorithm::Binomial),
             Some(BcastAlgorithm::ScatterAllgather),
+            Some(BcastAlgorithm::Hierarchical),
         ]
         .iter()
         .enumerate()
@@ -438,6 +460,17 @@ impl Checker<'_> {
 
     fn everything(&mut self, salt: u64) {
         self.g.barrier().unwrap();
+        for algorithm in [
+            BarrierAlgorithm::Hierarchical,
+            BarrierAlgorithm::Dissemination,
+        ] {
+            let mut a = Algorithms::new();
+            a.barrier = Some(algorithm);
+            self.force(a);
+            self.g.barrier().unwrap();
+            self.g.barrier().unwrap();
+        }
+        self.force(Algorithms::new());
         self.allreduce(salt);
         self.trace("allreduce");
         self.rooted(salt + 1);
@@ -664,8 +697,9 @@ fn mode_errors(ep: &Endpoint, threads: u32) -> u64 {
     checks + 4
 }
 
-/// The last node dies as the others enter an allreduce.
-fn mode_kill(ep: &Endpoint, threads: u32) -> u64 {
+/// The last node dies as the others enter an allreduce of `n` elements
+/// (1: the per-node stage; 1000: flat).
+fn mode_kill(ep: &Endpoint, threads: u32, n: usize) -> u64 {
     let g = Group::world_threads(ep, threads).unwrap();
     let last = ep.node().nodes() - 1;
     g.barrier().unwrap();
@@ -682,7 +716,7 @@ fn mode_kill(ep: &Endpoint, threads: u32) -> u64 {
         let _ = ep.recv(ANY_SOURCE, u32::MAX);
         unreachable!("the process was killed");
     }
-    let mut v = vec![1i64; 1000];
+    let mut v = vec![1i64; n];
     // Usually the dead node; a survivor that saw the loss first and
     // finished may be the member this one hears of first.
     match g.allreduce(&mut v, Op::Sum) {
@@ -704,7 +738,8 @@ fn run(ep: &Endpoint, mode: &str, threads: u32, seed: u64) -> u64 {
         "isolation" => mode_isolation(ep, threads),
         "overlap" => mode_overlap(ep, threads, seed),
         "errors" => mode_errors(ep, threads),
-        "kill" => mode_kill(ep, threads),
+        "kill" => mode_kill(ep, threads, 1000),
+        "kill-small" => mode_kill(ep, threads, 1),
         _ => panic!("unknown mode {mode}"),
     }
 }
@@ -714,6 +749,7 @@ fn main() {
     let mode: String = common::arg(1, "all".to_string());
     let threads: u32 = common::arg(2, 2);
     let seed: u64 = common::arg(3, 1);
+    let os_threads = common::arg(4, "fibers".to_string()) == "os";
     let ep = threadwire::Config::new()
         .log(true)
         .init()
@@ -722,7 +758,12 @@ fn main() {
     let workers: Vec<_> = (1..threads)
         .map(|_| {
             let mode = mode.clone();
-            node.spawn(move |ep| run(&ep, &mode, threads, seed))
+            let body = move |ep: Endpoint| run(&ep, &mode, threads, seed);
+            if os_threads {
+                node.spawn_os(body)
+            } else {
+                node.spawn(body)
+            }
         })
         .collect();
     let mut checks = run(&ep, &mode, threads, seed);

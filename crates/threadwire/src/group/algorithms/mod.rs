@@ -4,13 +4,16 @@
 //!
 //! - [`tree`]: barrier, broadcast, reduce, gather(v), scatter(v);
 //! - [`combine`]: allreduce, reduce-scatter, scan, exscan;
-//! - [`exchange`]: allgather(v), alltoall(v).
+//! - [`exchange`]: allgather(v), alltoall(v);
+//! - [`node_stage`]: barrier, allreduce and broadcast with the members of
+//!   each node combined through memory, one leader per node on the network.
 //!
 //! Where the operation is not commutative, blocks are combined in rank
 //! order: `Reduction::merge` is told which side the other block is on.
 
 pub(crate) mod combine;
 pub(crate) mod exchange;
+pub(crate) mod node_stage;
 pub(crate) mod tree;
 
 /// `rank` relative to `root`.

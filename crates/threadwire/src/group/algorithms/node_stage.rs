@@ -1,0 +1,487 @@
+//! The per-node stage: members of a group that are threads of one node
+//! combine through memory, with no message; one leader per node runs the
+//! flat algorithm among the leaders, then releases its node's members.
+//! MPICH's `release_gather` and Open MPI's XHC, for threads.
+//!
+//! When a group is built, the members on each node share one
+//! [`NodeTeam`] (through the node's [`NodeTeams`], keyed by the group's
+//! id and member list): one cache-line-aligned [`Slot`] per local member,
+//! in rank order. The node's *leader* is its member of lowest rank
+//! (slot 0). Call `s` is the group's `s`-th call (1, 2, …, of any kind:
+//! the same number at every member, even where a call failed before its
+//! algorithm began). A call:
+//!
+//! 1. A member that is not the leader writes its contribution (allreduce:
+//!    its buffer; bcast: the root's buffer; barrier: nothing) into its
+//!    slot's data, stores `arrived = s`, and wakes the leader if every
+//!    other member has arrived too (rule 5).
+//! 2. The leader waits until every local slot has `arrived ≥ s`, then
+//!    combines the contributions in rank order (its own first, as it has
+//!    the lowest rank) into its buffer.
+//! 3. The leader runs the flat algorithm (the one [`tuning`] chooses for
+//!    the leaders' count, or the one forced) among the leaders only: a
+//!    sub-communication of the group's collective context with the same
+//!    call tag, ranked by the leaders' ranks.
+//! 4. The leader writes the result into the team's result (or, on
+//!    failure, the error and `s` into the team's outcome), stores
+//!    `released = s` in its slot and wakes the node's members.
+//! 5. Each member waits for `released ≥ s` and copies the result (or
+//!    returns the error).
+//!
+//! A group with members on one node only has no step 3: there every
+//! member, the leader too, does step 1, and the member whose arrival
+//! completes the node (the one that sees every other slot at `s`; of two
+//! that see it at once, the one that raises the team's `combiner` word to
+//! `s`) does steps 2 and 4, so no leader is woken to do them.
+//!
+//! Memory ordering:
+//!
+//! 1. `arrived` and `released` only grow (never reset): a waiter compares
+//!    with `≥`, so no round needs a reset, and a member's count after a
+//!    failed call still matches the others'.
+//! 2. A slot's data is written before its counter is stored with
+//!    `Release`, and read after the counter is loaded with `Acquire`.
+//! 3. A member writes its data for call `s + 1` only after it saw
+//!    `released ≥ s`, i.e. after the leader read its data for `s`; the
+//!    leader writes the result of `s + 1` only after every member arrived
+//!    at `s + 1`, i.e. after each read the result of `s`. So the data's
+//!    locks are never contended; they are there so that no `unsafe` is
+//!    needed, and cost an uncontended lock per access.
+//! 4. Rule 3 needs one call under way per member at a time: only blocking
+//!    calls take this path (nonblocking ones run flat, chosen alike at
+//!    every member: mixing `barrier` and `ibarrier` for one call is an
+//!    error, as in MPI).
+//! 5. `arrived` is stored and the others' loaded with `SeqCst`: of two
+//!    members arriving last at once, at least one sees the other's store,
+//!    so one wake (or two) reaches the leader instead of one per
+//!    member (measured: waking the leader at every arrival made a 1 × 16
+//!    barrier slower than the flat one).
+//!
+//! Waiting is the collective's ordinary wait ([`schedule`] rule 1): spin,
+//! then yield, then park through the runtime's one park/unpark (a fiber
+//! parks at once, so the node's other fibers — often the very members it
+//! waits for — run on its worker); a counter's writer wakes the waiter's
+//! mailbox owner.
+//!
+//! Failures: a leader's node failing is its members' node failing, so a
+//! member never waits on a dead leader. A remote member's node lost is
+//! seen by the leaders in step 3 (`PeerLost`), and they release their
+//! members with it in step 4; a member waiting in step 5 also sees the
+//! loss itself (its wait checks the group's nodes, [`schedule`] rule 4)
+//! and an abort from any member, so it ends even if its leader is still
+//! blocked. After a failed call the data of the next call may meet a
+//! leader still reading the failed one's; the failed call fails anyway.
+//!
+//! Non-commutative reductions combine in rank order only if every node's
+//! members are consecutive ranks (as [`Group::world_threads`] makes
+//! them): the leaders' order is then the blocks' order. Otherwise those
+//! run flat.
+//!
+//! Cost, with `q` members on the busiest node and `L` leaders: two
+//! stores and `q − 1` loads of counters on the node (a few cache-line
+//! transfers), `q − 1` combines at the leader, plus the
+//! flat algorithm over `L` members: a barrier costs ⌈log₂L⌉ α instead of
+//! ⌈log₂p⌉ α, an allreduce (⌊log₂L⌋ + 2) (α + nβ) instead of with `p`.
+//! Leaders wait for their slowest local member, and members for the whole
+//! network stage; the payload moves through a copy in the team (up to
+//! [`tuning::NODE_STAGE_MAX`] bytes by default). On 2 cores, waking the
+//! parked waiters costs far more than the memory traffic
+//! (docs/PERFORMANCE-STUDIES.md, "the per-node stage").
+//!
+//! [`tuning`]: crate::group::tuning
+//! [`schedule`]: crate::group::schedule
+//! [`Group::world_threads`]: crate::Group::world_threads
+
+use crate::group::element::{Element, Reducible, Reduction};
+use crate::group::schedule::{Call, Comm};
+use crate::group::CollError;
+use crate::{lock, Address, Endpoint};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::Poll;
+
+/// One local member's line: its counters, then (behind a pointer) its data.
+#[repr(align(128))]
+#[derive(Default)]
+struct Slot {
+    /// The member's calls whose contribution is in `data` (rule 1).
+    arrived: AtomicU64,
+    /// The leader's slot only: the calls released (rule 1).
+    released: AtomicU64,
+    data: Mutex<Vec<u8>>,
+}
+
+/// The node-local structure of one group: one slot per member on this
+/// node, in rank order (slot 0 the leader's).
+pub(crate) struct NodeTeam {
+    slots: Box<[Slot]>,
+    /// The last call a member combined for (one-node groups).
+    combiner: AtomicU64,
+    /// The result of the last call released.
+    result: Mutex<Vec<u8>>,
+    /// The last failed call and its error (step 4).
+    outcome: Mutex<Option<(u64, CollError)>>,
+}
+
+/// The teams of this node's groups, by group id and member list.
+#[derive(Default)]
+pub(crate) struct NodeTeams(Mutex<HashMap<(u32, u64), Weak<NodeTeam>>>);
+
+impl NodeTeams {
+    /// The team of group `key`, made by the first of its local members.
+    fn team(&self, key: (u32, u64), members: usize) -> Arc<NodeTeam> {
+        let mut teams = lock(&self.0);
+        if let Some(team) = teams.get(&key).and_then(Weak::upgrade) {
+            return team;
+        }
+        teams.retain(|_, t| t.strong_count() > 0);
+        let team = Arc::new(NodeTeam {
+            slots: (0..members).map(|_| Slot::default()).collect(),
+            combiner: AtomicU64::new(0),
+            result: Mutex::new(Vec::new()),
+            outcome: Mutex::new(None),
+        });
+        teams.insert(key, Arc::downgrade(&team));
+        team
+    }
+}
+
+/// One member's side of the per-node stage of a group.
+pub(crate) struct NodeStage {
+    team: Arc<NodeTeam>,
+    /// This member's slot (0: the leader).
+    index: usize,
+    /// The threads of this node's members, in rank order (whom to wake).
+    threads: Box<[u32]>,
+    /// The leaders' sub-communication, at the leader (None with one node).
+    leaders: Option<Rc<Comm>>,
+    /// Whether the group has members on this node only.
+    one_node: bool,
+    /// For each rank, the leaders' rank of its node.
+    leader_of: Box<[usize]>,
+    /// Members on the busiest node.
+    pub(crate) most_on_a_node: usize,
+    /// Whether every node's members are consecutive ranks.
+    pub(crate) consecutive: bool,
+}
+
+impl NodeStage {
+    /// The stage of the member of rank `rank` in group `k` of `members`.
+    pub(crate) fn new(
+        ep: &Endpoint,
+        members: &Arc<[Address]>,
+        rank: usize,
+        k: u32,
+        hash: u64,
+    ) -> NodeStage {
+        let me = members[rank].node;
+        // Nodes in the order of their lowest rank: the leaders' order.
+        let mut nodes: Vec<u32> = Vec::new();
+        let mut leader_of = Vec::with_capacity(members.len());
+        let mut counts: Vec<usize> = Vec::new();
+        let mut consecutive = true;
+        for (i, a) in members.iter().enumerate() {
+            let at = match nodes.iter().position(|&n| n == a.node) {
+                Some(at) => {
+                    consecutive &= members[i - 1].node == a.node;
+                    at
+                }
+                None => {
+                    nodes.push(a.node);
+                    counts.push(0);
+                    nodes.len() - 1
+                }
+            };
+            counts[at] += 1;
+            leader_of.push(at);
+        }
+        let local: Vec<usize> = (0..members.len())
+            .filter(|&r| members[r].node == me)
+            .collect();
+        let index = local.iter().position(|&r| r == rank).expect("a member");
+        let leaders = (index == 0 && nodes.len() > 1).then(|| {
+            let addresses: Arc<[Address]> = nodes
+                .iter()
+                .map(|&n| members[members.iter().position(|a| a.node == n).expect("a node")])
+                .collect();
+            Rc::new(Comm::new(ep, addresses, leader_of[rank], k, 0))
+        });
+        NodeStage {
+            team: ep.node().shared.node_teams.team((k, hash), local.len()),
+            index,
+            threads: local.iter().map(|&r| members[r].thread).collect(),
+            leaders,
+            one_node: nodes.len() == 1,
+            leader_of: leader_of.into(),
+            most_on_a_node: counts.iter().copied().max().unwrap_or(1),
+            consecutive,
+        }
+    }
+
+    fn wake(&self, c: &Call, index: usize) {
+        let router = &c.comm.ep.node().shared.router;
+        if let Some(m) = router.mailboxes.get(self.threads[index]) {
+            m.wake_owner();
+        }
+    }
+
+    /// The leaders' call of the same tag, with the group's forced
+    /// algorithms but no node stage.
+    fn leaders_call(&self, c: &Call) -> Option<Call> {
+        let leaders = self.leaders.as_ref()?;
+        let mut forced = c.algorithms();
+        forced.barrier = None;
+        forced.allreduce = forced
+            .allreduce
+            .filter(|&a| a != crate::group::AllreduceAlgorithm::Hierarchical);
+        forced.bcast = forced
+            .bcast
+            .filter(|&a| a != crate::group::BcastAlgorithm::Hierarchical);
+        leaders.algorithms.set(forced);
+        Some(Call::with_tag(leaders, c.tag))
+    }
+
+    /// Steps 1 and 5 at a member that is not the leader: `mine` into its
+    /// slot, then `read` of the leader's result.
+    async fn member<R>(
+        &self,
+        c: &Call,
+        s: u64,
+        mine: Option<Vec<u8>>,
+        read: impl FnOnce(&[u8]) -> Result<R, CollError>,
+    ) -> Result<R, CollError> {
+        let slot = &self.team.slots[self.index];
+        if let Some(data) = mine {
+            *lock(&slot.data) = data;
+        }
+        slot.arrived.store(s, Ordering::SeqCst);
+        // Only the last to arrive wakes the leader (rule 5).
+        if self.all_arrived(s) {
+            self.wake(c, 0);
+        }
+        let leader = &self.team.slots[0];
+        wait(c, || leader.released.load(Ordering::Acquire) >= s).await?;
+        if let Some((at, e)) = &*lock(&self.team.outcome) {
+            if *at == s {
+                c.heard_abort();
+                return Err(e.clone());
+            }
+        }
+        read(&lock(&self.team.result))
+    }
+
+    /// A one-node group's call: every member (the leader too) arrives
+    /// with its contribution, and the one that completes the node
+    /// combines and releases (steps 2 and 4 without waking a leader).
+    async fn by_last<R>(
+        &self,
+        c: &Call,
+        mine: Option<Vec<u8>>,
+        combine: impl FnOnce(&[Slot]) -> Result<Option<Vec<u8>>, CollError>,
+        read: impl FnOnce(&[u8]) -> Result<R, CollError>,
+    ) -> Result<R, CollError> {
+        let s = c.index;
+        let slot = &self.team.slots[self.index];
+        if let Some(data) = mine {
+            *lock(&slot.data) = data;
+        }
+        slot.arrived.store(s, Ordering::SeqCst);
+        let all = self
+            .team
+            .slots
+            .iter()
+            .all(|slot| slot.arrived.load(Ordering::SeqCst) >= s);
+        // Of the members that see every arrival, one combines.
+        if all && self.team.combiner.fetch_max(s, Ordering::SeqCst) < s {
+            let result = combine(&self.team.slots);
+            self.release(c, s, &result);
+            result?;
+            return read(&lock(&self.team.result));
+        }
+        let released = &self.team.slots[0].released;
+        wait(c, || released.load(Ordering::Acquire) >= s).await?;
+        if let Some((at, e)) = &*lock(&self.team.outcome) {
+            if *at == s {
+                c.heard_abort();
+                return Err(e.clone());
+            }
+        }
+        read(&lock(&self.team.result))
+    }
+
+    fn all_arrived(&self, s: u64) -> bool {
+        self.team.slots[1..]
+            .iter()
+            .all(|slot| slot.arrived.load(Ordering::SeqCst) >= s)
+    }
+
+    /// Step 2's wait at the leader.
+    async fn arrivals(&self, c: &Call, s: u64) -> Result<(), CollError> {
+        wait(c, || self.all_arrived(s)).await
+    }
+
+    /// Step 4: the result (or the error) out, the members released.
+    fn release(&self, c: &Call, s: u64, result: &Result<Option<Vec<u8>>, CollError>) {
+        match result {
+            Ok(Some(bytes)) => *lock(&self.team.result) = bytes.clone(),
+            Ok(None) => {}
+            Err(e) => *lock(&self.team.outcome) = Some((s, e.clone())),
+        }
+        self.team.slots[0].released.store(s, Ordering::Release);
+        for i in (0..self.threads.len()).filter(|&i| i != self.index) {
+            self.wake(c, i);
+        }
+    }
+}
+
+/// Waits (in the collective's wait) until `ready`, or the call is
+/// interrupted.
+async fn wait(c: &Call, ready: impl Fn() -> bool) -> Result<(), CollError> {
+    std::future::poll_fn(|_| {
+        if ready() {
+            return Poll::Ready(Ok(()));
+        }
+        match c.interrupted() {
+            Some(e) => Poll::Ready(Err(e)),
+            None => Poll::Pending,
+        }
+    })
+    .await
+}
+
+fn bytes_of<T: Element>(values: &[T]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(std::mem::size_of_val(values));
+    T::write(values, &mut bytes);
+    bytes
+}
+
+/// Barrier: steps 1–5 with no data, a dissemination barrier among leaders.
+pub(crate) async fn barrier(c: &Call, stage: &NodeStage) -> Result<(), CollError> {
+    if stage.one_node {
+        return stage.by_last(c, None, |_| Ok(None), |_| Ok(())).await;
+    }
+    let s = c.index;
+    if stage.index != 0 {
+        return stage.member(c, s, None, |_| Ok(())).await;
+    }
+    let result = async {
+        stage.arrivals(c, s).await?;
+        if let Some(lc) = stage.leaders_call(c) {
+            super::tree::barrier(&lc).await?;
+        }
+        Ok(None)
+    }
+    .await;
+    stage.release(c, s, &result);
+    result.map(|_| ())
+}
+
+/// Allreduce: the node's buffers combined at the leader in rank order,
+/// then the flat allreduce among leaders.
+pub(crate) async fn allreduce<T: Reducible>(
+    c: &Call,
+    stage: &NodeStage,
+    buf: &mut [T],
+    op: &Reduction<T>,
+) -> Result<(), CollError> {
+    let n = buf.len();
+    if stage.one_node {
+        let combine = |slots: &[Slot]| {
+            let mut acc = c.decode_bytes::<T>(&lock(&slots[0].data), Some(n))?;
+            for slot in &slots[1..] {
+                op.apply(&mut acc, &c.decode_bytes::<T>(&lock(&slot.data), Some(n))?)?;
+            }
+            Ok(Some(bytes_of(&acc)))
+        };
+        let got = stage
+            .by_last(c, Some(bytes_of(buf)), combine, |bytes| {
+                c.decode_bytes::<T>(bytes, Some(n))
+            })
+            .await?;
+        buf.copy_from_slice(&got);
+        return Ok(());
+    }
+    let s = c.index;
+    if stage.index != 0 {
+        let got = stage
+            .member(c, s, Some(bytes_of(buf)), |bytes| {
+                c.decode_bytes::<T>(bytes, Some(buf.len()))
+            })
+            .await?;
+        buf.copy_from_slice(&got);
+        return Ok(());
+    }
+    let result = async {
+        stage.arrivals(c, s).await?;
+        for slot in &stage.team.slots[1..] {
+            let other = c.decode_bytes::<T>(&lock(&slot.data), Some(buf.len()))?;
+            op.apply(buf, &other)?;
+        }
+        if let Some(lc) = stage.leaders_call(c) {
+            crate::group::collectives::allreduce_flat(&lc, buf, op).await?;
+        }
+        Ok(Some(bytes_of(buf)))
+    }
+    .await;
+    stage.release(c, s, &result);
+    result.map(|_| ())
+}
+
+/// Broadcast: the root's buffer to its node's leader (through its slot),
+/// the flat broadcast among leaders, then to every node's members.
+pub(crate) async fn bcast<T: Element>(
+    c: &Call,
+    stage: &NodeStage,
+    buf: &mut [T],
+    root: usize,
+) -> Result<(), CollError> {
+    let is_root = c.rank() == root;
+    let at = |rank: usize| {
+        stage
+            .threads
+            .iter()
+            .position(|&t| t == c.comm.members[rank].thread)
+    };
+    if stage.one_node {
+        let root_slot = at(root).expect("one node: the root is on it");
+        let got = stage
+            .by_last(
+                c,
+                is_root.then(|| bytes_of(buf)),
+                |slots| Ok(Some(lock(&slots[root_slot].data).clone())),
+                |bytes| c.decode_bytes::<T>(bytes, Some(buf.len())),
+            )
+            .await?;
+        buf.copy_from_slice(&got);
+        return Ok(());
+    }
+    let s = c.index;
+    if stage.index != 0 {
+        let mine = is_root.then(|| bytes_of(buf));
+        let got = stage
+            .member(c, s, mine, |bytes| {
+                c.decode_bytes::<T>(bytes, Some(buf.len()))
+            })
+            .await?;
+        buf.copy_from_slice(&got);
+        return Ok(());
+    }
+    let root_here = c.comm.members[root].node == c.comm.members[c.rank()].node;
+    let result = async {
+        stage.arrivals(c, s).await?;
+        if root_here && !is_root {
+            let at = at(root).expect("the root is on this node");
+            let got = c.decode_bytes::<T>(&lock(&stage.team.slots[at].data), Some(buf.len()))?;
+            buf.copy_from_slice(&got);
+        }
+        if let Some(lc) = stage.leaders_call(c) {
+            crate::group::collectives::bcast_flat(&lc, buf, stage.leader_of[root]).await?;
+        }
+        Ok(Some(bytes_of(buf)))
+    }
+    .await;
+    stage.release(c, s, &result);
+    result.map(|_| ())
+}
