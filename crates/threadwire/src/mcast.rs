@@ -26,7 +26,7 @@
 
 use crate::error::{Failure, LossCause, PeerLost};
 use crate::mailbox::MAX_THREADS;
-use crate::{Address, Endpoint, Message, Tag};
+use crate::{Address, Endpoint, Tag};
 use std::sync::atomic::Ordering;
 use threadwire_transport::SendOutcome;
 use threadwire_wire::mcast::{encode_list, THREAD_BYTES};
@@ -141,27 +141,16 @@ impl Endpoint {
         }
     }
 
+    /// Each of `threads` (of this node) gets a copy, the last the buffer
+    /// itself, through the same local path as [`send`](Endpoint::send).
     fn deliver_locally(&self, threads: &[Address], tag: Tag, data: Payload) {
-        let s = &self.node().shared.router;
-        let len = data.len();
-        let format = data.format();
         let (last, rest) = threads.split_last().expect("groups are not empty");
-        let message = |to: &Address, payload| {
-            self.mailbox().counters.sent(len);
-            s.mailboxes
-                .get(to.thread)
-                .expect("thread below MAX_THREADS")
-                .deliver(Message {
-                    source: self.address(),
-                    context: 0,
-                    tag,
-                    payload,
-                });
-        };
-        for to in rest {
-            message(to, Payload::from_wire(format, data.to_vec()));
+        for &to in rest {
+            let copy = Payload::from_wire(data.format(), data.to_vec());
+            // Cannot fail: checked in range, and the node is this one.
+            let _ = self.send_in(0, to, tag, copy);
         }
-        message(last, data);
+        let _ = self.send_in(0, *last, tag, data);
     }
 
     fn send_mcast_frame(
