@@ -241,6 +241,21 @@ impl Call {
         }
     }
 
+    /// One step of most algorithms: posts the receive from `from`, sends
+    /// `values` to `to`, then waits for the receive — `count` elements,
+    /// if the algorithm knows how many.
+    pub(crate) async fn sendrecv<T: Element>(
+        &self,
+        to: usize,
+        values: &[T],
+        from: usize,
+        count: Option<usize>,
+    ) -> Result<Vec<T>, CollError> {
+        let incoming = self.recv(from);
+        self.send(to, values)?;
+        self.decode(incoming.await?, count)
+    }
+
     /// Receives exactly `count` elements from member `from`.
     pub(crate) async fn recv_exact<T: Element>(
         &self,

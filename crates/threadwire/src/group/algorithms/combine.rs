@@ -64,9 +64,7 @@ pub(crate) async fn allreduce_recursive_doubling<T: Reducible>(
         let mut mask = 1;
         while mask < pof2 {
             let partner = unfolded(new ^ mask, p - pof2);
-            let incoming = c.recv(partner);
-            c.send(partner, buf)?;
-            let other = c.decode(incoming.await?, Some(n))?;
+            let other = c.sendrecv(partner, buf, partner, Some(n)).await?;
             op.merge(buf, &other, partner < r)?;
             mask <<= 1;
         }
@@ -95,10 +93,10 @@ pub(crate) async fn allreduce_rabenseifner<T: Reducible>(
             } else {
                 ((mid, hi), (lo, mid))
             };
-            let incoming = c.recv(partner);
-            c.send(partner, &buf[span(give.0, give.1)])?;
             let kept = span(keep.0, keep.1);
-            let other = c.decode(incoming.await?, Some(kept.len()))?;
+            let other = c
+                .sendrecv(partner, &buf[span(give.0, give.1)], partner, Some(kept.len()))
+                .await?;
             op.merge(&mut buf[kept], &other, partner < r)?;
             (lo, hi) = keep;
             mask >>= 1;
@@ -111,10 +109,8 @@ pub(crate) async fn allreduce_rabenseifner<T: Reducible>(
             } else {
                 (lo - mask, lo)
             };
-            let incoming = c.recv(partner);
-            c.send(partner, &buf[span(lo, hi)])?;
             let theirs = span(plo, phi);
-            let got = c.decode(incoming.await?, Some(theirs.len()))?;
+            let got = c.sendrecv(partner, &buf[span(lo, hi)], partner, Some(theirs.len())).await?;
             buf[theirs].copy_from_slice(&got);
             (lo, hi) = (lo.min(plo), hi.max(phi));
             mask <<= 1;
@@ -134,16 +130,16 @@ pub(crate) async fn allreduce_ring<T: Reducible>(
     let (left, right) = ((r + p - 1) % p, (r + 1) % p);
     for step in 0..p.saturating_sub(1) {
         let (out, into) = ((r + p - step) % p, (r + 2 * p - step - 1) % p);
-        let incoming = c.recv(left);
-        c.send(right, &buf[block(out, n, p)])?;
-        let other = c.decode(incoming.await?, Some(block(into, n, p).len()))?;
+        let other = c
+            .sendrecv(right, &buf[block(out, n, p)], left, Some(block(into, n, p).len()))
+            .await?;
         op.apply(&mut buf[block(into, n, p)], &other)?;
     }
     for step in 0..p.saturating_sub(1) {
         let (out, into) = ((r + 1 + p - step) % p, (r + p - step) % p);
-        let incoming = c.recv(left);
-        c.send(right, &buf[block(out, n, p)])?;
-        let got = c.decode(incoming.await?, Some(block(into, n, p).len()))?;
+        let got = c
+            .sendrecv(right, &buf[block(out, n, p)], left, Some(block(into, n, p).len()))
+            .await?;
         buf[block(into, n, p)].copy_from_slice(&got);
     }
     Ok(())
@@ -170,9 +166,7 @@ pub(crate) async fn reduce_scatter_ring<T: Reducible>(
     let (left, right) = ((r + p - 1) % p, (r + 1) % p);
     for step in 0..p - 1 {
         let (out, into) = ((r + 2 * p - step - 1) % p, (r + 2 * p - step - 2) % p);
-        let incoming = c.recv(left);
-        c.send(right, &buf[range(out)])?;
-        let other = c.decode(incoming.await?, Some(counts[into]))?;
+        let other = c.sendrecv(right, &buf[range(out)], left, Some(counts[into])).await?;
         op.apply(&mut buf[range(into)], &other)?;
     }
     Ok(buf[range(r)].to_vec())
@@ -205,9 +199,7 @@ pub(crate) async fn scan<T: Reducible>(
     while mask < p {
         let partner = r ^ mask;
         if partner < p {
-            let incoming = c.recv(partner);
-            c.send(partner, &partial)?;
-            let other = c.decode(incoming.await?, Some(n))?;
+            let other = c.sendrecv(partner, &partial, partner, Some(n)).await?;
             if partner < r {
                 op.apply_before(&other, &mut partial)?;
                 result = Some(match result {

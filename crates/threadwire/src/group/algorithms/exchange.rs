@@ -15,9 +15,9 @@ pub(crate) async fn allgather_bruck<T: Element>(
     let mut k = 1;
     while k < p {
         let blocks = k.min(p - k);
-        let incoming = c.recv((r + k) % p);
-        c.send((r + p - k) % p, &held[..blocks * n])?;
-        let got = c.decode(incoming.await?, Some(blocks * n))?;
+        let got = c
+            .sendrecv((r + p - k) % p, &held[..blocks * n], (r + k) % p, Some(blocks * n))
+            .await?;
         held.extend_from_slice(&got);
         k <<= 1;
     }
@@ -41,9 +41,7 @@ pub(crate) async fn allgather_ring<T: Element>(
     let (left, right) = ((r + p - 1) % p, (r + 1) % p);
     for step in 0..p - 1 {
         let (give, take) = ((r + p - step) % p, (r + 2 * p - step - 1) % p);
-        let incoming = c.recv(left);
-        c.send(right, &out[give * n..(give + 1) * n])?;
-        let got = c.decode(incoming.await?, Some(n))?;
+        let got = c.sendrecv(right, &out[give * n..(give + 1) * n], left, Some(n)).await?;
         out[take * n..(take + 1) * n].copy_from_slice(&got);
     }
     Ok(out)
@@ -60,9 +58,7 @@ pub(crate) async fn allgatherv_ring<T: Element>(
     let (left, right) = ((r + p - 1) % p, (r + 1) % p);
     for step in 0..p - 1 {
         let (give, take) = ((r + p - step) % p, (r + 2 * p - step - 1) % p);
-        let incoming = c.recv(left);
-        c.send(right, &out[give])?;
-        out[take] = c.decode(incoming.await?, None)?;
+        out[take] = c.sendrecv(right, &out[give], left, None).await?;
     }
     Ok(out)
 }
@@ -86,9 +82,9 @@ pub(crate) async fn alltoall_bruck<T: Element>(
     while k < p {
         let moving: Vec<usize> = (0..p).filter(|i| i & k != 0).collect();
         let packed: Vec<T> = moving.iter().flat_map(|&i| tmp[i].iter().copied()).collect();
-        let incoming = c.recv((r + p - k) % p);
-        c.send((r + k) % p, &packed)?;
-        let got = c.decode::<T>(incoming.await?, Some(moving.len() * n))?;
+        let got = c
+            .sendrecv::<T>((r + k) % p, &packed, (r + p - k) % p, Some(moving.len() * n))
+            .await?;
         for (j, &i) in moving.iter().enumerate() {
             tmp[i].copy_from_slice(&got[j * n..(j + 1) * n]);
         }
@@ -114,9 +110,7 @@ pub(crate) async fn alltoall_pairwise<T: Element>(
     let mut out = data.to_vec();
     for s in 1..p {
         let (to, from) = ((r + s) % p, (r + p - s) % p);
-        let incoming = c.recv(from);
-        c.send(to, &data[to * n..(to + 1) * n])?;
-        let got = c.decode(incoming.await?, Some(n))?;
+        let got = c.sendrecv(to, &data[to * n..(to + 1) * n], from, Some(n)).await?;
         out[from * n..(from + 1) * n].copy_from_slice(&got);
     }
     Ok(out)
@@ -153,9 +147,7 @@ pub(crate) async fn alltoallv_pairwise<T: Element>(
     out[r] = part(r).to_vec();
     for s in 1..p {
         let (to, from) = ((r + s) % p, (r + p - s) % p);
-        let incoming = c.recv(from);
-        c.send(to, part(to))?;
-        out[from] = c.decode(incoming.await?, None)?;
+        out[from] = c.sendrecv(to, part(to), from, None).await?;
     }
     Ok(out)
 }

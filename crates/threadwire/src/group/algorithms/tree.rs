@@ -81,9 +81,9 @@ pub(crate) async fn bcast_scatter_allgather<T: Element>(
     let (left, right) = (absolute(vr + p - 1, root, p), absolute(vr + 1, root, p));
     for step in 0..p - 1 {
         let (out, into) = ((vr + p - step) % p, (vr + 2 * p - step - 1) % p);
-        let incoming = c.recv(left);
-        c.send(right, &buf[block(out, n, p)])?;
-        let got = c.decode::<T>(incoming.await?, Some(block(into, n, p).len()))?;
+        let got = c
+            .sendrecv::<T>(right, &buf[block(out, n, p)], left, Some(block(into, n, p).len()))
+            .await?;
         buf[block(into, n, p)].copy_from_slice(&got);
     }
     Ok(())
