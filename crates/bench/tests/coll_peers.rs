@@ -9,15 +9,15 @@
 //! must be seen. The tests run one after the other, which the 2 cores
 //! want anyway.
 
+mod support;
+
 use std::time::{Duration, Instant};
 
+use support::{Outcome, Test};
 use threadwire_bench::peers::coll::{
     Configuration, Error, Measured, Mpi, Operation, Options, Program,
 };
 use threadwire_testbed::process::{wait_all_exited, Pidfd};
-
-/// A test: its name and body.
-type Test = (&'static str, fn() -> Outcome);
 
 const TESTS: [Test; 4] = [
     (
@@ -36,34 +36,11 @@ const TESTS: [Test; 4] = [
     ),
 ];
 
-enum Outcome {
-    Ran,
-    Skipped(Error),
-}
-
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
-        // `cargo test -- --list` asks every test binary.
-        for (name, _) in TESTS {
-            println!("{name}: test");
-        }
-        return;
-    }
-    let filters: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    for (name, test) in TESTS {
-        if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        match test() {
-            Outcome::Ran => eprintln!("{name}: ok"),
-            Outcome::Skipped(reason) => eprintln!("{name}: SKIPPED: {reason}"),
-        }
+    support::run(&TESTS, |name| {
         let left = our_processes();
         assert!(left.is_empty(), "{name} left processes running: {left:?}");
-    }
+    });
 }
 
 fn tiny() -> Options {
@@ -78,7 +55,7 @@ fn tiny() -> Options {
 fn build(mpi: Mpi) -> Result<Program, Outcome> {
     match Program::build(mpi) {
         Ok(program) => Ok(program),
-        Err(e @ Error::Missing { .. }) => Err(Outcome::Skipped(e)),
+        Err(e @ Error::Missing { .. }) => Err(Outcome::skipped(e)),
         Err(e) => panic!("building coll.c with {}: {e}", mpi.name()),
     }
 }

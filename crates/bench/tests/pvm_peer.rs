@@ -7,14 +7,14 @@
 //! `pvm_spawn` parent and its tasks are this binary run again, which must
 //! call `pvm::task_main` before anything else, as `threadwire` does.
 
+mod support;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use support::{Outcome, Test};
 use threadwire_bench::peers::pvm;
 use threadwire_bench::peers::{self, Error, Peer, Placement};
-
-/// A test: its name and body.
-type Test = (&'static str, fn() -> Outcome);
 
 const TESTS: [Test; 2] = [
     ("nppvm_runs_locally_with_tiny_sizes", nppvm_runs_locally),
@@ -24,11 +24,6 @@ const TESTS: [Test; 2] = [
     ),
 ];
 
-enum Outcome {
-    Ran,
-    Skipped(Error),
-}
-
 fn main() {
     if let Some(done) = pvm::task_main() {
         if let Err(e) = &done {
@@ -36,26 +31,8 @@ fn main() {
         }
         std::process::exit(done.map_or_else(|e| e.exit_status(), |()| 0));
     }
-    if std::env::args().any(|a| a == "--list") {
-        // `cargo test -- --list` asks every test binary.
-        for (name, _) in TESTS {
-            println!("{name}: test");
-        }
-        return;
-    }
-    let filters: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
     let before = pvm_entries_in_temp_dir();
-    for (name, test) in TESTS {
-        if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        match test() {
-            Outcome::Ran => eprintln!("{name}: ok"),
-            Outcome::Skipped(reason) => eprintln!("{name}: SKIPPED: {reason}"),
-        }
+    support::run(&TESTS, |name| {
         let left = processes_of_our_machines();
         assert!(
             left.is_empty(),
@@ -69,7 +46,7 @@ fn main() {
             new.is_empty(),
             "{name} left files in the temporary directory: {new:?}"
         );
-    }
+    });
 }
 
 fn nppvm_runs_locally() -> Outcome {
@@ -81,7 +58,7 @@ fn nppvm_runs_locally() -> Outcome {
     };
     let measured = match peers::run(Peer::Pvm, &options) {
         Ok(measured) => measured,
-        Err(e @ Error::Missing { .. }) => return Outcome::Skipped(e),
+        Err(e @ Error::Missing { .. }) => return Outcome::skipped(e),
         Err(e) => panic!("NPpvm failed: {e}"),
     };
     let eight = measured.at(8).expect("a row near 8 B");
@@ -102,7 +79,7 @@ fn pvm_spawn_of_one_and_two() -> Outcome {
         let deadline = Instant::now() + Duration::from_secs(60);
         match pvm::spawn_times(&task, count, 2, deadline) {
             Ok(times) => assert_eq!(times.len(), 2, "one time per repetition"),
-            Err(e @ Error::Missing { .. }) => return Outcome::Skipped(e),
+            Err(e @ Error::Missing { .. }) => return Outcome::skipped(e),
             Err(e) => panic!("pvm_spawn of {count}: {e}"),
         }
     }
