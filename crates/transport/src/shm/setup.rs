@@ -148,6 +148,15 @@ const DECLINE: u32 = 4;
 const READY: u32 = 5;
 const MAX_REASON: usize = 512;
 
+/// `why`, cut to at most [`MAX_REASON`] bytes at a character boundary.
+fn reason_bytes(why: &str) -> &[u8] {
+    let mut end = why.len().min(MAX_REASON);
+    while !why.is_char_boundary(end) {
+        end -= 1;
+    }
+    &why.as_bytes()[..end]
+}
+
 impl Setup {
     /// The frame header and payload that carry this message.
     pub fn encode(&self) -> (FrameHeader, Vec<u8>) {
@@ -163,7 +172,7 @@ impl Setup {
                 OFFER
             }
             Setup::NoOffer(why) => {
-                b.extend_from_slice(&why.as_bytes()[..why.len().min(MAX_REASON)]);
+                b.extend_from_slice(reason_bytes(why));
                 NO_OFFER
             }
             Setup::Accept(a) => {
@@ -174,7 +183,7 @@ impl Setup {
                 ACCEPT
             }
             Setup::Decline(why) => {
-                b.extend_from_slice(&why.as_bytes()[..why.len().min(MAX_REASON)]);
+                b.extend_from_slice(reason_bytes(why));
                 DECLINE
             }
             Setup::Ready { can_read } => {
@@ -201,7 +210,10 @@ impl Setup {
             if payload.len() > MAX_REASON {
                 return Err(SetupMessageError("reason too long"));
             }
-            Ok(String::from_utf8_lossy(payload).into_owned())
+            // What `encode` sends is whole characters: anything else is
+            // not from a correct peer.
+            String::from_utf8(payload.to_vec())
+                .map_err(|_| SetupMessageError("reason is not UTF-8"))
         };
         let short = SetupMessageError("too short");
         let flag = |b: u8| match b {
@@ -405,6 +417,20 @@ impl Offer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_reasons_are_cut_at_a_character_and_invalid_ones_refused() {
+        // 'é' is two bytes: after one 'a', byte 512 splits a character.
+        let long = format!("a{}", "é".repeat(400));
+        let (h, p) = Setup::Decline(long).encode();
+        assert_eq!(p.len(), 511);
+        match Setup::decode(&h, &p).unwrap() {
+            Setup::Decline(why) => assert_eq!(why, format!("a{}", "é".repeat(255))),
+            other => panic!("{other:?}"),
+        }
+        let (h, _) = Setup::NoOffer(String::new()).encode();
+        assert!(Setup::decode(&h, &[0xff, 0xfe]).is_err());
+    }
 
     #[test]
     fn messages_round_trip_and_garbage_is_refused() {
