@@ -1,11 +1,12 @@
-//! Plots of a ping-pong sweep: one-way latency against size and bandwidth
-//! against size, both on log axes, one series per path (thick, with
-//! markers) and one per peer (thin), beside the 1998 figures where they
-//! measured the same thing.
+//! Plots of the sweeps, on log axes, one series per path or layout (thick,
+//! with markers) and one per peer (thin): a ping-pong's one-way latency and
+//! bandwidth against size, beside the 1998 figures where they measured the
+//! same thing ([`pingpong`]); a collective's time against size, one chart
+//! per collective ([`coll`]).
 //!
-//! [`pingpong`] takes plain points (path, size, median one-way time), so
-//! whoever measured them — the `threadwire bench pingpong` command, a test —
-//! only hands its rows over, and writes each chart as SVG and PNG.
+//! Both take plain points (series, size, median time), so whoever measured
+//! them — a `threadwire bench` command, a test — only hands its rows over;
+//! each chart is written as SVG and PNG.
 //!
 //! Text is drawn with [ab_glyph] from DejaVu Sans embedded in the binary
 //! (`assets/DejaVuSans.ttf`, Bitstream Vera licence beside it) rather than
@@ -115,6 +116,102 @@ pub fn pingpong(
     points: &[Point<'_>],
     peers: &[Point<'_>],
 ) -> Result<Vec<PathBuf>, PlotError> {
+    let charts = [
+        Chart {
+            file_stem: "pingpong-latency".into(),
+            title: "bench pingpong: one-way latency".into(),
+            y_description: "one-way time, median",
+            y_unit: "s",
+            y: |_, seconds| seconds,
+        },
+        Chart {
+            file_stem: "pingpong-bandwidth".into(),
+            title: "bench pingpong: bandwidth".into(),
+            y_description: "bandwidth = size / one-way time",
+            y_unit: "B/s",
+            y: |size, seconds| size / seconds,
+        },
+    ];
+    let series = ours_and_peers(
+        series(points.iter().map(|p| (p.path, p.size, p.one_way_seconds))),
+        series(peers.iter().map(|p| (p.path, p.size, p.one_way_seconds))),
+    );
+    let charts: Vec<_> = charts.into_iter().map(|c| (c, &series[..])).collect();
+    write(dir, &charts, &PINGPONG_1998)
+}
+
+/// One measurement of a collective: a series' median time of one
+/// operation at one size.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CollPoint<'a> {
+    /// The collective: `bcast`, `allreduce`, …
+    pub operation: &'a str,
+    /// The series: a layout (`4x1`) or a peer's configuration
+    /// (`Open MPI, 4 ranks`).
+    pub series: &'a str,
+    /// Bytes per member, as the benchmark counts them.
+    pub size: usize,
+    /// Median time of one operation, in seconds.
+    pub seconds: f64,
+}
+
+/// Writes one chart per collective of `points` (threadwire's, one series
+/// per layout) and `peers` (thin lines), time against size, into `dir`
+/// (created if missing) as `coll-<operation>.svg` and `.png`; returns the
+/// files' paths. A collective measured at one size only (a barrier, whose
+/// size is 0) has no line to draw and gets no chart; points whose size or
+/// time is not positive are left out, as a log axis has no place for them.
+pub fn coll(
+    dir: &Path,
+    points: &[CollPoint<'_>],
+    peers: &[CollPoint<'_>],
+) -> Result<Vec<PathBuf>, PlotError> {
+    let mut operations: Vec<&str> = Vec::new();
+    for p in points {
+        if !operations.contains(&p.operation) {
+            operations.push(p.operation);
+        }
+    }
+    fn of<'a>(points: &[CollPoint<'a>], operation: &str) -> Vec<Series<'a>> {
+        series(
+            points
+                .iter()
+                .filter(|p| p.operation == operation)
+                .map(|p| (p.series, p.size, p.seconds)),
+        )
+    }
+    let charts: Vec<(Chart, Vec<Series<'_>>)> = operations
+        .into_iter()
+        .map(|operation| {
+            let series = ours_and_peers(of(points, operation), of(peers, operation));
+            let chart = Chart {
+                file_stem: format!("coll-{operation}"),
+                title: format!("bench coll: {operation}"),
+                y_description: "time per operation, slowest member, median",
+                y_unit: "s",
+                y: |_, seconds| seconds,
+            };
+            (chart, series)
+        })
+        .filter(|(_, series)| series.iter().any(|s| !s.peer && s.points.len() > 1))
+        .collect();
+    let charts: Vec<_> = charts.iter().map(|(c, s)| (c.clone(), &s[..])).collect();
+    write(dir, &charts, &[])
+}
+
+/// `ours`, then `peers` marked as peers' (drawn thin).
+fn ours_and_peers<'a>(mut ours: Vec<Series<'a>>, peers: Vec<Series<'a>>) -> Vec<Series<'a>> {
+    ours.extend(peers.into_iter().map(|s| Series { peer: true, ..s }));
+    ours
+}
+
+/// Writes each chart with its series and `references` into `dir` (created
+/// if missing) as SVG and PNG; returns the files' paths.
+fn write(
+    dir: &Path,
+    charts: &[(Chart, &[Series<'_>])],
+    references: &[Reference],
+) -> Result<Vec<PathBuf>, PlotError> {
     std::fs::create_dir_all(dir).map_err(|source| PlotError {
         kind: PlotErrorKind::Directory {
             dir: dir.to_path_buf(),
@@ -122,37 +219,14 @@ pub fn pingpong(
         },
     })?;
     register_font();
-    let mut series = series(points);
-    let ours = series.len();
-    series.extend(
-        self::series(peers)
-            .into_iter()
-            .map(|s| Series { peer: true, ..s }),
-    );
-    debug_assert!(series[..ours].iter().all(|s| !s.peer));
-    let charts = [
-        Chart {
-            file_stem: "pingpong-latency",
-            title: "bench pingpong: one-way latency",
-            y_description: "one-way time, median",
-            y_unit: "s",
-            y: |_, seconds| seconds,
-        },
-        Chart {
-            file_stem: "pingpong-bandwidth",
-            title: "bench pingpong: bandwidth",
-            y_description: "bandwidth = size / one-way time",
-            y_unit: "B/s",
-            y: |size, seconds| size / seconds,
-        },
-    ];
     let mut written = Vec::new();
-    for chart in &charts {
+    for (chart, series) in charts {
         let svg = dir.join(format!("{}.svg", chart.file_stem));
         draw(
             &SVGBackend::new(&svg, SIZE).into_drawing_area(),
             chart,
-            &series,
+            series,
+            references,
         )
         .map_err(|e| PlotError::draw(&svg, e))?;
         written.push(svg);
@@ -160,7 +234,8 @@ pub fn pingpong(
         draw(
             &BitMapBackend::new(&png, SIZE).into_drawing_area(),
             chart,
-            &series,
+            series,
+            references,
         )
         .map_err(|e| PlotError::draw(&png, e))?;
         written.push(png);
@@ -204,9 +279,10 @@ fn register_font() {
 }
 
 /// One chart: which file, and what its y axis shows of a (size, time).
+#[derive(Clone)]
 struct Chart {
-    file_stem: &'static str,
-    title: &'static str,
+    file_stem: String,
+    title: String,
     y_description: &'static str,
     y_unit: &'static str,
     y: fn(f64, f64) -> f64,
@@ -220,19 +296,19 @@ struct Series<'a> {
     peer: bool,
 }
 
-/// The paths of `points` in the order they first appear, each with its
-/// plottable points.
-fn series<'a>(points: &[Point<'a>]) -> Vec<Series<'a>> {
+/// The series of `points` (series, size, seconds) in the order they first
+/// appear, each with its plottable points.
+fn series<'a>(points: impl Iterator<Item = (&'a str, usize, f64)>) -> Vec<Series<'a>> {
     let mut out: Vec<Series<'a>> = Vec::new();
-    for p in points {
-        if !(p.size > 0 && p.one_way_seconds.is_finite() && p.one_way_seconds > 0.0) {
+    for (path, size, seconds) in points {
+        if !(size > 0 && seconds.is_finite() && seconds > 0.0) {
             continue;
         }
-        let point = (p.size as f64, p.one_way_seconds);
-        match out.iter_mut().find(|s| s.path == p.path) {
+        let point = (size as f64, seconds);
+        match out.iter_mut().find(|s| s.path == path) {
             Some(s) => s.points.push(point),
             None => out.push(Series {
-                path: p.path,
+                path,
                 points: vec![point],
                 peer: false,
             }),
@@ -261,21 +337,24 @@ fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     chart: &Chart,
     series: &[Series<'_>],
+    references: &[Reference],
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
     let y_of = |(size, seconds): (f64, f64)| (chart.y)(size, seconds);
-    let references = PINGPONG_1998.map(|r| (r.size as f64, r.one_way_seconds));
+    let reference_points = references
+        .iter()
+        .map(|r| (r.size as f64, r.one_way_seconds));
     let all = || {
         series
             .iter()
             .flat_map(|s| s.points.iter().copied())
-            .chain(references)
+            .chain(reference_points.clone())
     };
     let x_range = log_range(all().map(|p| p.0));
     let y_range = log_range(all().map(y_of));
 
     let mut plot = ChartBuilder::on(root)
-        .caption(chart.title, (FONT, 24))
+        .caption(&chart.title, (FONT, 24))
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(80)
@@ -317,28 +396,23 @@ fn draw<DB: DrawingBackend>(
         let text = format!("{}: {}", si(r.size as f64, "B"), si(y, chart.y_unit));
         ((r.size as f64, y), Text::new(text, (dx, 0), style))
     };
-    plot.draw_series(
-        PINGPONG_1998
-            .iter()
-            .filter(|r| r.label == ETHERNET_1998)
-            .map(|r| {
-                let (at, text) = label(r);
-                EmptyElement::at(at) + Cross::new((0, 0), 6, black) + text
-            }),
-    )?
-    .label(ETHERNET_1998)
-    .legend(move |(x, y)| Cross::new((x + 10, y), 6, black));
-    plot.draw_series(
-        PINGPONG_1998
-            .iter()
-            .filter(|r| r.label == THREADS_1998)
-            .map(|r| {
-                let (at, text) = label(r);
-                EmptyElement::at(at) + TriangleMarker::new((0, 0), 7, black) + text
-            }),
-    )?
-    .label(THREADS_1998)
-    .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 7, black));
+    let marked = |label: &'static str| references.iter().filter(move |r| r.label == label);
+    if marked(ETHERNET_1998).next().is_some() {
+        plot.draw_series(marked(ETHERNET_1998).map(|r| {
+            let (at, text) = label(r);
+            EmptyElement::at(at) + Cross::new((0, 0), 6, black) + text
+        }))?
+        .label(ETHERNET_1998)
+        .legend(move |(x, y)| Cross::new((x + 10, y), 6, black));
+    }
+    if marked(THREADS_1998).next().is_some() {
+        plot.draw_series(marked(THREADS_1998).map(|r| {
+            let (at, text) = label(r);
+            EmptyElement::at(at) + TriangleMarker::new((0, 0), 7, black) + text
+        }))?
+        .label(THREADS_1998)
+        .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 7, black));
+    }
 
     plot.configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
@@ -467,7 +541,7 @@ mod tests {
                 one_way_seconds: f64::NAN,
             },
         ];
-        let s = series(&points);
+        let s = series(points.iter().map(|p| (p.path, p.size, p.one_way_seconds)));
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].path, "thread");
         assert_eq!(s[0].points, [(8.0, 1e-6), (1000.0, 2e-6)]);
@@ -500,6 +574,56 @@ mod tests {
             svg.contains(ETHERNET_1998),
             "the legend names the 1998 figures"
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn coll_writes_a_chart_per_collective_with_sizes() {
+        let dir = std::env::temp_dir().join(format!("threadwire-coll-plot-{}", std::process::id()));
+        let point = |operation, series, size, seconds| CollPoint {
+            operation,
+            series,
+            size,
+            seconds,
+        };
+        let points = [
+            point("barrier", "4x1", 0, 9e-6),
+            point("bcast", "4x1", 8, 1e-6),
+            point("bcast", "4x1", 1 << 20, 1e-3),
+            point("bcast", "1x16", 8, 3e-6),
+            point("bcast", "1x16", 1 << 20, 2e-3),
+            point("allreduce", "4x1", 8, 9e-6),
+            point("allreduce", "4x1", 1 << 20, 4e-3),
+        ];
+        let peers = [
+            point("bcast", "Open MPI, 4 ranks", 8, 2e-6),
+            point("bcast", "Open MPI, 4 ranks", 1 << 20, 5e-4),
+            point("barrier", "Open MPI, 4 ranks", 0, 5e-6),
+        ];
+        let written = coll(&dir, &points, &peers).expect("plots");
+        let names: Vec<_> = written
+            .iter()
+            .map(|f| {
+                f.file_name()
+                    .expect("a file")
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "coll-bcast.svg",
+                "coll-bcast.png",
+                "coll-allreduce.svg",
+                "coll-allreduce.png"
+            ],
+            "no chart for the barrier, which has no size"
+        );
+        let svg = std::fs::read_to_string(&written[0]).expect("svg");
+        for series in ["4x1", "1x16", "Open MPI, 4 ranks"] {
+            assert!(svg.contains(series), "the bcast legend names {series}");
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

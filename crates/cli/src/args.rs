@@ -207,6 +207,12 @@ pub struct CollArgs {
     /// root), built for the run and removed after it.
     #[arg(long)]
     pub link: Option<Link>,
+    /// Also plot each collective's time against size, one line per layout
+    /// and per peer configuration, into this directory (created if
+    /// missing): coll-<collective>.svg/.png (none for the barrier, which
+    /// has no size).
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub output: MachineReadable,
 }

@@ -250,9 +250,14 @@ pub fn run(bench: Bench) -> Result<Outcome> {
                 .context("building the emulated hosts for --link")?;
             measured("bench coll", coll::steps(&options), a.output, |progress| {
                 let step = || progress.step();
-                Ok(coll::sweep(&options, net.as_deref(), step, |e| {
-                    progress.aside(e)
-                })?)
+                let report = coll::sweep(&options, net.as_deref(), step, |e| progress.aside(e))?;
+                if let Some(dir) = a.plot {
+                    // stderr: stdout carries the results alone (--json, --csv).
+                    for file in coll::plot(&report, &dir)? {
+                        progress.aside_line(format!("threadwire: wrote {}", file.display()));
+                    }
+                }
+                Ok(report)
             })
         }
         Bench::Floors(a) => {

@@ -44,7 +44,7 @@ use crate::peers::coll::{self as peers, Configuration, Mpi};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 use threadwire::group::Algorithms;
@@ -339,6 +339,40 @@ pub fn sweep(
         algorithms: options.algorithms,
         peers,
     })
+}
+
+/// Plots `report`: each collective's time against size, a line per layout
+/// and per peer configuration (`Open MPI, 4 ranks`), into `dir`
+/// ([`crate::plot::coll`]); returns the files written.
+pub fn plot(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, crate::plot::PlotError> {
+    let layouts: Vec<String> = report.rows.iter().map(|r| r.layout.to_string()).collect();
+    let points: Vec<_> = report
+        .rows
+        .iter()
+        .zip(&layouts)
+        .map(|(r, layout)| crate::plot::CollPoint {
+            operation: r.sample.operation.name(),
+            series: layout,
+            size: r.sample.size,
+            seconds: r.sample.median.as_secs_f64(),
+        })
+        .collect();
+    let measured = report::measured(&report.peers);
+    let labels: Vec<String> = measured
+        .iter()
+        .map(|m| format!("{}, {}", m.mpi.name(), m.configuration))
+        .collect();
+    let peer_points: Vec<_> = measured
+        .iter()
+        .zip(&labels)
+        .map(|(m, label)| crate::plot::CollPoint {
+            operation: m.operation.name(),
+            series: label,
+            size: m.size,
+            seconds: m.median.as_secs_f64(),
+        })
+        .collect();
+    crate::plot::coll(dir, &points, &peer_points)
 }
 
 /// The layout of this node's job, if [`sweep`] started it.

@@ -49,13 +49,7 @@ pub struct PeerRow<'a> {
 /// one of the configurations of its layout
 /// ([`Layout::peer_configurations`]).
 pub fn peer_rows<'a>(rows: &'a [Row], reports: &'a [peers::Report]) -> Vec<PeerRow<'a>> {
-    let measured: Vec<&Measured> = reports
-        .iter()
-        .filter_map(|r| r.result.as_ref().ok())
-        .flatten()
-        .filter_map(|o| o.result.as_ref().ok())
-        .flatten()
-        .collect();
+    let measured = measured(reports);
     rows.iter()
         .flat_map(|ours| {
             let configurations = ours.layout.peer_configurations();
@@ -72,6 +66,17 @@ pub fn peer_rows<'a>(rows: &'a [Row], reports: &'a [peers::Report]) -> Vec<PeerR
                     ratio: ours.sample.median.as_secs_f64() / peer.median.as_secs_f64(),
                 })
         })
+        .collect()
+}
+
+/// Every row the peers measured, failures left out.
+pub(super) fn measured(reports: &[peers::Report]) -> Vec<&Measured> {
+    reports
+        .iter()
+        .filter_map(|r| r.result.as_ref().ok())
+        .flatten()
+        .filter_map(|o| o.result.as_ref().ok())
+        .flatten()
         .collect()
 }
 
