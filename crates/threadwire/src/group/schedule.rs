@@ -288,6 +288,23 @@ impl Call {
         bytes: &[u8],
         count: Option<usize>,
     ) -> Result<Vec<T>, CollError> {
+        self.check_length::<T>(bytes, count)?;
+        Ok(T::read_all(bytes))
+    }
+
+    /// [`decode_bytes`](Self::decode_bytes) straight into `out`, whose
+    /// length the bytes must fill.
+    pub(crate) fn decode_into<T: Element>(
+        &self,
+        bytes: &[u8],
+        out: &mut [T],
+    ) -> Result<(), CollError> {
+        self.check_length::<T>(bytes, Some(out.len()))?;
+        T::read_into(bytes, out);
+        Ok(())
+    }
+
+    fn check_length<T: Element>(&self, bytes: &[u8], count: Option<usize>) -> Result<(), CollError> {
         let found = bytes.len() / T::SIZE;
         let whole = bytes.len().is_multiple_of(T::SIZE);
         if !whole || count.is_some_and(|c| c != found) {
@@ -297,7 +314,7 @@ impl Call {
                 found: if whole { found } else { bytes.len() },
             });
         }
-        Ok(bytes.chunks_exact(T::SIZE).map(T::read).collect())
+        Ok(())
     }
 
     /// Why waiting on this call must stop, if it must (rule 4).

@@ -30,8 +30,7 @@ pub(crate) async fn bcast_binomial<T: Element>(
     while mask < p {
         if vr & mask != 0 {
             bytes = c.recv(absolute(vr - mask, root, p)).await?.into_vec();
-            let values = c.decode_bytes::<T>(&bytes, Some(buf.len()))?;
-            buf.copy_from_slice(&values);
+            c.decode_into(&bytes, buf)?;
             break;
         }
         mask <<= 1;
@@ -39,12 +38,17 @@ pub(crate) async fn bcast_binomial<T: Element>(
     if vr == 0 {
         T::write(buf, &mut bytes);
     }
-    mask >>= 1;
-    while mask > 0 {
-        if vr + mask < p {
-            c.send_bytes(absolute(vr + mask, root, p), bytes.clone())?;
+    // The children, nearest last: the last send takes the bytes themselves.
+    let children: Vec<usize> = std::iter::successors(Some(mask >> 1), |m| Some(m >> 1))
+        .take_while(|&m| m > 0)
+        .filter(|&m| vr + m < p)
+        .map(|m| absolute(vr + m, root, p))
+        .collect();
+    if let Some((&last, others)) = children.split_last() {
+        for &child in others {
+            c.send_bytes(child, bytes.clone())?;
         }
-        mask >>= 1;
+        c.send_bytes(last, bytes)?;
     }
     Ok(())
 }
