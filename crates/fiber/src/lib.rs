@@ -68,7 +68,10 @@
 //!
 //! A worker with nothing runnable polls its idle hook (threadwire's
 //! progress engine) and its blocked predicates for the spin budget, then
-//! sleeps in the kernel until it is woken or a timer is due. On the
+//! sleeps in the kernel until it is woken or a timer is due. After the
+//! first 2 µs of the budget it yields the core between polls instead of
+//! pausing ([`SpinWait`]): on an oversubscribed host the thread it waits
+//! for may be queued behind it. On the
 //! development VM a sleeping thread takes 20–30 µs to wake on another core
 //! while a cache line crosses in under 0.1 µs; the budget (default 50 µs,
 //! `THREADWIRE_SPIN_US`) is about twice the wake-up cost, the classic

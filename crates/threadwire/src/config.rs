@@ -69,8 +69,9 @@ impl Config {
     }
 
     /// Worker OS threads that run this node's fibers (default
-    /// `THREADWIRE_WORKERS`, else one per core). Started at the first
-    /// [`Node::spawn`](crate::Node::spawn).
+    /// `THREADWIRE_WORKERS`, else this node's share of its host's cores:
+    /// the cores divided by the job's nodes on this host, rounded up, at
+    /// least one). Started at the first [`Node::spawn`](crate::Node::spawn).
     pub fn workers(mut self, n: usize) -> Config {
         self.workers = Some(n.max(1));
         self

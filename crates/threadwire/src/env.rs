@@ -18,8 +18,8 @@
 //! |--------------------------|-----------------------------------------------------------|
 //! | `THREADWIRE_PROGRESS`    | `poll` (default: waiting threads drive progress) or `thread` (a communication thread as well) |
 //! | `THREADWIRE_MAX_FRAME`   | largest frame accepted from a peer, in bytes (default 1 GiB) |
-//! | `THREADWIRE_SPIN_US`     | how long a waiter spins before it sleeps (default 50)     |
-//! | `THREADWIRE_WORKERS`     | fiber worker threads of a node (default: one per core)    |
+//! | `THREADWIRE_SPIN_US`     | how long a waiter spins and yields before it sleeps (default 50) |
+//! | `THREADWIRE_WORKERS`     | fiber worker threads of a node (default: the host's cores ÷ the job's nodes on it, rounded up) |
 //! | `THREADWIRE_LOG`         | log filter of the stderr log `Config::log(true)` installs (default `warn`) |
 //! | `THREADWIRE_CHANNEL`     | `auto` (default: shared memory to nodes on this host, TCP to others), `tcp` or `shm` (for measurement) |
 //! | `THREADWIRE_SHM_CMA`     | `1` (default) lets large frames between nodes on one host go by one cross-memory copy where the kernel allows it; `0` sends them in chunks through the rings |

@@ -240,6 +240,12 @@ impl Router {
         self.shm_peers.load(Ordering::Acquire) > 0
     }
 
+    /// Peers reached through shared memory: the other nodes of this host
+    /// (as far as channels tell: none with `THREADWIRE_CHANNEL=tcp`).
+    pub(crate) fn shm_peer_count(&self) -> usize {
+        self.shm_peers.load(Ordering::Acquire)
+    }
+
     /// Whether a peer is reading one of this node's rendezvous messages
     /// (progress engine, step 7).
     pub(crate) fn peer_is_copying(&self) -> bool {

@@ -12,7 +12,7 @@ use threadwire_fiber::{JoinError, JoinHandle as FiberHandle, Priority};
 impl Node {
     /// Starts a fiber with an endpoint of its own and returns its handle.
     /// Fibers are cheap (a pooled stack, no system call): a node runs
-    /// thousands on its workers (one per core by default, see
+    /// thousands on its workers (its share of the host's cores by default, see
     /// [`Config::workers`](crate::Config::workers)). A fiber that waits —
     /// `recv`, `wait`, `probe`, a [`threadwire_fiber::sync`] primitive —
     /// parks only itself; its worker runs other fibers meanwhile and, with

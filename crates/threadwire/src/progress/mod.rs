@@ -5,8 +5,9 @@
 //!
 //! 1. A thread that waits for something that can arrive from the network
 //!    takes the driver if it is free (`try_lock`) and polls it itself, without
-//!    blocking, while its [`SpinWait`] lasts: opportunistic polling, the
-//!    lowest latency.
+//!    blocking, while its [`SpinWait`] lasts (a 2 µs spin, then a yield of
+//!    the core between polls, so that on an oversubscribed host the peer
+//!    it waits for can run): opportunistic polling, the lowest latency.
 //! 2. When the spin is spent, the thread holding the driver sleeps *inside*
 //!    `epoll_wait` ([`Parker::park_external`]); a local delivery for it
 //!    wakes it through the engine's eventfd.
