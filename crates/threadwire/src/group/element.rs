@@ -28,6 +28,12 @@ pub trait Element: Copy + 'static + sealed::Sealed {
     fn read_all(bytes: &[u8]) -> Vec<Self> {
         bytes.chunks_exact(Self::SIZE).map(Self::read).collect()
     }
+    /// `bytes` seen as elements without a copy, where the wire's layout is
+    /// the host's and `bytes` is aligned for them; `None` otherwise.
+    fn view(bytes: &[u8]) -> Option<&[Self]> {
+        let _ = bytes;
+        None
+    }
     /// Reads `out.len()` elements from `bytes`, exactly that many
     /// [`SIZE`](Self::SIZE)s long, into `out`.
     fn read_into(bytes: &[u8], out: &mut [Self]) {
@@ -112,6 +118,12 @@ macro_rules! numbers {
                     return bytemuck::pod_collect_to_vec(bytes);
                 }
                 bytes.chunks_exact(Self::SIZE).map(Self::read).collect()
+            }
+            fn view(bytes: &[u8]) -> Option<&[Self]> {
+                if cfg!(target_endian = "little") {
+                    return bytemuck::try_cast_slice(bytes).ok();
+                }
+                None
             }
             fn read_into(bytes: &[u8], out: &mut [Self]) {
                 if cfg!(target_endian = "little") {

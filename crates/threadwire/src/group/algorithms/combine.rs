@@ -207,7 +207,7 @@ pub(crate) async fn scan<T: Reducible>(
                         op.apply_before(&other, &mut res)?;
                         res
                     }
-                    None => other,
+                    None => other.into_vec(),
                 });
             } else {
                 op.apply(&mut partial, &other)?;

@@ -58,7 +58,7 @@ pub(crate) async fn allgatherv_ring<T: Element>(
     let (left, right) = ((r + p - 1) % p, (r + 1) % p);
     for step in 0..p - 1 {
         let (give, take) = ((r + p - step) % p, (r + 2 * p - step - 1) % p);
-        out[take] = c.sendrecv(right, &out[give], left, None).await?;
+        out[take] = c.sendrecv(right, &out[give], left, None).await?.into_vec();
     }
     Ok(out)
 }
@@ -147,7 +147,7 @@ pub(crate) async fn alltoallv_pairwise<T: Element>(
     out[r] = part(r).to_vec();
     for s in 1..p {
         let (to, from) = ((r + s) % p, (r + p - s) % p);
-        out[from] = c.sendrecv(to, part(to), from, None).await?;
+        out[from] = c.sendrecv(to, part(to), from, None).await?.into_vec();
     }
     Ok(out)
 }

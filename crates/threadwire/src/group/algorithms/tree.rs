@@ -2,7 +2,7 @@
 
 use super::{absolute, block, relative};
 use crate::group::element::{Element, Reducible, Reduction};
-use crate::group::schedule::Call;
+use crate::group::schedule::{Call, Received};
 use crate::group::CollError;
 
 /// Dissemination barrier: in round k, signal r + 2^k, hear r − 2^k.
@@ -124,7 +124,7 @@ pub(crate) async fn reduce<T: Reducible>(
             return Ok(None);
         }
         if r == root {
-            return Ok(Some(c.recv_exact(tree_root, n).await?));
+            return Ok(Some(c.recv_exact(tree_root, n).await?.into_vec()));
         }
     }
     Ok((r == root).then_some(acc))
@@ -192,7 +192,8 @@ pub(crate) async fn scatter<T: Element>(
             let blocks = mask.min(p - vr);
             held = c
                 .recv_exact(absolute(vr - mask, root, p), blocks * count)
-                .await?;
+                .await?
+                .into_vec();
             break;
         }
         mask <<= 1;
@@ -241,7 +242,7 @@ pub(crate) async fn gatherv<T: Element>(
     let mut out = Vec::with_capacity(p);
     for (i, incoming) in posted.into_iter().enumerate() {
         out.push(match incoming {
-            Some(incoming) => c.decode(incoming.await?, Some(counts[i]))?,
+            Some(incoming) => c.decode(incoming.await?, Some(counts[i]))?.into_vec(),
             None => data.to_vec(),
         });
     }
@@ -258,7 +259,7 @@ pub(crate) async fn scatterv<T: Element>(
 ) -> Result<Vec<T>, CollError> {
     let (p, r) = (c.size(), c.rank());
     if r != root {
-        return c.recv_any(root).await;
+        return c.recv_any(root).await.map(Received::into_vec);
     }
     let total: usize = counts.iter().sum();
     if counts.len() != p || total != data.len() {
