@@ -1,9 +1,12 @@
-//! Trees and stars: barrier, broadcast, reduce, gather(v), scatter(v).
+//! Trees, stars and a chain: barrier, broadcast, reduce, gather(v),
+//! scatter(v).
 
 use super::{absolute, block, relative};
 use crate::group::element::{Element, Reducible, Reduction};
 use crate::group::schedule::Call;
+use crate::group::tuning::BCAST_CHAIN_SEGMENT;
 use crate::group::CollError;
+use std::collections::VecDeque;
 
 /// Dissemination barrier: in round k, signal r + 2^k, hear r − 2^k.
 pub(crate) async fn barrier(c: &Call) -> Result<(), CollError> {
@@ -85,6 +88,56 @@ pub(crate) async fn bcast_scatter_allgather<T: Element>(
             .sendrecv::<T>(right, &buf[block(out, n, p)], left, Some(block(into, n, p).len()))
             .await?;
         buf[block(into, n, p)].copy_from_slice(&got);
+    }
+    Ok(())
+}
+
+/// Receives a chain member keeps posted ahead of the one it waits for, so
+/// that a segment that arrives while it forwards the previous one meets a
+/// posted receive.
+const CHAIN_RECEIVES_AHEAD: usize = 4;
+
+/// Pipelined chain broadcast: the root cuts `buf` into segments of
+/// [`BCAST_CHAIN_SEGMENT`] bytes (the last one shorter; one empty segment
+/// when `buf` is empty) and sends them, in order, to relative rank 1; each
+/// member receives segment k from its predecessor, checks it, and forwards
+/// it to its successor while segment k + 1 is on its way. Sends are eager,
+/// so every link of the chain carries a segment at once once the pipeline
+/// is full.
+pub(crate) async fn bcast_chain<T: Element>(
+    c: &Call,
+    buf: &mut [T],
+    root: usize,
+) -> Result<(), CollError> {
+    let (p, vr, n) = (c.size(), relative(c.rank(), root, c.size()), buf.len());
+    if p == 1 {
+        return Ok(());
+    }
+    let per_segment = (BCAST_CHAIN_SEGMENT / T::SIZE).max(1);
+    let segments = n.div_ceil(per_segment).max(1);
+    let segment = |k: usize| k * per_segment..((k + 1) * per_segment).min(n);
+    let successor = (vr + 1 < p).then(|| absolute(vr + 1, root, p));
+    if vr == 0 {
+        let next = successor.expect("a group of two or more has a rank 1");
+        for k in 0..segments {
+            c.send(next, &buf[segment(k)])?;
+        }
+        return Ok(());
+    }
+    let predecessor = absolute(vr - 1, root, p);
+    let mut posted = VecDeque::with_capacity(CHAIN_RECEIVES_AHEAD + 1);
+    for k in 0..segments {
+        while posted.len() <= CHAIN_RECEIVES_AHEAD && k + posted.len() < segments {
+            posted.push_back(c.recv(predecessor));
+        }
+        let incoming = posted.pop_front().expect("segment k is posted");
+        let bytes = incoming.await?.into_vec();
+        let range = segment(k);
+        let values = c.decode_bytes::<T>(&bytes, Some(range.len()))?;
+        buf[range].copy_from_slice(&values);
+        if let Some(next) = successor {
+            c.send_bytes(next, bytes)?;
+        }
     }
     Ok(())
 }
