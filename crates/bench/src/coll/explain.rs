@@ -10,7 +10,7 @@
 use super::{Layout, Operation, Options};
 use threadwire::group::tuning::{
     self, ALLGATHER_SHORT, ALLREDUCE_RING_PER_MEMBER, ALLREDUCE_SHORT, ALLTOALL_SHORT,
-    BCAST_CHAIN_SEGMENT, BCAST_SHORT, NODE_STAGE_MAX,
+    BCAST_CHAIN_PER_MEMBER, BCAST_CHAIN_SEGMENT, BCAST_SHORT, NODE_STAGE_MAX,
 };
 use threadwire::group::{
     Algorithms, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm, BcastAlgorithm,
@@ -61,6 +61,7 @@ pub fn explain(options: &Options) -> Explanation {
             ("ALLREDUCE_RING_PER_MEMBER", ALLREDUCE_RING_PER_MEMBER),
             ("BCAST_SHORT", BCAST_SHORT),
             ("BCAST_CHAIN_SEGMENT", BCAST_CHAIN_SEGMENT),
+            ("BCAST_CHAIN_PER_MEMBER", BCAST_CHAIN_PER_MEMBER),
             ("ALLGATHER_SHORT", ALLGATHER_SHORT),
             ("ALLTOALL_SHORT", ALLTOALL_SHORT),
             ("NODE_STAGE_MAX", NODE_STAGE_MAX),
@@ -104,7 +105,7 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
                         format!("3 members, {size} < bcast_chain_min {chain_min}")
                     }
                     BcastAlgorithm::Chain => {
-                        format!("{size} ≥ bcast_chain_min {chain_min} ((p − 2)/2 segments)")
+                        format!("{size} ≥ bcast_chain_min {chain_min} ((p − 2) · BCAST_CHAIN_PER_MEMBER)")
                     }
                     _ => format!(
                         "{size} > BCAST_SHORT, < bcast_chain_min {chain_min}, {p} members ≥ 4"

@@ -22,7 +22,14 @@ pub const BCAST_SHORT: usize = 12 << 10;
 /// pipeline's fill and drain cost p − 2 segment times: the optimum is
 /// √(n α / ((p − 2) β)), about 25 KB for 1 MiB among 4 hosts on a
 /// 100 Mbit link (α ≈ 100 µs) and about 100 KB through shared memory.
-pub const BCAST_CHAIN_SEGMENT: usize = 64 << 10;
+/// Measured among 4 members (PERFORMANCE-STUDIES, "Collectives: pipelined
+/// chain broadcast"): 32 KiB is as fast as 64 KiB on one host up to
+/// 1 MiB and faster above, and faster over 100 Mbit at every size (1 MiB:
+/// 89 ms against 94 ms with 64 KiB and 105 ms with 128 KiB).
+pub const BCAST_CHAIN_SEGMENT: usize = 32 << 10;
+/// Chain broadcast: chosen from (p − 2) times this many bytes among p ≥ 3
+/// members ([`bcast_chain_min`]).
+pub const BCAST_CHAIN_PER_MEMBER: usize = 32 << 10;
 /// Alltoall: Bruck up to this many bytes per block (MPICH: 256 B), then
 /// pairwise exchange.
 pub const ALLTOALL_SHORT: usize = 256;
@@ -177,21 +184,24 @@ pub fn bcast(bytes: usize, members: usize) -> BcastAlgorithm {
 }
 
 /// The fewest bytes the chain broadcast is chosen for among `members`
-/// (3 or more): half the pipeline's fill, (p − 2)/2 segments of
-/// [`BCAST_CHAIN_SEGMENT`] — 64 KiB for 4 members, 192 KiB for 8.
+/// (3 or more): (p − 2) · [`BCAST_CHAIN_PER_MEMBER`] — 32 KiB for 3
+/// members, 64 KiB for 4, 192 KiB for 8 — the length over which the
+/// pipeline's fill, p − 2 hops, stops costing more than the other
+/// algorithms' extra copies.
 ///
 /// Measured (docs/PERFORMANCE-STUDIES.md, "Collectives: pipelined chain
-/// broadcast"; 2 cores, 4x1 and 8x1, one host and 100 Mbit emulated
-/// hosts): among 4 members the chain is the fastest or within noise of
-/// the binomial tree at every size from 8 KiB, on one host and on hosts
-/// (1 MiB over 100 Mbit: 96 ms, 1.12× one point-to-point transfer,
-/// against 179 ms for scatter + allgather and 254 ms binomial); among 8
-/// hosts scatter + allgather is faster up to 128 KiB and the chain from
-/// 192 KiB, where the fill of 6 segment times stops dominating. The
-/// rule holds on one host and across hosts alike, so it needs no notion
-/// of placement.
+/// broadcast"; 2 cores; 3x1, 4x1 and 8x1; one host and 100 Mbit emulated
+/// hosts): among 3 and 4 members the chain is the fastest, or within
+/// noise of the binomial tree, at every size from 8–16 KiB, on one host
+/// and on hosts (1 MiB among 4 hosts over 100 Mbit: 1.05–1.1× one
+/// point-to-point transfer, against 2.1× for scatter + allgather and 3×
+/// binomial); among 8 hosts scatter + allgather is faster up to 128 KiB
+/// and the chain from 192 KiB. The benchmark times calls back to back,
+/// which hides part of the chain's fill behind the previous call, so the
+/// rule stays above the smallest sizes the chain won at. It holds on one
+/// host and across hosts alike: the choice needs no notion of placement.
 pub fn bcast_chain_min(members: usize) -> usize {
-    members.saturating_sub(2) * BCAST_CHAIN_SEGMENT / 2
+    members.saturating_sub(2) * BCAST_CHAIN_PER_MEMBER
 }
 
 /// The allgather algorithm for `total_bytes` gathered: Bruck up to

@@ -97,9 +97,9 @@ const SIZES: [usize; 5] = [0, 1, 7, 600, 5000];
 /// For the largest layouts: below the allreduce thresholds (the forced
 /// algorithms still run).
 const SMALL_SIZES: [usize; 4] = [0, 1, 7, 300];
-/// Broadcast sizes in `i64`s: below one chain segment (8192 of them at
-/// `tuning::BCAST_CHAIN_SEGMENT`), exactly one, and two and a bit.
-const BCAST_SIZES: [usize; 6] = [0, 1, 9, 3000, 8192, 16389];
+/// Broadcast sizes in `i64`s: below one chain segment (4096 of them at
+/// `tuning::BCAST_CHAIN_SEGMENT`), exactly one, and four and a bit.
+const BCAST_SIZES: [usize; 6] = [0, 1, 9, 3000, 4096, 16389];
 /// For the largest layouts: within one chain segment.
 const SMALL_BCAST_SIZES: [usize; 4] = [0, 1, 9, 3000];
 
