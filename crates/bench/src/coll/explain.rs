@@ -10,7 +10,7 @@
 use super::{Layout, Operation, Options};
 use threadwire::group::tuning::{
     self, ALLGATHER_SHORT, ALLREDUCE_RING_PER_MEMBER, ALLREDUCE_SHORT, ALLTOALL_SHORT,
-    BCAST_CHAIN_PER_MEMBER, BCAST_CHAIN_SEGMENT, BCAST_SHORT, NODE_STAGE_MAX,
+    BCAST_CHAIN_MEMBERS, BCAST_CHAIN_SEGMENT, BCAST_SHORT, NODE_STAGE_MAX,
 };
 use threadwire::group::{
     Algorithms, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm, BcastAlgorithm,
@@ -61,7 +61,6 @@ pub fn explain(options: &Options) -> Explanation {
             ("ALLREDUCE_RING_PER_MEMBER", ALLREDUCE_RING_PER_MEMBER),
             ("BCAST_SHORT", BCAST_SHORT),
             ("BCAST_CHAIN_SEGMENT", BCAST_CHAIN_SEGMENT),
-            ("BCAST_CHAIN_PER_MEMBER", BCAST_CHAIN_PER_MEMBER),
             ("ALLGATHER_SHORT", ALLGATHER_SHORT),
             ("ALLTOALL_SHORT", ALLTOALL_SHORT),
             ("NODE_STAGE_MAX", NODE_STAGE_MAX),
@@ -90,30 +89,29 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
             Some(a) => (a.name(), true, "forced".into()),
             None => node_stage(0).unwrap_or(("dissemination", false, "one member a node".into())),
         },
-        Operation::Bcast => match forced.bcast {
-            Some(a) => (a.name(), true, "forced".into()),
-            None if node_stage(size).is_some() => node_stage(size).expect("just checked"),
-            None => {
-                let a = tuning::bcast(size, p);
-                let chain_min = tuning::bcast_chain_min(p);
-                let rule = match a {
+        Operation::Bcast => {
+            match forced.bcast {
+                Some(a) => (a.name(), true, "forced".into()),
+                None if node_stage(size).is_some() => node_stage(size).expect("just checked"),
+                None => {
+                    let a = tuning::bcast(size, p);
+                    let rule = match a {
                     BcastAlgorithm::Binomial if size <= BCAST_SHORT => {
                         format!("{size} ≤ BCAST_SHORT")
                     }
-                    BcastAlgorithm::Binomial if p < 3 => format!("{p} members < 3"),
-                    BcastAlgorithm::Binomial => {
-                        format!("3 members, {size} < bcast_chain_min {chain_min}")
+                    BcastAlgorithm::Binomial => format!("{p} members < 3"),
+                    BcastAlgorithm::Chain if p <= BCAST_CHAIN_MEMBERS => {
+                        format!("{size} > BCAST_SHORT, {p} members ≤ BCAST_CHAIN_MEMBERS")
                     }
                     BcastAlgorithm::Chain => {
-                        format!("{size} ≥ bcast_chain_min {chain_min} ((p − 2) · BCAST_CHAIN_PER_MEMBER)")
+                        format!("{size} ≥ ({p} − 2) BCAST_CHAIN_SEGMENT")
                     }
-                    _ => format!(
-                        "{size} > BCAST_SHORT, < bcast_chain_min {chain_min}, {p} members ≥ 4"
-                    ),
+                    _ => format!("{p} members > BCAST_CHAIN_MEMBERS, {size} < ({p} − 2) BCAST_CHAIN_SEGMENT"),
                 };
-                (a.name(), false, rule)
+                    (a.name(), false, rule)
+                }
             }
-        },
+        }
         Operation::Allreduce => {
             let bytes = size.div_ceil(8).max(1) * 8;
             match forced.allreduce {
@@ -197,8 +195,7 @@ mod tests {
         assert_eq!(at("4x1", Operation::Allreduce, 1 << 20), "ring");
         assert_eq!(at("1x16", Operation::Allreduce, 64 << 10), "rabenseifner");
         assert_eq!(at("4x1", Operation::Bcast, 8), "binomial");
-        assert_eq!(at("2x8", Operation::Bcast, 64 << 10), "scatter-allgather");
-        assert_eq!(at("2x8", Operation::Bcast, 1 << 20), "chain");
+        assert_eq!(at("2x8", Operation::Bcast, 64 << 10), "chain");
         assert_eq!(at("4x1", Operation::Bcast, 64 << 10), "chain");
         assert_eq!(at("4x1", Operation::Alltoall, 8), "bruck");
         assert_eq!(at("4x1", Operation::Alltoall, 64 << 10), "pairwise");
