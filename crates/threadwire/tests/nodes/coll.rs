@@ -707,7 +707,19 @@ fn mode_errors(ep: &Endpoint, threads: u32) -> u64 {
         // The root's counts do not cover the group.
         let e = g.scatterv(&[1u8, 2], &[1, 1, 1][..p.min(3) - 1], 0);
         assert!(matches!(e, Err(CollError::LengthMismatch { .. })), "{e:?}");
-        checks += 3;
+        // The chain's root has one segment more than everyone else: each
+        // segment is well formed, the root's count says otherwise.
+        let mut forced = Algorithms::new();
+        forced.bcast = Some(BcastAlgorithm::Chain);
+        g.set_algorithms(forced);
+        let segment = threadwire::group::tuning::BCAST_CHAIN_SEGMENT;
+        let mut v = vec![1u8; if r == 0 { 2 * segment } else { segment }];
+        match g.bcast(&mut v, 0) {
+            Err(e) => assert!(matches!(e, CollError::LengthMismatch { .. }), "{e:?}"),
+            Ok(()) => assert_eq!(r, 0, "only the root, which only sends, may finish"),
+        }
+        g.set_algorithms(Algorithms::new());
+        checks += 4;
     }
     let e = g.allreduce(&mut [1.0f64], Op::BitAnd).unwrap_err();
     assert!(matches!(e, CollError::Unsupported { op: Op::BitAnd, .. }));

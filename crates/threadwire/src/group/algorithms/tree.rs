@@ -97,6 +97,12 @@ pub(crate) async fn bcast_scatter_allgather<T: Element>(
 /// posted receive.
 const CHAIN_RECEIVES_AHEAD: usize = 4;
 
+/// What the chain's first segment carries after its elements: the root's
+/// element count (`u64`, little-endian). A member whose buffer is longer
+/// or shorter by whole segments would otherwise see only well-formed
+/// segments, and stop early or wait for ones that never come.
+const CHAIN_COUNT_BYTES: usize = 8;
+
 /// Pipelined chain broadcast: the root cuts `buf` into segments of
 /// [`BCAST_CHAIN_SEGMENT`] bytes (the last one shorter; one empty segment
 /// when `buf` is empty) and sends them, in order, to relative rank 1; each
@@ -120,7 +126,12 @@ pub(crate) async fn bcast_chain<T: Element>(
     if vr == 0 {
         let next = successor.expect("a group of two or more has a rank 1");
         for k in 0..segments {
-            c.send(next, &buf[segment(k)])?;
+            let mut bytes = Vec::new();
+            T::write(&buf[segment(k)], &mut bytes);
+            if k == 0 {
+                bytes.extend_from_slice(&(n as u64).to_le_bytes());
+            }
+            c.send_bytes(next, bytes)?;
         }
         return Ok(());
     }
@@ -133,13 +144,38 @@ pub(crate) async fn bcast_chain<T: Element>(
         let incoming = posted.pop_front().expect("segment k is posted");
         let bytes = incoming.await?.into_vec();
         let range = segment(k);
-        let values = c.decode_bytes::<T>(&bytes, Some(range.len()))?;
+        let elements = if k == 0 {
+            chain_first_elements(c, &bytes, n)?
+        } else {
+            &bytes[..]
+        };
+        let values = c.decode_bytes::<T>(elements, Some(range.len()))?;
         buf[range].copy_from_slice(&values);
         if let Some(next) = successor {
             c.send_bytes(next, bytes)?;
         }
     }
     Ok(())
+}
+
+/// The elements of the chain's first segment, once the root's count after
+/// them matches this member's `n`.
+fn chain_first_elements<'b>(c: &Call, bytes: &'b [u8], n: usize) -> Result<&'b [u8], CollError> {
+    let mismatch = |found| CollError::LengthMismatch {
+        rank: c.rank(),
+        expected: n,
+        found,
+    };
+    let at = bytes
+        .len()
+        .checked_sub(CHAIN_COUNT_BYTES)
+        .ok_or_else(|| mismatch(bytes.len()))?;
+    let (elements, count) = bytes.split_at(at);
+    let count = u64::from_le_bytes(count.try_into().expect("CHAIN_COUNT_BYTES is 8"));
+    if count != n as u64 {
+        return Err(mismatch(usize::try_from(count).unwrap_or(usize::MAX)));
+    }
+    Ok(elements)
 }
 
 /// Binomial reduce to `root`; a non-commutative operation reduces to rank
