@@ -89,13 +89,12 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
             Some(a) => (a.name(), true, "forced".into()),
             None => node_stage(0).unwrap_or(("dissemination", false, "one member a node".into())),
         },
-        Operation::Bcast => {
-            match forced.bcast {
-                Some(a) => (a.name(), true, "forced".into()),
-                None if node_stage(size).is_some() => node_stage(size).expect("just checked"),
-                None => {
-                    let a = tuning::bcast(size, p);
-                    let rule = match a {
+        Operation::Bcast => match forced.bcast {
+            Some(a) => (a.name(), true, "forced".into()),
+            None if node_stage(size).is_some() => node_stage(size).expect("just checked"),
+            None => {
+                let a = tuning::bcast(size, p);
+                let rule = match a {
                     BcastAlgorithm::Binomial if size <= BCAST_SHORT => {
                         format!("{size} ≤ BCAST_SHORT")
                     }
@@ -103,15 +102,12 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
                     BcastAlgorithm::Chain if p <= BCAST_CHAIN_MEMBERS => {
                         format!("{size} > BCAST_SHORT, {p} members ≤ BCAST_CHAIN_MEMBERS")
                     }
-                    BcastAlgorithm::Chain => {
-                        format!("{size} ≥ ({p} − 2) BCAST_CHAIN_SEGMENT")
-                    }
-                    _ => format!("{p} members > BCAST_CHAIN_MEMBERS, {size} < ({p} − 2) BCAST_CHAIN_SEGMENT"),
+                    BcastAlgorithm::Chain => format!("{size} ≥ ({p} − 2) BCAST_CHAIN_SEGMENT"),
+                    _ => format!("{p} members > BCAST_CHAIN_MEMBERS, {size} < ({p} − 2) segments"),
                 };
-                    (a.name(), false, rule)
-                }
+                (a.name(), false, rule)
             }
-        }
+        },
         Operation::Allreduce => {
             let bytes = size.div_ceil(8).max(1) * 8;
             match forced.allreduce {

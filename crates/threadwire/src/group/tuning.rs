@@ -394,6 +394,7 @@ mod tests {
             assert!(a.force(bad).is_err(), "{bad}");
         }
     }
+
     #[test]
     fn bcast_chain_for_large_buffers_from_three_members() {
         assert_eq!(bcast(1 << 20, 2), BcastAlgorithm::Binomial);
