@@ -189,7 +189,7 @@ pub struct CollArgs {
     pub max_ms_per_size: u64,
     /// Force an algorithm for the measurement, COLL=ALG, repeatable or
     /// comma-separated: allreduce=recursive-doubling|rabenseifner|ring,
-    /// bcast=binomial|scatter-allgather, allgather=bruck|ring,
+    /// bcast=binomial|scatter-allgather|chain, allgather=bruck|ring,
     /// alltoall=bruck|pairwise.
     #[arg(long = "algorithm", value_delimiter = ',', value_name = "COLL=ALG")]
     pub algorithms: Vec<String>,

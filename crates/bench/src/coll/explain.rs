@@ -9,8 +9,8 @@
 
 use super::{Layout, Operation, Options};
 use threadwire::group::tuning::{
-    self, ALLGATHER_SHORT, ALLREDUCE_RING_PER_MEMBER, ALLREDUCE_SHORT, ALLTOALL_SHORT, BCAST_SHORT,
-    NODE_STAGE_MAX,
+    self, ALLGATHER_SHORT, ALLREDUCE_RING_PER_MEMBER, ALLREDUCE_SHORT, ALLTOALL_SHORT,
+    BCAST_CHAIN_MEMBERS, BCAST_CHAIN_SEGMENT, BCAST_SHORT, NODE_STAGE_MAX,
 };
 use threadwire::group::{
     Algorithms, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm, BcastAlgorithm,
@@ -60,6 +60,7 @@ pub fn explain(options: &Options) -> Explanation {
             ("ALLREDUCE_SHORT", ALLREDUCE_SHORT),
             ("ALLREDUCE_RING_PER_MEMBER", ALLREDUCE_RING_PER_MEMBER),
             ("BCAST_SHORT", BCAST_SHORT),
+            ("BCAST_CHAIN_SEGMENT", BCAST_CHAIN_SEGMENT),
             ("ALLGATHER_SHORT", ALLGATHER_SHORT),
             ("ALLTOALL_SHORT", ALLTOALL_SHORT),
             ("NODE_STAGE_MAX", NODE_STAGE_MAX),
@@ -97,8 +98,12 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
                     BcastAlgorithm::Binomial if size <= BCAST_SHORT => {
                         format!("{size} ≤ BCAST_SHORT")
                     }
-                    BcastAlgorithm::Binomial => format!("{p} members < 4"),
-                    _ => format!("{size} > BCAST_SHORT, {p} members ≥ 4"),
+                    BcastAlgorithm::Binomial => format!("{p} members < 3"),
+                    BcastAlgorithm::Chain if p <= BCAST_CHAIN_MEMBERS => {
+                        format!("{size} > BCAST_SHORT, {p} members ≤ BCAST_CHAIN_MEMBERS")
+                    }
+                    BcastAlgorithm::Chain => format!("{size} ≥ ({p} − 2) BCAST_CHAIN_SEGMENT"),
+                    _ => format!("{p} members > BCAST_CHAIN_MEMBERS, {size} < ({p} − 2) segments"),
                 };
                 (a.name(), false, rule)
             }
@@ -186,7 +191,8 @@ mod tests {
         assert_eq!(at("4x1", Operation::Allreduce, 1 << 20), "ring");
         assert_eq!(at("1x16", Operation::Allreduce, 64 << 10), "rabenseifner");
         assert_eq!(at("4x1", Operation::Bcast, 8), "binomial");
-        assert_eq!(at("2x8", Operation::Bcast, 1 << 20), "scatter-allgather");
+        assert_eq!(at("2x8", Operation::Bcast, 64 << 10), "chain");
+        assert_eq!(at("4x1", Operation::Bcast, 64 << 10), "chain");
         assert_eq!(at("4x1", Operation::Alltoall, 8), "bruck");
         assert_eq!(at("4x1", Operation::Alltoall, 64 << 10), "pairwise");
         assert_eq!(at("1x16", Operation::Allgather, 8), "bruck");

@@ -105,6 +105,7 @@ pub(crate) async fn bcast_flat<T: Element>(
             tree::bcast_binomial(c, buf, root).await
         }
         BcastAlgorithm::ScatterAllgather => tree::bcast_scatter_allgather(c, buf, root).await,
+        BcastAlgorithm::Chain => tree::bcast_chain(c, buf, root).await,
     }
 }
 

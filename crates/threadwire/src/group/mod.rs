@@ -70,8 +70,9 @@
 //! | barrier | per-node stage, dissemination among leaders | blocking, > 1 member on a node | ⌈log₂L⌉ α + node stage |
 //! | barrier | dissemination | otherwise | ⌈log₂p⌉ α |
 //! | bcast | per-node stage, binomial among leaders | blocking, n ≤ 4 KiB, > 1 member on a node | ⌈log₂L⌉ (α + nβ) + node stage |
-//! | bcast | binomial tree | n ≤ 12 KiB or p < 4 | ⌈log₂p⌉ (α + nβ) |
-//! | bcast | scatter + ring allgather | larger | (⌈log₂p⌉ + p − 1) α + 2 (p−1)/p nβ |
+//! | bcast | binomial tree | n ≤ 12 KiB or p = 2 | ⌈log₂p⌉ (α + nβ) |
+//! | bcast | pipelined chain, segments of s = 32 KiB | larger, p ≤ 16 or n ≥ (p − 2) s | (p − 2 + ⌈n/s⌉) (α + sβ) |
+//! | bcast | scatter + ring allgather | larger, p > 16, n < (p − 2) s | (⌈log₂p⌉ + p − 1) α + 2 (p−1)/p nβ |
 //! | reduce | binomial tree (to rank 0 and forwarded if not commutative) | always | ⌈log₂p⌉ (α + nβ + nγ) |
 //! | allreduce | per-node stage, flat among leaders | blocking, n ≤ 4 KiB, > 1 member on a node | (⌊log₂L⌋ + 2) (α + nβ) + ⌊log₂L⌋ nγ + node stage |
 //! | allreduce | recursive doubling, non-power-of-two fold | n ≤ 8 KiB, or not commutative | (⌊log₂p⌋ + 2) (α + nβ) + ⌊log₂p⌋ nγ |

@@ -15,8 +15,21 @@ pub const ALLREDUCE_SHORT: usize = 8 << 10;
 /// this; Rabenseifner between.
 pub const ALLREDUCE_RING_PER_MEMBER: usize = 32 << 10;
 /// Broadcast: binomial tree up to this many bytes (MPICH: 12 KiB), then
-/// scatter + ring allgather.
+/// scatter + ring allgather or the pipelined chain ([`bcast`]).
 pub const BCAST_SHORT: usize = 12 << 10;
+/// Chain broadcast: the segment, in bytes (rounded down to whole elements,
+/// at least one). A segment costs one α at each of the p − 1 hops, and the
+/// pipeline's fill and drain cost p − 2 segment times: the optimum is
+/// √(n α / ((p − 2) β)), about 25 KB for 1 MiB among 4 hosts on a
+/// 100 Mbit link (α ≈ 100 µs) and about 100 KB through shared memory.
+/// Measured among 4 members (PERFORMANCE-STUDIES, "Collectives: pipelined
+/// chain broadcast"): 32 KiB is as fast as 64 KiB on one host up to
+/// 1 MiB and faster above, and faster over 100 Mbit at every size (1 MiB:
+/// 89 ms against 94 ms with 64 KiB and 105 ms with 128 KiB).
+pub const BCAST_CHAIN_SEGMENT: usize = 32 << 10;
+/// Chain broadcast: groups of up to this many members take it at every
+/// size above [`BCAST_SHORT`] ([`bcast_chain_min`]); the largest measured.
+pub const BCAST_CHAIN_MEMBERS: usize = 16;
 /// Alltoall: Bruck up to this many bytes per block (MPICH: 256 B), then
 /// pairwise exchange.
 pub const ALLTOALL_SHORT: usize = 256;
@@ -66,6 +79,9 @@ pub enum BcastAlgorithm {
     Binomial,
     /// Binomial scatter, then ring allgather (van de Geijn).
     ScatterAllgather,
+    /// A pipelined chain in rank order from the root, in segments of
+    /// [`BCAST_CHAIN_SEGMENT`].
+    Chain,
     /// The per-node stage, a binomial tree among the nodes' leaders
     /// (blocking calls).
     Hierarchical,
@@ -152,12 +168,43 @@ pub fn node_stage(bytes: usize, most_on_a_node: usize, in_rank_order: bool) -> b
 }
 
 /// The broadcast algorithm for `bytes` among `members`: a binomial tree up
-/// to [`BCAST_SHORT`] or below 4 members, scatter + allgather above.
+/// to [`BCAST_SHORT`] or with 2 members; the pipelined chain above that
+/// once `bytes` reaches [`bcast_chain_min`] (at once up to
+/// [`BCAST_CHAIN_MEMBERS`]); below it scatter + allgather.
 pub fn bcast(bytes: usize, members: usize) -> BcastAlgorithm {
-    if bytes <= BCAST_SHORT || members < 4 {
+    if bytes <= BCAST_SHORT || members < 3 {
         BcastAlgorithm::Binomial
+    } else if bytes >= bcast_chain_min(members) {
+        BcastAlgorithm::Chain
     } else {
         BcastAlgorithm::ScatterAllgather
+    }
+}
+
+/// The fewest bytes the chain broadcast is chosen for among `members`
+/// (3 or more): any size above [`BCAST_SHORT`] up to
+/// [`BCAST_CHAIN_MEMBERS`], measured; in larger groups (p − 2) segments
+/// of [`BCAST_CHAIN_SEGMENT`], where the pipeline's fill costs at most
+/// the transfer — the model's rule, not measured.
+///
+/// Measured (docs/PERFORMANCE-STUDIES.md, "Collectives: pipelined chain
+/// broadcast"; 2 cores; 3x1, 4x1, 8x1 and 2x8, 16 KiB to 16 MiB, on one
+/// host and on 100 Mbit emulated hosts): the chain was the fastest
+/// everywhere except a few small sizes where the binomial tree was as
+/// fast within noise, and scatter + allgather lost to it at every point
+/// (1 MiB among 4 hosts: 89 ms for the chain, 1.05× one point-to-point
+/// transfer, against 177 ms for scatter + allgather and 258 ms binomial;
+/// on one host 1.8 ms against 5.3 and 5.1). The benchmark times calls
+/// back to back, which hides part of the chain's fill behind the previous
+/// call, and the emulated link passes an idle host's first 32 KiB at
+/// once: both favour the chain at one or two segments, so groups larger
+/// than those measured keep the model's rule. The rule is the same on
+/// one host and across hosts: the choice needs no notion of placement.
+pub fn bcast_chain_min(members: usize) -> usize {
+    if members <= BCAST_CHAIN_MEMBERS {
+        BCAST_SHORT + 1
+    } else {
+        (members - 2) * BCAST_CHAIN_SEGMENT
     }
 }
 
@@ -197,7 +244,7 @@ pub fn reduce_scatter(commutative: bool) -> ReduceScatterAlgorithm {
 #[error(
     "{0:?}: one of barrier=dissemination|hierarchical, \
      allreduce=recursive-doubling|rabenseifner|ring|hierarchical, \
-     bcast=binomial|scatter-allgather|hierarchical, allgather=bruck|ring, alltoall=bruck|pairwise, \
+     bcast=binomial|scatter-allgather|chain|hierarchical, allgather=bruck|ring, alltoall=bruck|pairwise, \
      reduce_scatter=ring|reduce-scatterv"
 )]
 pub struct ParseAlgorithmError(String);
@@ -246,6 +293,7 @@ named!(AllreduceAlgorithm {
 named!(BcastAlgorithm {
     Binomial => "binomial",
     ScatterAllgather => "scatter-allgather",
+    Chain => "chain",
     Hierarchical => "hierarchical",
 });
 named!(AllgatherAlgorithm {
@@ -330,6 +378,7 @@ mod tests {
             "allreduce=hierarchical",
             "bcast=binomial",
             "bcast=scatter-allgather",
+            "bcast=chain",
             "bcast=hierarchical",
             "allgather=bruck",
             "allgather=ring",
@@ -345,6 +394,19 @@ mod tests {
             assert!(a.force(bad).is_err(), "{bad}");
         }
     }
+
+    #[test]
+    fn bcast_chain_for_large_buffers_from_three_members() {
+        assert_eq!(bcast(1 << 20, 2), BcastAlgorithm::Binomial);
+        assert_eq!(bcast(BCAST_SHORT, 4), BcastAlgorithm::Binomial);
+        assert_eq!(bcast(BCAST_SHORT + 1, 3), BcastAlgorithm::Chain);
+        assert_eq!(bcast(BCAST_SHORT + 1, 16), BcastAlgorithm::Chain);
+        assert_eq!(bcast(256 << 10, 17), BcastAlgorithm::ScatterAllgather);
+        let fill = 30 * BCAST_CHAIN_SEGMENT;
+        assert_eq!(bcast(fill - 1, 32), BcastAlgorithm::ScatterAllgather);
+        assert_eq!(bcast(fill, 32), BcastAlgorithm::Chain);
+    }
+
     #[test]
     fn node_stage_for_small_calls_with_members_sharing_a_node() {
         assert!(node_stage(8, 2, true));

@@ -97,11 +97,17 @@ const SIZES: [usize; 5] = [0, 1, 7, 600, 5000];
 /// For the largest layouts: below the allreduce thresholds (the forced
 /// algorithms still run).
 const SMALL_SIZES: [usize; 4] = [0, 1, 7, 300];
+/// Broadcast sizes in `i64`s: below one chain segment (4096 of them at
+/// `tuning::BCAST_CHAIN_SEGMENT`), exactly one, and four and a bit.
+const BCAST_SIZES: [usize; 6] = [0, 1, 9, 3000, 4096, 16389];
+/// For the largest layouts: within one chain segment.
+const SMALL_BCAST_SIZES: [usize; 4] = [0, 1, 9, 3000];
 
 struct Checker<'g> {
     g: &'g Group,
     checks: u64,
     sizes: &'static [usize],
+    bcast_sizes: &'static [usize],
 }
 
 impl Checker<'_> {
@@ -209,6 +215,7 @@ impl Checker<'_> {
             None,
             Some(BcastAlgorithm::Binomial),
             Some(BcastAlgorithm::ScatterAllgather),
+            Some(BcastAlgorithm::Chain),
             Some(BcastAlgorithm::Hierarchical),
         ]
         .iter()
@@ -217,7 +224,7 @@ impl Checker<'_> {
             let mut a = Algorithms::new();
             a.bcast = algorithm;
             self.force(a);
-            for &n in &[0, 1, 9, 3000] {
+            for &n in self.bcast_sizes {
                 for &root in &roots {
                     let salt = salt + (k * 100 + n + root) as u64;
                     let mut v = if r == root {
@@ -226,7 +233,11 @@ impl Checker<'_> {
                         vec![0; n]
                     };
                     self.g.bcast(&mut v, root).unwrap();
-                    assert_eq!(v, data(root, n, salt), "bcast n={n} root={root}");
+                    assert_eq!(
+                        v,
+                        data(root, n, salt),
+                        "bcast n={n} root={root} {algorithm:?} p={p}"
+                    );
                     self.checks += 1;
                 }
             }
@@ -492,6 +503,7 @@ fn mode_all(ep: &Endpoint, threads: u32, seed: u64) -> u64 {
         g: &world,
         checks: 0,
         sizes: &SIZES,
+        bcast_sizes: &BCAST_SIZES,
     };
     c.everything(seed);
     let mut checks = c.checks;
@@ -511,6 +523,7 @@ fn mode_all(ep: &Endpoint, threads: u32, seed: u64) -> u64 {
         g: &sub,
         checks: 0,
         sizes: &SIZES,
+        bcast_sizes: &BCAST_SIZES,
     };
     c.allreduce(seed + 10);
     c.exchanges(seed + 11);
@@ -525,9 +538,26 @@ fn mode_all(ep: &Endpoint, threads: u32, seed: u64) -> u64 {
         g: &dup,
         checks: 0,
         sizes: &SIZES,
+        bcast_sizes: &BCAST_SIZES,
     };
     c.rooted(seed + 20);
     checks += c.checks;
+    // The rooted collectives on the first 1, 2, 3 and 5 members: the
+    // chain's shortest chains and an odd one.
+    for k in [1, 2, 3, 5].into_iter().filter(|&k| k <= p) {
+        let Some(first) = world.split((r < k).then_some(0), r as i64).unwrap() else {
+            continue;
+        };
+        assert_eq!(first.size(), k);
+        let mut c = Checker {
+            g: &first,
+            checks: 0,
+            sizes: &SIZES,
+            bcast_sizes: &BCAST_SIZES,
+        };
+        c.rooted(seed + 30 + k as u64);
+        checks += c.checks;
+    }
     // A mesh: rows × cols with cols the largest divisor ≤ √p.
     let cols = (1..=p).filter(|d| p % d == 0 && d * d <= p).max().unwrap();
     let (row, col) = world.mesh(p / cols, cols).unwrap();
@@ -555,6 +585,7 @@ fn mode_world(ep: &Endpoint, threads: u32, seed: u64) -> u64 {
         g: &world,
         checks: 0,
         sizes: &SMALL_SIZES,
+        bcast_sizes: &SMALL_BCAST_SIZES,
     };
     c.everything(seed);
     c.checks
@@ -676,7 +707,19 @@ fn mode_errors(ep: &Endpoint, threads: u32) -> u64 {
         // The root's counts do not cover the group.
         let e = g.scatterv(&[1u8, 2], &[1, 1, 1][..p.min(3) - 1], 0);
         assert!(matches!(e, Err(CollError::LengthMismatch { .. })), "{e:?}");
-        checks += 3;
+        // The chain's root has one segment more than everyone else: each
+        // segment is well formed, the root's count says otherwise.
+        let mut forced = Algorithms::new();
+        forced.bcast = Some(BcastAlgorithm::Chain);
+        g.set_algorithms(forced);
+        let segment = threadwire::group::tuning::BCAST_CHAIN_SEGMENT;
+        let mut v = vec![1u8; if r == 0 { 2 * segment } else { segment }];
+        match g.bcast(&mut v, 0) {
+            Err(e) => assert!(matches!(e, CollError::LengthMismatch { .. }), "{e:?}"),
+            Ok(()) => assert_eq!(r, 0, "only the root, which only sends, may finish"),
+        }
+        g.set_algorithms(Algorithms::new());
+        checks += 4;
     }
     let e = g.allreduce(&mut [1.0f64], Op::BitAnd).unwrap_err();
     assert!(matches!(e, CollError::Unsupported { op: Op::BitAnd, .. }));

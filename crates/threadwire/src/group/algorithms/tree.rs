@@ -1,9 +1,12 @@
-//! Trees and stars: barrier, broadcast, reduce, gather(v), scatter(v).
+//! Trees, stars and a chain: barrier, broadcast, reduce, gather(v),
+//! scatter(v).
 
 use super::{absolute, block, relative};
 use crate::group::element::{Element, Reducible, Reduction};
 use crate::group::schedule::{Call, Received};
+use crate::group::tuning::BCAST_CHAIN_SEGMENT;
 use crate::group::CollError;
+use std::collections::VecDeque;
 
 /// Dissemination barrier: in round k, signal r + 2^k, hear r − 2^k.
 pub(crate) async fn barrier(c: &Call) -> Result<(), CollError> {
@@ -91,6 +94,91 @@ pub(crate) async fn bcast_scatter_allgather<T: Element>(
         buf[block(into, n, p)].copy_from_slice(&got);
     }
     Ok(())
+}
+
+/// Receives a chain member keeps posted ahead of the one it waits for, so
+/// that a segment that arrives while it forwards the previous one meets a
+/// posted receive.
+const CHAIN_RECEIVES_AHEAD: usize = 4;
+
+/// What the chain's first segment carries after its elements: the root's
+/// element count (`u64`, little-endian). A member whose buffer is longer
+/// or shorter by whole segments would otherwise see only well-formed
+/// segments, and stop early or wait for ones that never come.
+const CHAIN_COUNT_BYTES: usize = 8;
+
+/// Pipelined chain broadcast: the root cuts `buf` into segments of
+/// [`BCAST_CHAIN_SEGMENT`] bytes (the last one shorter; one empty segment
+/// when `buf` is empty) and sends them, in order, to relative rank 1; each
+/// member receives segment k from its predecessor, checks it, and forwards
+/// it to its successor while segment k + 1 is on its way. Sends are eager,
+/// so every link of the chain carries a segment at once once the pipeline
+/// is full.
+pub(crate) async fn bcast_chain<T: Element>(
+    c: &Call,
+    buf: &mut [T],
+    root: usize,
+) -> Result<(), CollError> {
+    let (p, vr, n) = (c.size(), relative(c.rank(), root, c.size()), buf.len());
+    if p == 1 {
+        return Ok(());
+    }
+    let per_segment = (BCAST_CHAIN_SEGMENT / T::SIZE).max(1);
+    let segments = n.div_ceil(per_segment).max(1);
+    let segment = |k: usize| k * per_segment..((k + 1) * per_segment).min(n);
+    let successor = (vr + 1 < p).then(|| absolute(vr + 1, root, p));
+    if vr == 0 {
+        let next = successor.expect("a group of two or more has a rank 1");
+        for k in 0..segments {
+            let mut bytes = Vec::new();
+            T::write(&buf[segment(k)], &mut bytes);
+            if k == 0 {
+                bytes.extend_from_slice(&(n as u64).to_le_bytes());
+            }
+            c.send_bytes(next, bytes)?;
+        }
+        return Ok(());
+    }
+    let predecessor = absolute(vr - 1, root, p);
+    let mut posted = VecDeque::with_capacity(CHAIN_RECEIVES_AHEAD + 1);
+    for k in 0..segments {
+        while posted.len() <= CHAIN_RECEIVES_AHEAD && k + posted.len() < segments {
+            posted.push_back(c.recv(predecessor));
+        }
+        let incoming = posted.pop_front().expect("segment k is posted");
+        let bytes = incoming.await?.into_vec();
+        let range = segment(k);
+        let elements = if k == 0 {
+            chain_first_elements(c, &bytes, n)?
+        } else {
+            &bytes[..]
+        };
+        c.decode_into(elements, &mut buf[range])?;
+        if let Some(next) = successor {
+            c.send_bytes(next, bytes)?;
+        }
+    }
+    Ok(())
+}
+
+/// The elements of the chain's first segment, once the root's count after
+/// them matches this member's `n`.
+fn chain_first_elements<'b>(c: &Call, bytes: &'b [u8], n: usize) -> Result<&'b [u8], CollError> {
+    let mismatch = |found| CollError::LengthMismatch {
+        rank: c.rank(),
+        expected: n,
+        found,
+    };
+    let at = bytes
+        .len()
+        .checked_sub(CHAIN_COUNT_BYTES)
+        .ok_or_else(|| mismatch(bytes.len()))?;
+    let (elements, count) = bytes.split_at(at);
+    let count = u64::from_le_bytes(count.try_into().expect("CHAIN_COUNT_BYTES is 8"));
+    if count != n as u64 {
+        return Err(mismatch(usize::try_from(count).unwrap_or(usize::MAX)));
+    }
+    Ok(elements)
 }
 
 /// Binomial reduce to `root`; a non-commutative operation reduces to rank
