@@ -89,6 +89,16 @@ fn nonblocking_overlaps_point_to_point() {
     coll(3, 1, "overlap", &[(threadwire::env::PROGRESS, "thread")]);
 }
 
+/// Some members call `barrier`, `allreduce` and `bcast` where the others
+/// call the nonblocking forms, for the same calls (erroneous in MPI; here
+/// both forms take the per-node stage and complete); stage calls under
+/// way together; a freed group's id kept while a call on it is under way.
+#[test]
+fn blocking_and_nonblocking_forms_mix() {
+    coll(1, 4, "mixed", &[]);
+    coll(2, 3, "mixed", &[]);
+}
+
 #[test]
 fn bad_arguments_give_typed_errors() {
     coll(1, 1, "errors", &[]);

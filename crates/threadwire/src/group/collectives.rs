@@ -45,14 +45,15 @@ fn not_commutative(algorithm: &'static str) -> CollError {
 }
 
 /// The call's per-node stage, if it runs one: forced, or chosen by
-/// [`tuning::node_stage`] (blocking calls only, per its rule 4).
+/// [`tuning::node_stage`]; blocking and nonblocking calls alike, so that
+/// members may mix the two forms for one call.
 fn node_stage(
     c: &Call,
     forced: Option<bool>,
     bytes: usize,
     in_rank_order: bool,
 ) -> Result<Option<&NodeStage>, CollError> {
-    let Some(stage) = c.comm.node_stage.as_ref().filter(|_| c.blocking) else {
+    let Some(stage) = c.comm.node_stage.as_ref() else {
         return Ok(None);
     };
     let ordered = in_rank_order || stage.consecutive;
@@ -275,7 +276,7 @@ impl Group {
         &self,
         body: impl AsyncFnOnce(&Call) -> Result<R, CollError>,
     ) -> Result<R, CollError> {
-        let call = Call::start_blocking(&self.comm);
+        let call = Call::start(&self.comm);
         schedule::blocking(&self.comm, async { call.run(body(&call)).await })
     }
 
@@ -284,7 +285,8 @@ impl Group {
         body: impl AsyncFnOnce(&Call) -> Result<R, CollError> + 'static,
     ) -> CollRequest<R> {
         let call = self.call();
-        schedule::nonblocking(&self.comm, async move { call.run(body(&call)).await })
+        let index = call.index;
+        schedule::nonblocking(&self.comm, index, async move { call.run(body(&call)).await })
     }
 
     /// Returns once every member has called it.

@@ -67,13 +67,13 @@
 //!
 //! | collective | algorithm | when | cost |
 //! |---|---|---|---|
-//! | barrier | per-node stage, dissemination among leaders | blocking, > 1 member on a node | ⌈log₂L⌉ α + node stage |
+//! | barrier | per-node stage, dissemination among leaders | > 1 member on a node | ⌈log₂L⌉ α + node stage |
 //! | barrier | dissemination | otherwise | ⌈log₂p⌉ α |
-//! | bcast | per-node stage, binomial among leaders | blocking, n ≤ 4 KiB, > 1 member on a node | ⌈log₂L⌉ (α + nβ) + node stage |
+//! | bcast | per-node stage, binomial among leaders | n ≤ 4 KiB, > 1 member on a node | ⌈log₂L⌉ (α + nβ) + node stage |
 //! | bcast | binomial tree | n ≤ 12 KiB or p < 4 | ⌈log₂p⌉ (α + nβ) |
 //! | bcast | scatter + ring allgather | larger | (⌈log₂p⌉ + p − 1) α + 2 (p−1)/p nβ |
 //! | reduce | binomial tree (to rank 0 and forwarded if not commutative) | always | ⌈log₂p⌉ (α + nβ + nγ) |
-//! | allreduce | per-node stage, flat among leaders | blocking, n ≤ 4 KiB, > 1 member on a node | (⌊log₂L⌋ + 2) (α + nβ) + ⌊log₂L⌋ nγ + node stage |
+//! | allreduce | per-node stage, flat among leaders | n ≤ 4 KiB, > 1 member on a node | (⌊log₂L⌋ + 2) (α + nβ) + ⌊log₂L⌋ nγ + node stage |
 //! | allreduce | recursive doubling, non-power-of-two fold | n ≤ 8 KiB, or not commutative | (⌊log₂p⌋ + 2) (α + nβ) + ⌊log₂p⌋ nγ |
 //! | allreduce | Rabenseifner: halving reduce-scatter + doubling allgather | between | 2 log₂p α + 2 (p−1)/p nβ + (p−1)/p nγ (+ fold) |
 //! | allreduce | ring reduce-scatter + ring allgather | n/p ≥ 32 KiB | 2 (p−1) α + 2 (p−1)/p nβ + (p−1)/p nγ |
@@ -111,11 +111,13 @@
 //!
 //! # Later
 //!
-//! The per-node stage serves blocking barrier, allreduce and bcast of
-//! small buffers. Still to come: a stage between the nodes of one host
-//! (through the shared-memory channel), the node stage for reduce,
-//! allgather and the nonblocking forms (these need more than one call
-//! under way in the node's slots), and thresholds moved by measurement.
+//! The per-node stage serves barrier, allreduce and bcast of small
+//! buffers, blocking and nonblocking, one call of the stage under way per
+//! member at a time (a later one waits for its turn, advancing the
+//! earlier). Still to come: a stage between the nodes of one host
+//! (through the shared-memory channel), the node stage for reduce and
+//! allgather, more than one stage call under way per member (a slot per
+//! call), and thresholds moved by measurement.
 
 mod algorithms;
 pub mod context;
@@ -149,7 +151,8 @@ pub type CollRequest<T> = crate::Request<T, CollError>;
 
 /// An ordered set of endpoints with a rank for each, and their own
 /// contexts; see the [module docs](self). Belongs to the thread that built
-/// it (it is not `Send`); dropping it gives its context ids back.
+/// it (it is not `Send`); dropping it gives its context ids back once its
+/// last nonblocking call is over ([`schedule`] rule 6).
 pub struct Group {
     comm: Rc<Comm>,
     id: u32,
@@ -241,11 +244,12 @@ impl Group {
         k: u32,
         first_tag: u32,
     ) -> Group {
-        ep.node().shared.contexts.take(ep.address().thread, k);
+        let lease = schedule::IdLease::take(ep, k);
         let hash = context::list_hash(&members);
         let stage = NodeStage::new(ep, &members, rank, k, hash);
         let mut comm = Comm::new(ep, members, rank, k, first_tag);
         comm.node_stage = Some(stage);
+        comm.lease = Some(lease);
         Group {
             comm: Rc::new(comm),
             id: k,
@@ -401,15 +405,5 @@ impl Group {
 
     fn call(&self) -> Call {
         Call::start(&self.comm)
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        let ep = &self.comm.ep;
-        ep.node()
-            .shared
-            .contexts
-            .release(ep.address().thread, self.id);
     }
 }

@@ -27,6 +27,15 @@
 //!    waits on the dead one does not hang) or when a member's abort
 //!    message for this call arrives: a member that fails a call tells the
 //!    others (its error, where it travels), once.
+//! 5. A group keeps its nonblocking calls under way (in call order) until
+//!    they complete, also where their requests were dropped, and a call
+//!    that must wait for an earlier one of its member (the per-node
+//!    stage's turn, its rule 4) advances the earlier ones itself: waiting
+//!    on a later request never starves an earlier one that it depends on.
+//! 6. A group's id is given back when its last call is over, not when the
+//!    [`Group`](super::Group) is dropped: a request still under way on a
+//!    dropped group keeps the id, so no new group takes its contexts
+//!    while its messages may still arrive.
 
 use super::algorithms::node_stage::NodeStage;
 use super::context;
@@ -37,7 +46,7 @@ use crate::node::NodeShared;
 use crate::progress::Origin;
 use crate::request::{Request, Schedule};
 use crate::{Address, Endpoint, Message, RecvRequest, Source, TagMatch};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::{pin, Pin};
 use std::rc::Rc;
@@ -63,6 +72,33 @@ pub(crate) struct Comm {
     pub(crate) algorithms: Cell<Algorithms>,
     /// The per-node stage, for groups with members on this node.
     pub(crate) node_stage: Option<NodeStage>,
+    /// Nonblocking calls not known to be complete, in call order (rule 5).
+    in_flight: RefCell<Vec<(u64, InFlight)>>,
+    /// The group id this side holds, given back on drop (rule 6).
+    pub(crate) lease: Option<IdLease>,
+}
+
+/// A group id held by one thread, given back when dropped (rule 6).
+pub(crate) struct IdLease {
+    node: Arc<NodeShared>,
+    thread: u32,
+    id: u32,
+}
+
+impl IdLease {
+    /// Takes id `k` for the calling thread of `ep`.
+    pub(crate) fn take(ep: &Endpoint, k: u32) -> IdLease {
+        let thread = ep.address().thread;
+        let node = ep.node().shared.clone();
+        node.contexts.take(thread, k);
+        IdLease { node, thread, id: k }
+    }
+}
+
+impl Drop for IdLease {
+    fn drop(&mut self) {
+        self.node.contexts.release(self.thread, self.id);
+    }
 }
 
 impl Comm {
@@ -101,6 +137,8 @@ impl Comm {
             failures_seen: Cell::new(u64::MAX),
             algorithms: Cell::new(Algorithms::default()),
             node_stage: None,
+            in_flight: RefCell::new(Vec::new()),
+            lease: None,
         }
     }
 
@@ -120,6 +158,27 @@ impl Comm {
             matches!(lost.cause, crate::LossCause::Failed(_))
                 .then(|| CollError::PeerLost(lost.clone()))
         })
+    }
+
+    /// Advances this group's nonblocking calls that started before call
+    /// `index`, oldest first, and forgets the completed ones (rule 5).
+    pub(crate) fn advance_before(&self, index: u64) {
+        let earlier: Vec<InFlight> = self
+            .in_flight
+            .borrow()
+            .iter()
+            .take_while(|(i, _)| *i < index)
+            .map(|(_, call)| call.clone())
+            .collect();
+        for call in earlier {
+            // A call being polled further up this stack is busy already.
+            if let Ok(mut call) = call.try_borrow_mut() {
+                call.advance();
+            }
+        }
+        self.in_flight
+            .borrow_mut()
+            .retain(|(_, call)| call.try_borrow().map_or(true, |c| !c.is_complete()));
     }
 
     /// A lost member's node, checked only when the node's failure count
@@ -153,8 +212,6 @@ pub(crate) struct Call {
     /// Set once this member has heard another's abort (it then does not
     /// send one of its own).
     aborted: Cell<bool>,
-    /// A blocking call: the only kind the per-node stage runs (its rule 4).
-    pub(crate) blocking: bool,
 }
 
 impl Call {
@@ -171,14 +228,6 @@ impl Call {
         }
     }
 
-    /// Starts the next blocking call on `comm`.
-    pub(crate) fn start_blocking(comm: &Rc<Comm>) -> Call {
-        Call {
-            blocking: true,
-            ..Call::start(comm)
-        }
-    }
-
     /// A call of tag `tag` on `comm`: the leaders' part of a call of the
     /// group (per-node stage, step 3).
     pub(crate) fn with_tag(comm: &Rc<Comm>, tag: u32) -> Call {
@@ -187,7 +236,6 @@ impl Call {
             tag,
             index: 0,
             aborted: Cell::new(false),
-            blocking: false,
         }
     }
 
@@ -302,10 +350,22 @@ impl Call {
 
     /// Why waiting on this call must stop, if it must (rule 4).
     pub(crate) fn interrupted(&self) -> Option<CollError> {
+        self.comm.member_lost().or_else(|| self.abort_heard())
+    }
+
+    /// Why a wait on this node's members must stop: a member's node
+    /// failed (not merely finished), or an abort of this call arrived.
+    pub(crate) fn failed_or_aborted(&self) -> Option<CollError> {
+        let any_loss = self.comm.node().router.failures.load(Ordering::SeqCst) != 0;
+        any_loss
+            .then(|| self.comm.failed_member())
+            .flatten()
+            .or_else(|| self.abort_heard())
+    }
+
+    /// Another member's abort of this call, if one arrived (rule 4).
+    pub(crate) fn abort_heard(&self) -> Option<CollError> {
         let c = &self.comm;
-        if let Some(e) = c.member_lost() {
-            return Some(e);
-        }
         if c.ep.peek_in(c.abort, Source::Any, TagMatch::Is(self.tag)) {
             let m = c
                 .ep
@@ -410,37 +470,96 @@ pub(crate) fn blocking<T>(
     block_on(comm, pin!(body))
 }
 
-/// A nonblocking collective's request (rule 2).
+/// A nonblocking collective's request (rules 2 and 5): the call `index`
+/// of `comm`, kept in the group's calls under way until complete.
 pub(crate) fn nonblocking<T: 'static>(
     comm: &Rc<Comm>,
+    index: u64,
     body: impl Future<Output = Result<T, CollError>> + 'static,
 ) -> Request<T, CollError> {
+    let call = Rc::new(RefCell::new(UnderWay {
+        body: Some(Box::pin(body)),
+        result: None,
+    }));
+    let mut in_flight = comm.in_flight.borrow_mut();
+    in_flight.retain(|(_, call)| call.try_borrow().map_or(true, |c| !c.is_complete()));
+    in_flight.push((index, call.clone()));
+    drop(in_flight);
     Request::scheduled(Box::new(Nonblocking {
-        comm: comm.clone(),
-        body: Box::pin(body),
+        node: comm.node().clone(),
+        origin: comm.origin,
+        call,
     }))
 }
 
 type Body<T> = Pin<Box<dyn Future<Output = Result<T, CollError>>>>;
 
+/// A nonblocking call in its group's list (rule 5).
+type InFlight = Rc<RefCell<dyn Advance>>;
+
+/// A nonblocking call as its group sees it: advanced by its request, or
+/// by a later call that waits for it (rule 5).
+pub(crate) trait Advance {
+    fn advance(&mut self);
+    fn is_complete(&self) -> bool;
+}
+
+struct UnderWay<T> {
+    /// Dropped once complete: it holds the group's `Comm`.
+    body: Option<Body<T>>,
+    result: Option<Result<T, CollError>>,
+}
+
+impl<T> Advance for UnderWay<T> {
+    fn advance(&mut self) {
+        if let Some(body) = self.body.as_mut() {
+            if let Poll::Ready(r) = poll_once(body.as_mut()) {
+                self.result = Some(r);
+                self.body = None;
+            }
+        }
+    }
+
+    fn is_complete(&self) -> bool {
+        self.body.is_none()
+    }
+}
+
 struct Nonblocking<T> {
-    comm: Rc<Comm>,
-    body: Body<T>,
+    node: Arc<NodeShared>,
+    /// Where the call's messages come from (the wait's hint).
+    origin: Origin,
+    call: Rc<RefCell<UnderWay<T>>>,
+}
+
+impl<T> Nonblocking<T> {
+    fn take(&mut self) -> Option<Result<T, CollError>> {
+        let mut call = self.call.borrow_mut();
+        call.advance();
+        call.result.take()
+    }
 }
 
 impl<T> Schedule<T, CollError> for Nonblocking<T> {
     fn poll(&mut self) -> Option<Result<T, CollError>> {
-        match poll_once(self.body.as_mut()) {
-            Poll::Ready(r) => Some(r),
-            Poll::Pending => None,
-        }
+        self.take()
     }
 
     fn block(&mut self) -> Result<T, CollError> {
-        block_on(&self.comm, self.body.as_mut())
+        if let Some(r) = self.take() {
+            return r;
+        }
+        let origin = self.origin;
+        let mut out = None;
+        let node = self.node.clone();
+        node.engine.wait_until(&node.router, origin, || {
+            out = self.take();
+            out.is_some()
+        });
+        out.expect("the wait ends on completion")
     }
 
     fn node(&self) -> &Arc<NodeShared> {
-        self.comm.node()
+        &self.node
     }
 }

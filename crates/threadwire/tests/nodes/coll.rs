@@ -18,6 +18,10 @@
 //! - `overlap`: nonblocking collectives overlapped with point-to-point
 //!   traffic on the same endpoints, completed by test, wait and wait_all;
 //! - `errors`: bad arguments give typed errors at every member;
+//! - `mixed`: members mix blocking and nonblocking forms of one call;
+//!   calls of the per-node stage under way together and waited in
+//!   reverse order, or dropped; a group freed while a call on it is under
+//!   way keeps its id;
 //! - `kill`, `kill-small`: the last node kills itself when the others
 //!   enter an allreduce (of 8000 B: flat; of 8 B: the per-node stage); each survivor thread prints `<address>: PeerLost n<last>`.
 //!
@@ -731,8 +735,104 @@ fn mode_kill(ep: &Endpoint, threads: u32, n: usize) -> u64 {
     1
 }
 
+/// Blocking and nonblocking forms mixed across members for the same
+/// calls: the per-node stage serves both, so each call still completes.
+fn mode_mixed(ep: &Endpoint, threads: u32, seed: u64) -> u64 {
+    let g = Group::world_threads(ep, threads).unwrap();
+    let (p, r) = (g.size(), g.rank());
+    let mut checks = 0;
+    for round in 0..4u64 {
+        let blocking = (r as u64 + round).is_multiple_of(2);
+        if blocking {
+            g.barrier().unwrap();
+        } else {
+            g.ibarrier().wait().unwrap();
+        }
+        let n = [1, 8, 600][round as usize % 3];
+        let salt = seed + round;
+        let want = fold(0..p, |q| data(q, n, salt), i64::wrapping_add).unwrap();
+        let got = if blocking {
+            let mut v = data(r, n, salt);
+            g.allreduce(&mut v, Op::Sum).unwrap();
+            v
+        } else {
+            g.iallreduce(data(r, n, salt), Op::Sum).wait().unwrap()
+        };
+        assert_eq!(got, want, "mixed allreduce n={n}");
+        let root = round as usize % p;
+        let mine = if r == root {
+            data(root, n, salt)
+        } else {
+            vec![0; n]
+        };
+        let got = if blocking {
+            let mut v = mine;
+            g.bcast(&mut v, root).unwrap();
+            v
+        } else {
+            g.ibcast(mine, root).wait().unwrap()
+        };
+        assert_eq!(got, data(root, n, salt), "mixed bcast n={n}");
+        checks += 3;
+    }
+    // Calls of the per-node stage under way together, waited in reverse
+    // order: a later call advances the earlier ones it waits for.
+    let n = 5;
+    let barrier = g.ibarrier();
+    let sum = g.iallreduce(data(r, n, seed), Op::Sum);
+    let bcast = g.ibcast(if r == 0 { data(0, n, seed) } else { vec![0; n] }, 0);
+    assert_eq!(bcast.wait().unwrap(), data(0, n, seed));
+    let want = fold(0..p, |q| data(q, n, seed), i64::wrapping_add).unwrap();
+    assert_eq!(sum.wait().unwrap(), want);
+    barrier.wait().unwrap();
+    // A dropped request's call still completes here (the others need it).
+    drop(g.iallreduce(data(r, n, seed), Op::Sum));
+    let mut v = data(r, n, seed);
+    g.allreduce(&mut v, Op::Sum).unwrap();
+    assert_eq!(v, want);
+    checks + 3 + freed_group_keeps_its_id(&g, seed)
+}
+
+/// A group's id as its `Debug` shows it.
+fn id_of(g: &Group) -> String {
+    let shown = format!("{g:?}");
+    shown[shown.find("id ").expect("an id")..].to_string()
+}
+
+/// A group dropped while a nonblocking call on it is under way keeps its
+/// id until the call is over: a group built meanwhile gets another, and
+/// the old call's messages never meet the new group's.
+fn freed_group_keeps_its_id(g: &Group, seed: u64) -> u64 {
+    let (p, r) = (g.size(), g.rank());
+    let n = 3000;
+    let old = g.dup().unwrap();
+    let old_id = id_of(&old);
+    // Large: flat, several rounds; the ring forced so that it really is.
+    let mut ring = Algorithms::new();
+    ring.allreduce = Some(AllreduceAlgorithm::Ring);
+    old.set_algorithms(ring);
+    let pending = old.iallreduce(data(r, n, seed), Op::Sum);
+    drop(old);
+    let new = g.dup().unwrap();
+    assert_ne!(
+        id_of(&new),
+        old_id,
+        "a freed group's id reused while in use"
+    );
+    new.set_algorithms(ring);
+    let got = new
+        .iallreduce(data(r, n, seed + 1), Op::Sum)
+        .wait()
+        .unwrap();
+    let want = |salt| fold(0..p, |q| data(q, n, salt), i64::wrapping_add).unwrap();
+    assert_eq!(got, want(seed + 1));
+    assert_eq!(pending.wait().unwrap(), want(seed));
+    2
+}
+
 fn run(ep: &Endpoint, mode: &str, threads: u32, seed: u64) -> u64 {
     match mode {
+        "mixed" => mode_mixed(ep, threads, seed),
         "all" => mode_all(ep, threads, seed),
         "world" => mode_world(ep, threads, seed),
         "isolation" => mode_isolation(ep, threads),
