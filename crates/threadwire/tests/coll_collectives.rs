@@ -105,6 +105,15 @@ fn bad_arguments_give_typed_errors() {
     coll(2, 3, "errors", &[]);
 }
 
+/// Arguments bad or differing at only some members (a root, a length
+/// across the per-node stage's limit, an operation, counts, another
+/// collective): with the argument check every member gets a typed error.
+#[test]
+fn arguments_differing_at_some_members_fail_everywhere() {
+    coll(1, 3, "disagree", &[]);
+    coll(2, 3, "disagree", &[]);
+}
+
 /// Node 2 of 3 dies as the others enter an allreduce: every surviving
 /// member's allreduce fails with `PeerLost`, none hangs. (The node named
 /// is the dead one, unless a survivor that already saw the loss and

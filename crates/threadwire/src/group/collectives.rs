@@ -7,6 +7,7 @@ use super::element::{Element, Op, Reducible, Reduction};
 use super::schedule::{self, Call, Comm};
 use super::tuning::{self, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm};
 use super::tuning::{BarrierAlgorithm, BcastAlgorithm, ReduceScatterAlgorithm};
+use super::check::{self, Args};
 use super::{context, CollError, CollRequest, Group};
 use std::rc::Rc;
 
@@ -48,6 +49,19 @@ fn not_commutative(algorithm: &'static str) -> CollError {
 /// [`tuning::node_stage`]; blocking and nonblocking calls alike, so that
 /// members may mix the two forms for one call.
 fn node_stage(
+    c: &Call,
+    forced: Option<bool>,
+    bytes: usize,
+    in_rank_order: bool,
+) -> Result<Option<&NodeStage>, CollError> {
+    let chosen = choose_node_stage(c, forced, bytes, in_rank_order);
+    if !matches!(chosen, Ok(Some(_))) {
+        c.leave_stage_queue();
+    }
+    chosen
+}
+
+fn choose_node_stage(
     c: &Call,
     forced: Option<bool>,
     bytes: usize,
@@ -268,35 +282,161 @@ pub(crate) fn split_agreement(
     Ok((k, tag, all))
 }
 
+fn bcast_args<T: Element>(n: usize, root: usize) -> Args {
+    Args::new("bcast").root(root).len::<T>(n)
+}
+
+fn reduction_args<T: Reducible>(name: &'static str, n: usize, op: &Reduction<T>) -> Args {
+    Args::new(name).len::<T>(n).op(op)
+}
+
+/// A length mismatch of this member's own arguments, if `found` is not
+/// `expected`.
+fn own_length(g: &Group, expected: usize, found: usize) -> Result<(), CollError> {
+    if expected == found {
+        return Ok(());
+    }
+    Err(CollError::LengthMismatch {
+        rank: g.rank(),
+        expected,
+        found,
+    })
+}
+
+fn gatherv_args<T: Element>(g: &Group, len: usize, counts: &[usize], root: usize) -> Args {
+    let is_root = g.rank() == root;
+    let own = match is_root {
+        true => own_length(g, g.size(), counts.len())
+            .and_then(|()| own_length(g, counts[g.rank()], len)),
+        false => Ok(()),
+    };
+    Args::new("gatherv")
+        .root(root)
+        .of::<T>()
+        .gatherv_counts(counts, len, is_root)
+        .failed(own)
+}
+
+fn scatter_args<T: Element>(g: &Group, len: usize, count: usize, root: usize) -> Args {
+    let own = match g.rank() == root {
+        true => own_length(g, count * g.size(), len),
+        false => Ok(()),
+    };
+    Args::new("scatter").root(root).len::<T>(count).failed(own)
+}
+
+fn scatterv_args<T: Element>(g: &Group, len: usize, counts: &[usize], root: usize) -> Args {
+    let own = match g.rank() == root {
+        true => own_length(g, g.size(), counts.len())
+            .and_then(|()| own_length(g, counts.iter().sum(), len)),
+        false => Ok(()),
+    };
+    Args::new("scatterv").root(root).of::<T>().failed(own)
+}
+
+fn alltoall_args<T: Element>(g: &Group, len: usize) -> Args {
+    let p = g.size();
+    Args::new("alltoall")
+        .len::<T>(len)
+        .failed(own_length(g, len / p * p, len))
+}
+
+fn alltoallv_args<T: Element>(g: &Group, len: usize, counts: &[usize]) -> Args {
+    let own = own_length(g, g.size(), counts.len())
+        .and_then(|()| own_length(g, counts.iter().sum(), len));
+    Args::new("alltoallv").of::<T>().failed(own)
+}
+
+/// Whether a call may take the per-node stage.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Path {
+    Flat,
+    MayStage,
+}
+
+impl Group {
+    /// Starts the next call, queued for the stage's turn if it may take it.
+    fn call(&self, path: Path) -> Call {
+        let call = Call::start(&self.comm);
+        if path == Path::MayStage {
+            call.queue_for_stage();
+        }
+        call
+    }
+}
+
 /// Collectives. Every member calls the same collectives in the same order
 /// with matching arguments (the same root, operation and lengths); an
 /// argument error found at one member fails the call at every member.
 impl Group {
+    /// What the argument check compares, made only if it runs.
+    fn args(&self, args: impl FnOnce() -> Args) -> Option<Args> {
+        self.checks().then(args)
+    }
+
+    /// A blocking call: the argument check of `args`, if any, then `body`.
     fn blocking<R>(
         &self,
+        args: Option<Args>,
         body: impl AsyncFnOnce(&Call) -> Result<R, CollError>,
     ) -> Result<R, CollError> {
-        let call = Call::start(&self.comm);
-        schedule::blocking(&self.comm, async { call.run(body(&call)).await })
+        self.blocking_in(Path::Flat, args, body)
+    }
+
+    /// [`blocking`](Self::blocking) of a call that may take `path`.
+    fn blocking_in<R>(
+        &self,
+        path: Path,
+        args: Option<Args>,
+        body: impl AsyncFnOnce(&Call) -> Result<R, CollError>,
+    ) -> Result<R, CollError> {
+        let call = self.call(path);
+        schedule::blocking(&self.comm, async {
+            call.run(async {
+                if let Some(args) = args {
+                    check::agree(&call, args).await?;
+                }
+                body(&call).await
+            })
+            .await
+        })
     }
 
     fn nonblocking<R: 'static>(
         &self,
+        args: Option<Args>,
         body: impl AsyncFnOnce(&Call) -> Result<R, CollError> + 'static,
     ) -> CollRequest<R> {
-        let call = self.call();
+        self.nonblocking_in(Path::Flat, args, body)
+    }
+
+    fn nonblocking_in<R: 'static>(
+        &self,
+        path: Path,
+        args: Option<Args>,
+        body: impl AsyncFnOnce(&Call) -> Result<R, CollError> + 'static,
+    ) -> CollRequest<R> {
+        let call = self.call(path);
         let index = call.index;
-        schedule::nonblocking(&self.comm, index, async move { call.run(body(&call)).await })
+        schedule::nonblocking(&self.comm, index, async move {
+            call.run(async {
+                if let Some(args) = args {
+                    check::agree(&call, args).await?;
+                }
+                body(&call).await
+            })
+            .await
+        })
     }
 
     /// Returns once every member has called it.
     pub fn barrier(&self) -> Result<(), CollError> {
-        self.blocking(async |c| barrier(c).await)
+        self.blocking_in(Path::MayStage, self.args(|| Args::new("barrier")), async |c| barrier(c).await)
     }
 
     /// Nonblocking [`barrier`](Self::barrier).
     pub fn ibarrier(&self) -> CollRequest<()> {
-        self.nonblocking(async |c| barrier(c).await)
+        self.nonblocking_in(Path::MayStage, self.args(|| Args::new("barrier")), async |c| barrier(c).await)
     }
 
     /// Copies `root`'s `buf` into every member's `buf` (of the same length).
@@ -309,12 +449,14 @@ impl Group {
     /// # assert_eq!(v, [1.5, 2.5]);
     /// ```
     pub fn bcast<T: Element>(&self, buf: &mut [T], root: usize) -> Result<(), CollError> {
-        self.blocking(async |c| bcast(c, buf, root).await)
+        let n = buf.len();
+        self.blocking_in(Path::MayStage, self.args(|| bcast_args::<T>(n, root)), async |c| bcast(c, buf, root).await)
     }
 
     /// Nonblocking [`bcast`](Self::bcast); the request gives `buf` back.
     pub fn ibcast<T: Element>(&self, mut buf: Vec<T>, root: usize) -> CollRequest<Vec<T>> {
-        self.nonblocking(async move |c| {
+        let n = buf.len();
+        self.nonblocking_in(Path::MayStage, self.args(|| bcast_args::<T>(n, root)), async move |c| {
             bcast(c, &mut buf, root).await?;
             Ok(buf)
         })
@@ -329,7 +471,10 @@ impl Group {
         root: usize,
     ) -> Result<Option<Vec<T>>, CollError> {
         let op = op.into();
-        self.blocking(async |c| reduce(c, data.to_vec(), &op, root).await)
+        self.blocking(
+            self.args(|| reduction_args("reduce", data.len(), &op).root(root)),
+            async |c| reduce(c, data.to_vec(), &op, root).await,
+        )
     }
 
     /// Nonblocking [`reduce`](Self::reduce).
@@ -340,7 +485,11 @@ impl Group {
         root: usize,
     ) -> CollRequest<Option<Vec<T>>> {
         let op = op.into();
-        self.nonblocking(async move |c| reduce(c, data, &op, root).await)
+        let n = data.len();
+        self.nonblocking(
+            self.args(|| reduction_args("reduce", n, &op).root(root)),
+            async move |c| reduce(c, data, &op, root).await,
+        )
     }
 
     /// Combines every member's `buf` element-wise and leaves the result in
@@ -366,7 +515,12 @@ impl Group {
         op: impl Into<Reduction<T>>,
     ) -> Result<(), CollError> {
         let op = op.into();
-        self.blocking(async |c| allreduce(c, buf, &op).await)
+        let n = buf.len();
+        self.blocking_in(
+            Path::MayStage,
+            self.args(|| reduction_args("allreduce", n, &op)),
+            async |c| allreduce(c, buf, &op).await,
+        )
     }
 
     /// Nonblocking [`allreduce`](Self::allreduce); the request gives the
@@ -387,7 +541,9 @@ impl Group {
         op: impl Into<Reduction<T>>,
     ) -> CollRequest<Vec<T>> {
         let op = op.into();
-        self.nonblocking(async move |c| {
+        let n = buf.len();
+        let args = self.args(|| reduction_args("allreduce", n, &op));
+        self.nonblocking_in(Path::MayStage, args, async move |c| {
             allreduce(c, &mut buf, &op).await?;
             Ok(buf)
         })
@@ -403,7 +559,10 @@ impl Group {
         op: impl Into<Reduction<T>>,
     ) -> Result<Vec<T>, CollError> {
         let op = op.into();
-        self.blocking(async |c| reduce_scatter(c, data.to_vec(), counts, &op).await)
+        self.blocking(
+            self.args(|| reduction_args("reduce_scatter", data.len(), &op).words(counts)),
+            async |c| reduce_scatter(c, data.to_vec(), counts, &op).await,
+        )
     }
 
     /// Nonblocking [`reduce_scatter`](Self::reduce_scatter).
@@ -414,7 +573,10 @@ impl Group {
         op: impl Into<Reduction<T>>,
     ) -> CollRequest<Vec<T>> {
         let op = op.into();
-        self.nonblocking(async move |c| reduce_scatter(c, data, &counts, &op).await)
+        let args = self.args(|| reduction_args("reduce_scatter", data.len(), &op).words(&counts));
+        self.nonblocking(args, async move |c| {
+            reduce_scatter(c, data, &counts, &op).await
+        })
     }
 
     /// Inclusive prefix reduction: rank r gets `data(0) ∘ … ∘ data(r)`.
@@ -424,7 +586,10 @@ impl Group {
         op: impl Into<Reduction<T>>,
     ) -> Result<Vec<T>, CollError> {
         let op = op.into();
-        self.blocking(async |c| scan(c, data.to_vec(), &op, true).await)
+        self.blocking(
+            self.args(|| reduction_args("scan", data.len(), &op)),
+            async |c| scan(c, data.to_vec(), &op, true).await,
+        )
             .map(|r| r.expect("an inclusive scan has a result everywhere"))
     }
 
@@ -435,7 +600,8 @@ impl Group {
         op: impl Into<Reduction<T>>,
     ) -> CollRequest<Vec<T>> {
         let op = op.into();
-        self.nonblocking(async move |c| {
+        let args = self.args(|| reduction_args("scan", data.len(), &op));
+        self.nonblocking(args, async move |c| {
             scan(c, data, &op, true)
                 .await
                 .map(|r| r.expect("an inclusive scan has a result everywhere"))
@@ -450,7 +616,10 @@ impl Group {
         op: impl Into<Reduction<T>>,
     ) -> Result<Option<Vec<T>>, CollError> {
         let op = op.into();
-        self.blocking(async |c| scan(c, data.to_vec(), &op, false).await)
+        self.blocking(
+            self.args(|| reduction_args("exscan", data.len(), &op)),
+            async |c| scan(c, data.to_vec(), &op, false).await,
+        )
     }
 
     /// Nonblocking [`exscan`](Self::exscan).
@@ -460,13 +629,15 @@ impl Group {
         op: impl Into<Reduction<T>>,
     ) -> CollRequest<Option<Vec<T>>> {
         let op = op.into();
-        self.nonblocking(async move |c| scan(c, data, &op, false).await)
+        let args = self.args(|| reduction_args("exscan", data.len(), &op));
+        self.nonblocking(args, async move |c| scan(c, data, &op, false).await)
     }
 
     /// Every member's `data` (of one length at every member) at `root`,
     /// in rank order; the others get `None`.
     pub fn gather<T: Element>(&self, data: &[T], root: usize) -> Result<Option<Vec<T>>, CollError> {
-        self.blocking(async |c| {
+        let args = self.args(|| Args::new("gather").root(root).len::<T>(data.len()));
+        self.blocking(args, async |c| {
             check_root(c, root)?;
             tree::gather(c, data, root).await
         })
@@ -474,7 +645,8 @@ impl Group {
 
     /// Nonblocking [`gather`](Self::gather).
     pub fn igather<T: Element>(&self, data: Vec<T>, root: usize) -> CollRequest<Option<Vec<T>>> {
-        self.nonblocking(async move |c| {
+        let args = self.args(|| Args::new("gather").root(root).len::<T>(data.len()));
+        self.nonblocking(args, async move |c| {
             check_root(c, root)?;
             tree::gather(c, &data, root).await
         })
@@ -489,7 +661,8 @@ impl Group {
         counts: &[usize],
         root: usize,
     ) -> Result<Option<Vec<Vec<T>>>, CollError> {
-        self.blocking(async |c| {
+        let args = self.args(|| gatherv_args::<T>(self, data.len(), counts, root));
+        self.blocking(args, async |c| {
             check_root(c, root)?;
             tree::gatherv(c, data, counts, root).await
         })
@@ -502,7 +675,8 @@ impl Group {
         counts: Vec<usize>,
         root: usize,
     ) -> CollRequest<Option<Vec<Vec<T>>>> {
-        self.nonblocking(async move |c| {
+        let args = self.args(|| gatherv_args::<T>(self, data.len(), &counts, root));
+        self.nonblocking(args, async move |c| {
             check_root(c, root)?;
             tree::gatherv(c, &data, &counts, root).await
         })
@@ -516,7 +690,8 @@ impl Group {
         count: usize,
         root: usize,
     ) -> Result<Vec<T>, CollError> {
-        self.blocking(async |c| {
+        let args = self.args(|| scatter_args::<T>(self, data.len(), count, root));
+        self.blocking(args, async |c| {
             check_root(c, root)?;
             tree::scatter(c, data, count, root).await
         })
@@ -529,7 +704,8 @@ impl Group {
         count: usize,
         root: usize,
     ) -> CollRequest<Vec<T>> {
-        self.nonblocking(async move |c| {
+        let args = self.args(|| scatter_args::<T>(self, data.len(), count, root));
+        self.nonblocking(args, async move |c| {
             check_root(c, root)?;
             tree::scatter(c, &data, count, root).await
         })
@@ -543,7 +719,8 @@ impl Group {
         counts: &[usize],
         root: usize,
     ) -> Result<Vec<T>, CollError> {
-        self.blocking(async |c| {
+        let args = self.args(|| scatterv_args::<T>(self, data.len(), counts, root));
+        self.blocking(args, async |c| {
             check_root(c, root)?;
             tree::scatterv(c, data, counts, root).await
         })
@@ -556,7 +733,8 @@ impl Group {
         counts: Vec<usize>,
         root: usize,
     ) -> CollRequest<Vec<T>> {
-        self.nonblocking(async move |c| {
+        let args = self.args(|| scatterv_args::<T>(self, data.len(), &counts, root));
+        self.nonblocking(args, async move |c| {
             check_root(c, root)?;
             tree::scatterv(c, &data, &counts, root).await
         })
@@ -564,34 +742,48 @@ impl Group {
 
     /// Every member's `data` (of one length) at every member, in rank order.
     pub fn allgather<T: Element>(&self, data: &[T]) -> Result<Vec<T>, CollError> {
-        self.blocking(async |c| allgather(c, data).await)
+        self.blocking(
+            self.args(|| Args::new("allgather").len::<T>(data.len())),
+            async |c| allgather(c, data).await,
+        )
     }
 
     /// Nonblocking [`allgather`](Self::allgather).
     pub fn iallgather<T: Element>(&self, data: Vec<T>) -> CollRequest<Vec<T>> {
-        self.nonblocking(async move |c| allgather(c, &data).await)
+        let args = self.args(|| Args::new("allgather").len::<T>(data.len()));
+        self.nonblocking(args, async move |c| allgather(c, &data).await)
     }
 
     /// Every member's `data`, of any length, at every member: one vector
     /// per rank.
     pub fn allgatherv<T: Element>(&self, data: &[T]) -> Result<Vec<Vec<T>>, CollError> {
-        self.blocking(async |c| exchange::allgatherv_ring(c, data).await)
+        self.blocking(
+            self.args(|| Args::new("allgatherv").of::<T>()),
+            async |c| exchange::allgatherv_ring(c, data).await,
+        )
     }
 
     /// Nonblocking [`allgatherv`](Self::allgatherv).
     pub fn iallgatherv<T: Element>(&self, data: Vec<T>) -> CollRequest<Vec<Vec<T>>> {
-        self.nonblocking(async move |c| exchange::allgatherv_ring(c, &data).await)
+        self.nonblocking(
+            self.args(|| Args::new("allgatherv").of::<T>()),
+            async move |c| exchange::allgatherv_ring(c, &data).await,
+        )
     }
 
     /// Block j of every member's `data` (p equal blocks) to member j: the
     /// result's block i comes from member i.
     pub fn alltoall<T: Element>(&self, data: &[T]) -> Result<Vec<T>, CollError> {
-        self.blocking(async |c| alltoall(c, data).await)
+        self.blocking(
+            self.args(|| alltoall_args::<T>(self, data.len())),
+            async |c| alltoall(c, data).await,
+        )
     }
 
     /// Nonblocking [`alltoall`](Self::alltoall).
     pub fn ialltoall<T: Element>(&self, data: Vec<T>) -> CollRequest<Vec<T>> {
-        self.nonblocking(async move |c| alltoall(c, &data).await)
+        let args = self.args(|| alltoall_args::<T>(self, data.len()));
+        self.nonblocking(args, async move |c| alltoall(c, &data).await)
     }
 
     /// `counts[j]` elements of `data` (in order) to member j; the result's
@@ -601,7 +793,10 @@ impl Group {
         data: &[T],
         counts: &[usize],
     ) -> Result<Vec<Vec<T>>, CollError> {
-        self.blocking(async |c| exchange::alltoallv_pairwise(c, data, counts).await)
+        self.blocking(
+            self.args(|| alltoallv_args::<T>(self, data.len(), counts)),
+            async |c| exchange::alltoallv_pairwise(c, data, counts).await,
+        )
     }
 
     /// Nonblocking [`alltoallv`](Self::alltoallv).
@@ -610,6 +805,9 @@ impl Group {
         data: Vec<T>,
         counts: Vec<usize>,
     ) -> CollRequest<Vec<Vec<T>>> {
-        self.nonblocking(async move |c| exchange::alltoallv_pairwise(c, &data, &counts).await)
+        let args = self.args(|| alltoallv_args::<T>(self, data.len(), &counts));
+        self.nonblocking(args, async move |c| {
+            exchange::alltoallv_pairwise(c, &data, &counts).await
+        })
     }
 }

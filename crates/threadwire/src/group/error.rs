@@ -75,6 +75,11 @@ pub enum CollError {
         /// The configured maximum.
         max: u64,
     },
+    /// The members' calls differ: another collective, root, element type,
+    /// length, operation or forced algorithm at some member (found by the
+    /// argument check, `group/check.rs`).
+    #[error("the members passed different arguments to the collective")]
+    CallsDiffer,
     /// Another member failed this collective with an error that does not
     /// travel (this member saw it from its abort message).
     #[error("rank {0} failed the collective")]
@@ -118,6 +123,16 @@ impl CollError {
         !matches!(self, CollError::PeerLost(_) | CollError::Finalized)
     }
 
+    /// Whether every member whose arguments agree finds it alike (the
+    /// operation's or a forced algorithm's), so that no abort need tell
+    /// them (`check.rs`).
+    pub(crate) fn follows_from_arguments(&self) -> bool {
+        matches!(
+            self,
+            CollError::Unsupported { .. } | CollError::NotApplicable { .. }
+        )
+    }
+
     /// The abort message for this error, raised at `rank`: kind, then
     /// three little-endian words.
     pub(crate) fn encode(&self, rank: usize) -> Vec<u8> {
@@ -131,6 +146,7 @@ impl CollError {
             CollError::MembersDiffer => (3, 0, 0, 0),
             CollError::TooLarge { len, max } => (4, len as u64, max, 0),
             CollError::Aborted(r) => (5, r as u64, 0, 0),
+            CollError::CallsDiffer => (6, 0, 0, 0),
             _ => (5, rank as u64, 0, 0),
         };
         let mut out = vec![kind];
@@ -165,6 +181,7 @@ impl CollError {
                 len: a as usize,
                 max: b,
             },
+            6 => CollError::CallsDiffer,
             _ => CollError::Aborted(a as usize),
         }
     }
@@ -186,6 +203,7 @@ mod tests {
             CollError::MembersDiffer,
             CollError::TooLarge { len: 5, max: 4 },
             CollError::Aborted(3),
+            CollError::CallsDiffer,
         ] {
             assert_eq!(CollError::decode(&e.encode(1), 1), e);
         }

@@ -101,13 +101,26 @@
 //! # Failures
 //!
 //! Argument errors ([`CollError`]) are reported at every member, not
-//! only where they were made: the member that sees one sends an abort to
-//! the others, which end the call with the same error. A member's node
-//! lost mid-call fails the call with [`CollError::PeerLost`] at every
-//! member still in it, also at those waiting on a live member that waits
-//! on the dead one. Members calling collectives in different orders, or
-//! with different lists, is an error the runtime cannot always see: it
-//! may hang, as in MPI.
+//! only where they were made. With the argument check (`check.rs`; on by
+//! default in debug builds, [`Group::set_checks`],
+//! `THREADWIRE_COLL_CHECKS`) every call starts with the members agreeing
+//! on their arguments: a root out of range, counts that do not cover the
+//! group, or a root, length, element type, operation, forced algorithm or
+//! collective that differs between members fails the call at every
+//! member with one typed error ([`CollError::CallsDiffer`] for a
+//! difference), before any data moves, so none waits for messages nobody
+//! sends. Without it (release builds by default: it costs ⌈log₂p⌉ α a
+//! call), the member that sees an error sends an abort to the others,
+//! which end the call with the same error if they are still in it; but
+//! members that finished first keep their result, and arguments that
+//! differ without being wrong anywhere may hang, as in MPI.
+//!
+//! A member's node lost mid-call fails the call with
+//! [`CollError::PeerLost`] at every member still in it, also at those
+//! waiting on a live member that waits on the dead one. Members calling
+//! collectives in different orders, or building groups from different
+//! lists, is an error the check sees only where the calls differ in
+//! kind or arguments.
 //!
 //! # Later
 //!
@@ -120,6 +133,7 @@
 //! call), and thresholds moved by measurement.
 
 mod algorithms;
+mod check;
 pub mod context;
 mod element;
 mod error;
@@ -140,7 +154,7 @@ pub use tuning::{
 
 use crate::{Address, Endpoint, Message, RecvRequest, Source, Tag, TagMatch};
 use algorithms::node_stage::NodeStage;
-use schedule::{Call, Comm};
+use schedule::Comm;
 use std::rc::Rc;
 use std::sync::Arc;
 use threadwire_wire::Payload;
@@ -292,6 +306,19 @@ impl Group {
         self.comm.algorithms.set(algorithms);
     }
 
+    /// Whether this group's collectives first check that every member
+    /// passed the same arguments (`group/check.rs`; by default on in debug
+    /// builds, or as `THREADWIRE_COLL_CHECKS` says).
+    pub fn checks(&self) -> bool {
+        self.comm.checks.get()
+    }
+
+    /// Turns the argument check on or off for this group's collectives;
+    /// every member must set the same before the same calls.
+    pub fn set_checks(&self, on: bool) {
+        self.comm.checks.set(on);
+    }
+
     fn member(&self, rank: usize) -> Result<Address, CollError> {
         self.address(rank).ok_or(CollError::RankOutOfRange {
             rank,
@@ -403,7 +430,4 @@ impl Group {
         ))
     }
 
-    fn call(&self) -> Call {
-        Call::start(&self.comm)
-    }
 }

@@ -70,6 +70,8 @@ pub(crate) struct Comm {
     calls: Cell<u64>,
     failures_seen: Cell<u64>,
     pub(crate) algorithms: Cell<Algorithms>,
+    /// Whether calls start with the argument check (`check.rs`).
+    pub(crate) checks: Cell<bool>,
     /// The per-node stage, for groups with members on this node.
     pub(crate) node_stage: Option<NodeStage>,
     /// Nonblocking calls not known to be complete, in call order (rule 5).
@@ -136,6 +138,7 @@ impl Comm {
             calls: Cell::new(0),
             failures_seen: Cell::new(u64::MAX),
             algorithms: Cell::new(Algorithms::default()),
+            checks: Cell::new(super::check::default_on()),
             node_stage: None,
             in_flight: RefCell::new(Vec::new()),
             lease: None,
@@ -212,6 +215,16 @@ pub(crate) struct Call {
     /// Set once this member has heard another's abort (it then does not
     /// send one of its own).
     aborted: Cell<bool>,
+    /// Set once the argument check found every member's arguments alike.
+    agreed: Cell<bool>,
+    /// In the per-node stage's queue for its turn.
+    queued: Cell<bool>,
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        self.leave_stage_queue();
+    }
 }
 
 impl Call {
@@ -222,9 +235,28 @@ impl Call {
         comm.next_tag.set(tag.wrapping_add(1));
         let index = comm.calls.get() + 1;
         comm.calls.set(index);
-        Call {
-            index,
-            ..Call::with_tag(comm, tag)
+        let mut call = Call::with_tag(comm, tag);
+        call.index = index;
+        call
+    }
+
+    /// Queues this call for the per-node stage's turn, as it is made: a
+    /// call that may take the stage (barrier, bcast, allreduce) takes its
+    /// turn only after the member's earlier such calls (its rule 4).
+    pub(crate) fn queue_for_stage(&self) {
+        if let Some(stage) = &self.comm.node_stage {
+            stage.queue(self.index);
+            self.queued.set(true);
+        }
+    }
+
+    /// Leaves the stage's queue: the call took its turn, or runs flat, or
+    /// failed first.
+    pub(crate) fn leave_stage_queue(&self) {
+        if self.queued.replace(false) {
+            if let Some(stage) = &self.comm.node_stage {
+                stage.leave_queue(self.index);
+            }
         }
     }
 
@@ -236,6 +268,8 @@ impl Call {
             tag,
             index: 0,
             aborted: Cell::new(false),
+            agreed: Cell::new(false),
+            queued: Cell::new(false),
         }
     }
 
@@ -243,6 +277,12 @@ impl Call {
     /// another (it then sends no abort of its own).
     pub(crate) fn heard_abort(&self) {
         self.aborted.set(true);
+    }
+
+    /// Records that the argument check passed: the errors that follow
+    /// from the arguments alone are then found by every member itself.
+    pub(crate) fn arguments_agreed(&self) {
+        self.agreed.set(true);
     }
 
     /// The tag the next call on `comm` will have (the same at every member).
@@ -385,7 +425,8 @@ impl Call {
     ) -> Result<T, CollError> {
         let r = body.await;
         if let Err(e) = &r {
-            if e.travels() && !self.aborted.get() {
+            let found_by_all = self.agreed.get() && e.follows_from_arguments();
+            if e.travels() && !self.aborted.get() && !found_by_all {
                 let c = &self.comm;
                 let bytes = e.encode(c.rank);
                 for (i, &a) in c.members.iter().enumerate() {

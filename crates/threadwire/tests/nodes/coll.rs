@@ -18,6 +18,8 @@
 //! - `overlap`: nonblocking collectives overlapped with point-to-point
 //!   traffic on the same endpoints, completed by test, wait and wait_all;
 //! - `errors`: bad arguments give typed errors at every member;
+//! - `disagree`: with the argument check on, arguments that are bad or
+//!   differ at only some members fail the call at every member;
 //! - `mixed`: members mix blocking and nonblocking forms of one call;
 //!   calls of the per-node stage under way together and waited in
 //!   reverse order, or dropped; a group freed while a call on it is under
@@ -657,6 +659,9 @@ fn mode_errors(ep: &Endpoint, threads: u32) -> u64 {
         CollError::NotMember(me)
     );
     let g = Group::world_threads(ep, threads).unwrap();
+    // Without the argument check (as in release builds): the abort alone
+    // (the `disagree` mode has the check).
+    g.set_checks(false);
     let (p, r) = (g.size(), g.rank());
     let out_of_range = CollError::RankOutOfRange { rank: p, size: p };
     assert_eq!(g.bcast(&mut [1u8], p).unwrap_err(), out_of_range);
@@ -830,8 +835,107 @@ fn freed_group_keeps_its_id(g: &Group, seed: u64) -> u64 {
     2
 }
 
+/// Asserts that `result` is the error `want` describes, at every member.
+fn fails(
+    what: &str,
+    result: Result<impl std::fmt::Debug, CollError>,
+    want: impl Fn(&CollError) -> bool,
+) {
+    match result {
+        Err(e) if want(&e) => {}
+        other => panic!("{what}: expected an error of the kind wanted, got {other:?}"),
+    }
+}
+
+fn calls_differ(e: &CollError) -> bool {
+    *e == CollError::CallsDiffer
+}
+
+fn length_mismatch(e: &CollError) -> bool {
+    matches!(e, CollError::LengthMismatch { .. })
+}
+
+/// With the argument check on, bad or differing arguments at only some
+/// members fail the call at every member with a typed error, none hangs
+/// and the group works afterwards; blocking and nonblocking forms alike.
+fn mode_disagree(ep: &Endpoint, threads: u32) -> u64 {
+    let g = Group::world_threads(ep, threads).unwrap();
+    g.set_checks(true);
+    let (p, r) = (g.size(), g.rank());
+    let last = r == p - 1;
+    let out_of_range = |e: &CollError| *e == CollError::RankOutOfRange { rank: p, size: p };
+    let root = if last { p } else { 0 };
+    fails(
+        "bcast root out of range",
+        g.bcast(&mut [1u8; 4], root),
+        out_of_range,
+    );
+    fails(
+        "reduce root out of range",
+        g.ireduce(vec![1u8; 4], Op::Sum, root).wait(),
+        out_of_range,
+    );
+    let mut checks = 2;
+    if p > 1 {
+        // Lengths on either side of the per-node stage's limit: one member
+        // would take the stage and the others run flat.
+        let mut v = vec![1u64; if r == 0 { 1 } else { 1000 }];
+        fails(
+            "allreduce lengths",
+            g.allreduce(&mut v, Op::Sum),
+            calls_differ,
+        );
+        let v = vec![1u64; if r == 0 { 1 } else { 1000 }];
+        let got = match r % 2 {
+            0 => g.iallreduce(v, Op::Sum).wait(),
+            _ => {
+                let mut v = v;
+                g.allreduce(&mut v, Op::Sum).map(|()| v)
+            }
+        };
+        fails("mixed-form allreduce lengths", got, calls_differ);
+        let root = if last { 1 } else { 0 };
+        fails("bcast roots", g.bcast(&mut [1u8; 4], root), calls_differ);
+        let n = if last { 5 } else { 4 };
+        fails("bcast lengths", g.bcast(&mut vec![1u8; n], 0), calls_differ);
+        let op = if last { Op::Max } else { Op::Sum };
+        fails("reduce operations", g.reduce(&[1i32], op, 0), calls_differ);
+        let ordered_or_not = match last {
+            true => g.scan(&affine(r, 2, 1), ordered()),
+            false => g.scan(&affine(r, 2, 1), Op::BitXor),
+        };
+        fails("scan operations", ordered_or_not, calls_differ);
+        let got = if last {
+            g.barrier().map(|()| Vec::new())
+        } else {
+            g.allgather(&[1u8])
+        };
+        fails("different collectives", got, calls_differ);
+        // The last member sends one element more than the root expects.
+        let counts = vec![2; p];
+        let mine = vec![1u8; if last { 3 } else { 2 }];
+        fails("gatherv counts", g.gatherv(&mine, &counts, 0), calls_differ);
+        // The root's data does not fill the blocks.
+        let all = vec![1u8; if r == 0 { 2 * p - 1 } else { 0 }];
+        fails("scatter length", g.scatter(&all, 2, 0), length_mismatch);
+        let counts = vec![1; if last { p + 1 } else { p }];
+        fails(
+            "alltoallv counts",
+            g.ialltoallv(vec![1u8; counts.len()], counts).wait(),
+            length_mismatch,
+        );
+        checks += 10;
+    }
+    // The group still works after all that.
+    let mut v = [1u32];
+    g.allreduce(&mut v, Op::Sum).unwrap();
+    assert_eq!(v[0] as usize, p);
+    checks + 1
+}
+
 fn run(ep: &Endpoint, mode: &str, threads: u32, seed: u64) -> u64 {
     match mode {
+        "disagree" => mode_disagree(ep, threads),
         "mixed" => mode_mixed(ep, threads, seed),
         "all" => mode_all(ep, threads, seed),
         "world" => mode_world(ep, threads, seed),

@@ -49,7 +49,11 @@
 //!    needed, and cost an uncontended lock per access.
 //! 4. Rule 3 needs one call of the stage under way per member at a time:
 //!    a member's call takes its *turn* (step 0) before step 1 and gives it
-//!    back when it has read its result (or failed). Nonblocking calls take
+//!    back when it has read its result (or failed). Turns go in call
+//!    order: a call that may take the stage (barrier, bcast, allreduce)
+//!    queues as it is made and leaves the queue when it takes its turn,
+//!    runs flat instead, or fails; a call takes its turn only when no
+//!    earlier one is queued, so `arrived` and `released` grow. Nonblocking calls take
 //!    this path as blocking ones do — chosen alike by every member, so
 //!    mixing `barrier` and `ibarrier` for one call works — and a call
 //!    waiting for its turn advances the member's earlier calls itself
@@ -100,8 +104,8 @@ use crate::group::element::{Element, Reducible, Reduction};
 use crate::group::schedule::{Call, Comm};
 use crate::group::CollError;
 use crate::{lock, Address, Endpoint};
-use std::cell::Cell;
-use std::collections::HashMap;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -158,6 +162,8 @@ pub(crate) struct NodeStage {
     team: Arc<NodeTeam>,
     /// The call holding this member's turn (rule 4); 0: none.
     turn: Cell<u64>,
+    /// The member's calls that may still take the turn, in call order.
+    queue: RefCell<VecDeque<u64>>,
     /// This member's slot (0: the leader).
     index: usize,
     /// The threads of this node's members, in rank order (whom to wake).
@@ -218,6 +224,7 @@ impl NodeStage {
         NodeStage {
             team: ep.node().shared.node_teams.team((k, hash), local.len()),
             turn: Cell::new(0),
+            queue: RefCell::new(VecDeque::new()),
             index,
             threads: local.iter().map(|&r| members[r].thread).collect(),
             leaders,
@@ -228,15 +235,33 @@ impl NodeStage {
         }
     }
 
-    /// Step 0: waits for this member's earlier call of the stage to be
-    /// over, advancing it (rule 4); the turn is given back on drop.
+    /// Queues call `index` for a turn (rule 4).
+    pub(crate) fn queue(&self, index: u64) {
+        self.queue.borrow_mut().push_back(index);
+    }
+
+    /// Takes call `index` out of the queue.
+    pub(crate) fn leave_queue(&self, index: u64) {
+        self.queue.borrow_mut().retain(|&i| i != index);
+    }
+
+    /// Whether call `index` may take the turn now: none held, and no
+    /// earlier call of the member may still take it.
+    fn may_take(&self, index: u64) -> bool {
+        self.turn.get() == 0 && self.queue.borrow().front().is_none_or(|&i| i == index)
+    }
+
+    /// Step 0: waits for this member's earlier calls that may take the
+    /// stage to be over with it, advancing them (rule 4); the turn is
+    /// given back on drop.
     async fn turn<'s>(&'s self, c: &Call) -> Result<Turn<'s>, CollError> {
         std::future::poll_fn(|_| {
-            if self.turn.get() != 0 {
+            if !self.may_take(c.index) {
                 c.comm.advance_before(c.index);
             }
-            if self.turn.get() == 0 {
+            if self.may_take(c.index) {
                 self.turn.set(c.index);
+                c.leave_stage_queue();
                 return Poll::Ready(Ok(Turn(self)));
             }
             match c.failed_or_aborted() {
