@@ -11,8 +11,8 @@
 //! - `all`: every collective, every algorithm forced at least once, sizes
 //!   across the thresholds, non-commutative reductions, on the world group
 //!   and on split (non-power-of-two, reversed) groups, a dup and a mesh;
-//! - `world`: the same on the world group only, at small sizes (for the
-//!   largest layouts);
+//! - `world`: the same on the world group at small sizes (for the largest
+//!   layouts), then on groups of 1, 2, 3, … consecutive ranks at once;
 //! - `isolation`: plain and group point-to-point messages with the tags a
 //!   collective uses, around collectives, never match one;
 //! - `overlap`: nonblocking collectives overlapped with point-to-point
@@ -563,7 +563,28 @@ fn mode_world(ep: &Endpoint, threads: u32, seed: u64) -> u64 {
         sizes: &SMALL_SIZES,
     };
     c.everything(seed);
-    c.checks
+    // Groups of 1, 2, 3, … members (consecutive ranks; across nodes where
+    // the layout spreads them), each checked alone, all at once.
+    let r = world.rank();
+    let bucket = (1..)
+        .find(|b: &usize| r < b * (b + 1) / 2)
+        .expect("a bucket")
+        - 1;
+    let part = world
+        .split(Some(bucket as u32), r as i64)
+        .unwrap()
+        .expect("a colour");
+    assert_eq!(
+        part.size(),
+        (bucket + 1).min(world.size() - bucket * (bucket + 1) / 2)
+    );
+    let mut c2 = Checker {
+        g: &part,
+        checks: 0,
+        sizes: &SMALL_SIZES,
+    };
+    c2.everything(seed + 100);
+    c.checks + c2.checks
 }
 
 /// Plain and group point-to-point messages carrying the tags of the
