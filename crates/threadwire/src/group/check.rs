@@ -225,3 +225,64 @@ pub(crate) async fn agree(c: &Call, args: Args) -> Result<(), CollError> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::Op;
+
+    fn record(signature: u64, failed: Option<(u64, u64)>, per_rank: &[u64]) -> Vec<u64> {
+        let (rank, kind) = failed.unwrap_or((NO_RANK, 0));
+        let mut r = vec![signature, !signature, rank, kind, 0, 0, 0];
+        r.extend_from_slice(per_rank);
+        r
+    }
+
+    fn combined(records: &[Vec<u64>]) -> Vec<u64> {
+        let mut acc = records[0].clone();
+        for r in &records[1..] {
+            combine_records(&mut acc, r);
+        }
+        acc
+    }
+
+    #[test]
+    fn differing_signatures_and_counts_are_seen_in_any_order() {
+        let alike = combined(&[record(5, None, &[0, 3]), record(5, None, &[2, 3])]);
+        assert_eq!(alike[0], !alike[1]);
+        assert_eq!(alike[FIXED..], [2, 3]);
+        let a = record(5, None, &[0, 3]);
+        let b = record(6, None, &[4, 3]);
+        let c = record(5, None, &[2, 0]);
+        for order in [[&a, &b, &c], [&c, &a, &b], [&b, &c, &a]] {
+            let got = combined(&order.map(|r| r.clone()));
+            assert_ne!(got[0], !got[1], "signatures differ");
+            assert_eq!(got[FIXED..], [CONFLICT, 3], "rank 0's count differs");
+        }
+    }
+
+    #[test]
+    fn the_lowest_failed_rank_wins() {
+        let got = combined(&[
+            record(1, Some((4, 2)), &[]),
+            record(1, None, &[]),
+            record(1, Some((1, 1)), &[]),
+        ]);
+        assert_eq!(got[2..4], [1, 1]);
+    }
+
+    #[test]
+    fn signatures_tell_arguments_apart() {
+        let sig = |a: Args| a.signature;
+        let base = || Args::new("bcast").root(0).len::<u8>(4);
+        assert_eq!(sig(base()), sig(base()));
+        assert_ne!(sig(base()), sig(Args::new("bcast").root(1).len::<u8>(4)));
+        assert_ne!(sig(base()), sig(Args::new("bcast").root(0).len::<u8>(5)));
+        assert_ne!(sig(base()), sig(Args::new("bcast").root(0).len::<i8>(4)));
+        assert_ne!(sig(base()), sig(Args::new("reduce").root(0).len::<u8>(4)));
+        let sum = Reduction::<i32>::from(Op::Sum);
+        let max = Reduction::<i32>::from(Op::Max);
+        let with = |op: &Reduction<i32>| sig(Args::new("allreduce").len::<i32>(1).op(op));
+        assert_ne!(with(&sum), with(&max));
+    }
+}

@@ -8,9 +8,12 @@ use crate::Address;
 /// Why a group could not be built, or a collective or group message failed.
 ///
 /// A collective that fails at one member fails at every member that takes
-/// part, with the same error where it can be carried (the member that saw
-/// it tells the others), never by hanging: a lost member's node is seen by
-/// every member as [`CollError::PeerLost`].
+/// part, with the same error where it can be carried, never by hanging:
+/// with the argument check ([`Group::set_checks`](super::Group::set_checks))
+/// the members agree on their arguments before any data moves; without
+/// it, the member that saw an error tells those still in the call (see
+/// the [group docs](super#failures) for what that leaves out). A lost
+/// member's node is seen by every member as [`CollError::PeerLost`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CollError {

@@ -35,7 +35,9 @@
 //! 6. A group's id is given back when its last call is over, not when the
 //!    [`Group`](super::Group) is dropped: a request still under way on a
 //!    dropped group keeps the id, so no new group takes its contexts
-//!    while its messages may still arrive.
+//!    while its messages may still arrive. (A call that nobody can
+//!    advance any more — its request and its group both dropped before it
+//!    completed — keeps the id at this member for good.)
 
 use super::algorithms::node_stage::NodeStage;
 use super::context;

@@ -25,7 +25,7 @@
 //!   reverse order, or dropped; a group freed while a call on it is under
 //!   way keeps its id;
 //! - `kill`, `kill-small`: the last node kills itself when the others
-//!   enter an allreduce (of 8000 B: flat; of 8 B: the per-node stage); each survivor thread prints `<address>: PeerLost n<last>`.
+//!   enter an allreduce (blocking at even threads, nonblocking at odd) (of 8000 B: flat; of 8 B: the per-node stage); each survivor thread prints `<address>: PeerLost n<last>`.
 //!
 //! Thread 0 of each node prints `coll n<id>: ok mode=<MODE> checks=<n>`.
 
@@ -746,10 +746,17 @@ fn mode_kill(ep: &Endpoint, threads: u32, n: usize) -> u64 {
         let _ = ep.recv(ANY_SOURCE, u32::MAX);
         unreachable!("the process was killed");
     }
-    let mut v = vec![1i64; n];
     // Usually the dead node; a survivor that saw the loss first and
-    // finished may be the member this one hears of first.
-    match g.allreduce(&mut v, Op::Sum) {
+    // finished may be the member this one hears of first. Odd threads use
+    // the nonblocking form, for the same call.
+    let result = match ep.address().thread % 2 {
+        0 => {
+            let mut v = vec![1i64; n];
+            g.allreduce(&mut v, Op::Sum)
+        }
+        _ => g.iallreduce(vec![1i64; n], Op::Sum).wait().map(|_| ()),
+    };
+    match result {
         Err(CollError::PeerLost(lost)) => {
             println!("{}: PeerLost n{} ({lost})", ep.address(), lost.node);
         }
