@@ -10,9 +10,10 @@
 //! take the per-node stage and another run flat — can leave members
 //! waiting for messages nobody sends, as in MPI.
 //!
-//! With it, every call starts with one more allreduce (recursive
-//! doubling, in the call's own tag, flat: ⌈log₂p⌉ α more per call) of a
-//! short record:
+//! With it, every call is preceded by a call of its own (the next number
+//! in the group's sequence, made with it): a small allreduce, through the
+//! per-node stage where the group has one, with the runtime's own choice
+//! of algorithms whatever the group forces, of a short record:
 //!
 //! 1. a *signature* of what must be alike at every member — the
 //!    collective, the root, the element type, the lengths that are
@@ -28,11 +29,13 @@
 //! member's error (a member that failed its own checks returns its own,
 //! exactly; the others that of the lowest such rank, as it travels, see
 //! [`CollError::encode`]), else [`CollError::CallsDiffer`], else the call
-//! runs. No abort is sent: every member knows already. Once the arguments
-//! agree, an error that follows from them alone (an algorithm that cannot
-//! run the call) is found by every member itself, and sends no abort
-//! either: an abort could reach a member still in the check and stand in
-//! for the exact error.
+//! runs. No abort is sent: every member knows already (where the check's
+//! own allreduce fails — a lost member, records of different lengths
+//! from different collectives — it aborts in its own tag, where the
+//! members are). Once the arguments agree, an error that follows from
+//! them alone (an algorithm that cannot run the call) is found by every
+//! member itself and sends no abort either (it would only be left
+//! unread).
 //!
 //! The check is on by default in debug builds and off in release builds
 //! (like Rust's overflow checks); `THREADWIRE_COLL_CHECKS` (`1` or `0`)
@@ -43,7 +46,6 @@
 //!
 //! [`Group::set_checks`]: super::Group::set_checks
 
-use super::algorithms::combine;
 use super::element::{Element, Reducible, Reduction};
 use super::schedule::Call;
 use super::CollError;
@@ -165,11 +167,23 @@ fn combine_records(acc: &mut [u64], other: &[u64]) {
     }
 }
 
-/// The check at the start of call `c` (module docs): `Ok` if every member
-/// passed the same and none failed its own checks.
-pub(crate) async fn agree(c: &Call, args: Args) -> Result<(), CollError> {
-    let (p, r) = (c.size(), c.rank());
-    let signature = mix(args.signature, text(0, &format!("{:?}", c.algorithms())));
+/// The check of `call`, run as call `check` (module docs): `Ok` if every
+/// member passed the same and none failed its own checks.
+pub(crate) async fn agree(check: &Call, call: &Call, args: Args) -> Result<(), CollError> {
+    // Boxed: a collective's future is held on a fiber's stack (128 KiB
+    // by default), and the check's allreduce would double its size.
+    let verdict = check.run(Box::pin(verdict(check, call, args))).await;
+    match &verdict {
+        // Every member knows (or hears of the check's own failure).
+        Err(_) => call.heard_abort(),
+        Ok(()) => call.arguments_agreed(),
+    }
+    verdict
+}
+
+async fn verdict(check: &Call, call: &Call, args: Args) -> Result<(), CollError> {
+    let (p, r) = (call.size(), call.rank());
+    let signature = mix(args.signature, text(0, &format!("{:?}", call.algorithms())));
     let mut error = args.error;
     if let Some(root) = args.root.filter(|&root| root >= p) {
         error.get_or_insert(CollError::RankOutOfRange { rank: root, size: p });
@@ -194,11 +208,10 @@ pub(crate) async fn agree(c: &Call, args: Args) -> Result<(), CollError> {
         record.extend(words);
     }
     let op = Reduction::commutative(combine_records);
-    combine::allreduce_recursive_doubling(c, &mut record, &op).await?;
-    // Every member reached this verdict: none needs an abort.
+    super::collectives::allreduce(check, &mut record, &op).await?;
     let verdict = if record[2] != NO_RANK {
         let failed = record[2] as usize;
-        Some(match error {
+        match error {
             // Its own error: exact, where another's may not travel whole.
             Some(e) => e,
             None => {
@@ -208,22 +221,15 @@ pub(crate) async fn agree(c: &Call, args: Args) -> Result<(), CollError> {
                 }
                 CollError::decode(&bytes, failed)
             }
-        })
+        }
     } else if record[0] != !record[1] || record[FIXED..].contains(&CONFLICT) {
-        Some(CollError::CallsDiffer)
+        CollError::CallsDiffer
     } else {
-        None
+        return Ok(());
     };
-    match verdict {
-        Some(e) => {
-            c.heard_abort();
-            Err(e)
-        }
-        None => {
-            c.arguments_agreed();
-            Ok(())
-        }
-    }
+    // Every member reached this verdict: none needs an abort.
+    check.heard_abort();
+    Err(verdict)
 }
 
 #[cfg(test)]

@@ -123,7 +123,7 @@ pub(crate) async fn bcast_flat<T: Element>(
     }
 }
 
-async fn allreduce<T: Reducible>(
+pub(crate) async fn allreduce<T: Reducible>(
     c: &Call,
     buf: &mut [T],
     op: &Reduction<T>,
@@ -242,7 +242,7 @@ async fn alltoall<T: Element>(c: &Call, data: &[T]) -> Result<Vec<T>, CollError>
 pub(crate) fn agree(comm: &Rc<Comm>, mut words: Vec<u64>) -> Result<Vec<u64>, CollError> {
     let call = Call::start(comm);
     let and: Reduction<u64> = Op::BitAnd.into();
-    schedule::blocking(comm, async {
+    schedule::blocking(comm, call.index, async {
         call.run(combine::allreduce_recursive_doubling(&call, &mut words, &and))
             .await
     })?;
@@ -275,7 +275,7 @@ pub(crate) fn split_agreement(
 ) -> Result<(u32, u32, Vec<i64>), CollError> {
     let call = Call::start(comm);
     let mine = [color.map_or(-1, i64::from), key];
-    let all = schedule::blocking(comm, async {
+    let all = schedule::blocking(comm, call.index, async {
         call.run(exchange::allgather_bruck(&call, &mine)).await
     })?;
     let (k, tag) = agree_on_id(comm)?;
@@ -390,15 +390,27 @@ impl Group {
         args: Option<Args>,
         body: impl AsyncFnOnce(&Call) -> Result<R, CollError>,
     ) -> Result<R, CollError> {
+        let check = self.check_call(args);
         let call = self.call(path);
-        schedule::blocking(&self.comm, async {
+        let first = check.as_ref().map_or(call.index, |(check, _)| check.index);
+        schedule::blocking(&self.comm, first, async {
             call.run(async {
-                if let Some(args) = args {
-                    check::agree(&call, args).await?;
+                if let Some((check, args)) = check {
+                    check::agree(&check, &call, args).await?;
                 }
                 body(&call).await
             })
             .await
+        })
+    }
+
+    /// The argument check of a call, if it runs: a call of its own, made
+    /// just before the call it checks.
+    fn check_call(&self, args: Option<Args>) -> Option<(Call, Args)> {
+        args.map(|args| {
+            let check = self.call(Path::MayStage);
+            check.ignore_forced_algorithms();
+            (check, args)
         })
     }
 
@@ -416,12 +428,13 @@ impl Group {
         args: Option<Args>,
         body: impl AsyncFnOnce(&Call) -> Result<R, CollError> + 'static,
     ) -> CollRequest<R> {
+        let check = self.check_call(args);
         let call = self.call(path);
-        let index = call.index;
-        schedule::nonblocking(&self.comm, index, async move {
+        let first = check.as_ref().map_or(call.index, |(check, _)| check.index);
+        schedule::nonblocking(&self.comm, first, async move {
             call.run(async {
-                if let Some(args) = args {
-                    check::agree(&call, args).await?;
+                if let Some((check, args)) = check {
+                    check::agree(&check, &call, args).await?;
                 }
                 body(&call).await
             })

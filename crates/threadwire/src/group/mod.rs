@@ -109,8 +109,8 @@
 //! collective that differs between members fails the call at every
 //! member with one typed error ([`CollError::CallsDiffer`] for a
 //! difference), before any data moves, so none waits for messages nobody
-//! sends. Without it (release builds by default: it costs ⌈log₂p⌉ α a
-//! call), the member that sees an error sends an abort to the others,
+//! sends. Without it (release builds by default: it costs one small
+//! allreduce a call), the member that sees an error sends an abort to the others,
 //! which end the call with the same error if they are still in it; but
 //! members that finished first keep their result, and arguments that
 //! differ without being wrong anywhere may hang, as in MPI.

@@ -28,10 +28,13 @@
 //!    message for this call arrives: a member that fails a call tells the
 //!    others (its error, where it travels), once.
 //! 5. A group keeps its nonblocking calls under way (in call order) until
-//!    they complete, also where their requests were dropped, and a call
-//!    that must wait for an earlier one of its member (the per-node
-//!    stage's turn, its rule 4) advances the earlier ones itself: waiting
-//!    on a later request never starves an earlier one that it depends on.
+//!    they complete, also where their requests were dropped, and polling
+//!    any call of the group (waiting, testing) first advances the
+//!    group's earlier ones: a call that waits for an earlier one (the
+//!    per-node stage's turn, its rule 4) never starves it, even when only
+//!    the later request is waited. The earlier calls are advanced before
+//!    the call's own future is polled, not from inside it, so one call's
+//!    future is on the stack at a time (fibers have small stacks).
 //! 6. A group's id is given back when its last call is over, not when the
 //!    [`Group`](super::Group) is dropped: a request still under way on a
 //!    dropped group keeps the id, so no new group takes its contexts
@@ -167,23 +170,26 @@ impl Comm {
 
     /// Advances this group's nonblocking calls that started before call
     /// `index`, oldest first, and forgets the completed ones (rule 5).
+    /// Called at the top of a poll, never from inside a call's future, so
+    /// that one call's future is on the stack at a time.
     pub(crate) fn advance_before(&self, index: u64) {
-        let earlier: Vec<InFlight> = self
-            .in_flight
-            .borrow()
-            .iter()
-            .take_while(|(i, _)| *i < index)
-            .map(|(_, call)| call.clone())
-            .collect();
-        for call in earlier {
+        let mut completed = false;
+        for i in 0.. {
+            let call = match self.in_flight.borrow().get(i) {
+                Some((first, call)) if *first < index => call.clone(),
+                _ => break,
+            };
             // A call being polled further up this stack is busy already.
-            if let Ok(mut call) = call.try_borrow_mut() {
-                call.advance();
-            }
+            if let Ok(mut under_way) = call.try_borrow_mut() {
+                under_way.advance();
+                completed |= under_way.is_complete();
+            };
         }
-        self.in_flight
-            .borrow_mut()
-            .retain(|(_, call)| call.try_borrow().map_or(true, |c| !c.is_complete()));
+        if completed {
+            self.in_flight
+                .borrow_mut()
+                .retain(|(_, call)| call.try_borrow().map_or(true, |c| !c.is_complete()));
+        }
     }
 
     /// A lost member's node, checked only when the node's failure count
@@ -221,6 +227,8 @@ pub(crate) struct Call {
     agreed: Cell<bool>,
     /// In the per-node stage's queue for its turn.
     queued: Cell<bool>,
+    /// Runs with the runtime's own choice of algorithms.
+    own_choices: Cell<bool>,
 }
 
 impl Drop for Call {
@@ -272,6 +280,7 @@ impl Call {
             aborted: Cell::new(false),
             agreed: Cell::new(false),
             queued: Cell::new(false),
+            own_choices: Cell::new(false),
         }
     }
 
@@ -300,8 +309,20 @@ impl Call {
         self.comm.size()
     }
 
+    /// The algorithms forced on the group, unless this call runs with the
+    /// runtime's own choices.
     pub(crate) fn algorithms(&self) -> Algorithms {
-        self.comm.algorithms.get()
+        match self.own_choices.get() {
+            true => Algorithms::default(),
+            false => self.comm.algorithms.get(),
+        }
+    }
+
+    /// Runs this call with the runtime's own choice of algorithms, whatever
+    /// the group forces (the argument check, which must not depend on what
+    /// it checks).
+    pub(crate) fn ignore_forced_algorithms(&self) {
+        self.own_choices.set(true);
     }
 
     /// Sends raw bytes to member `to`.
@@ -486,31 +507,41 @@ fn poll_once<F: Future + ?Sized>(fut: Pin<&mut F>) -> Poll<F::Output> {
     fut.poll(&mut Context::from_waker(Waker::noop()))
 }
 
-/// Runs `fut` to completion on this thread (rule 1).
-pub(crate) fn block_on<F: Future + ?Sized>(comm: &Comm, mut fut: Pin<&mut F>) -> F::Output {
-    if let Poll::Ready(v) = poll_once(fut.as_mut()) {
+/// Runs `fut`, call `first` of `comm` (or calls from `first` on), to
+/// completion on this thread (rule 1), advancing the group's earlier
+/// nonblocking calls before each poll (rule 5).
+pub(crate) fn block_on<F: Future + ?Sized>(
+    comm: &Comm,
+    first: u64,
+    mut fut: Pin<&mut F>,
+) -> F::Output {
+    let mut poll = || {
+        comm.advance_before(first);
+        poll_once(fut.as_mut())
+    };
+    if let Poll::Ready(v) = poll() {
         return v;
     }
     let node = comm.node();
     let mut out = None;
-    node.engine.wait_until(&node.router, comm.origin, || {
-        match poll_once(fut.as_mut()) {
-            Poll::Ready(v) => {
-                out = Some(v);
-                true
-            }
-            Poll::Pending => false,
+    node.engine.wait_until(&node.router, comm.origin, || match poll() {
+        Poll::Ready(v) => {
+            out = Some(v);
+            true
         }
+        Poll::Pending => false,
     });
     out.expect("the wait ends on completion")
 }
 
-/// A blocking collective: `body` run to completion.
+/// A blocking collective, from call `first` of `comm`: `body` run to
+/// completion.
 pub(crate) fn blocking<T>(
     comm: &Comm,
+    first: u64,
     body: impl Future<Output = Result<T, CollError>>,
 ) -> Result<T, CollError> {
-    block_on(comm, pin!(body))
+    block_on(comm, first, pin!(body))
 }
 
 /// A nonblocking collective's request (rules 2 and 5): the call `index`
@@ -529,8 +560,8 @@ pub(crate) fn nonblocking<T: 'static>(
     in_flight.push((index, call.clone()));
     drop(in_flight);
     Request::scheduled(Box::new(Nonblocking {
-        node: comm.node().clone(),
-        origin: comm.origin,
+        comm: comm.clone(),
+        first: index,
         call,
     }))
 }
@@ -569,14 +600,15 @@ impl<T> Advance for UnderWay<T> {
 }
 
 struct Nonblocking<T> {
-    node: Arc<NodeShared>,
-    /// Where the call's messages come from (the wait's hint).
-    origin: Origin,
+    comm: Rc<Comm>,
+    /// The call's number (its check's, if it has one).
+    first: u64,
     call: Rc<RefCell<UnderWay<T>>>,
 }
 
 impl<T> Nonblocking<T> {
     fn take(&mut self) -> Option<Result<T, CollError>> {
+        self.comm.advance_before(self.first);
         let mut call = self.call.borrow_mut();
         call.advance();
         call.result.take()
@@ -592,9 +624,9 @@ impl<T> Schedule<T, CollError> for Nonblocking<T> {
         if let Some(r) = self.take() {
             return r;
         }
-        let origin = self.origin;
+        let origin = self.comm.origin;
         let mut out = None;
-        let node = self.node.clone();
+        let node = self.comm.node().clone();
         node.engine.wait_until(&node.router, origin, || {
             out = self.take();
             out.is_some()
@@ -603,6 +635,6 @@ impl<T> Schedule<T, CollError> for Nonblocking<T> {
     }
 
     fn node(&self) -> &Arc<NodeShared> {
-        &self.node
+        self.comm.node()
     }
 }

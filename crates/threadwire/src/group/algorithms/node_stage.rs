@@ -53,10 +53,10 @@
 //!    order: a call that may take the stage (barrier, bcast, allreduce)
 //!    queues as it is made and leaves the queue when it takes its turn,
 //!    runs flat instead, or fails; a call takes its turn only when no
-//!    earlier one is queued, so `arrived` and `released` grow. Nonblocking calls take
-//!    this path as blocking ones do — chosen alike by every member, so
-//!    mixing `barrier` and `ibarrier` for one call works — and a call
-//!    waiting for its turn advances the member's earlier calls itself
+//!    earlier one is queued, so rule 1's counters grow. Nonblocking calls
+//!    take this path as blocking ones do — chosen alike by every member,
+//!    so mixing `barrier` and `ibarrier` for one call works — and a call
+//!    waiting for its turn has the member's earlier calls advanced
 //!    ([`schedule`] rule 5), so the turn passes even when only the later
 //!    request is waited.
 //! 5. `arrived` is stored and the others' loaded with `SeqCst`: of two
@@ -252,13 +252,11 @@ impl NodeStage {
     }
 
     /// Step 0: waits for this member's earlier calls that may take the
-    /// stage to be over with it, advancing them (rule 4); the turn is
-    /// given back on drop.
+    /// stage to be over with it (rule 4); the turn is given back on drop.
     async fn turn<'s>(&'s self, c: &Call) -> Result<Turn<'s>, CollError> {
+        // The poll that waits advanced the earlier calls already
+        // (schedule rule 5).
         std::future::poll_fn(|_| {
-            if !self.may_take(c.index) {
-                c.comm.advance_before(c.index);
-            }
             if self.may_take(c.index) {
                 self.turn.set(c.index);
                 c.leave_stage_queue();
