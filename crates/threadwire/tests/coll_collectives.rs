@@ -124,6 +124,7 @@ fn contexts_isolate_groups_and_plain_traffic() {
 fn nonblocking_overlaps_point_to_point() {
     coll(2, 3, "overlap", &[]);
     coll(3, 1, "overlap", &[(threadwire::env::PROGRESS, "thread")]);
+    coll(2, 2, "overlap", &[(threadwire::env::PROGRESS, "thread")]);
 }
 
 /// Some members call `barrier`, `allreduce` and `bcast` where the others

@@ -774,7 +774,10 @@ fn mode_mixed(ep: &Endpoint, threads: u32, seed: u64) -> u64 {
     let g = Group::world_threads(ep, threads).unwrap();
     let (p, r) = (g.size(), g.rank());
     let mut checks = 0;
-    for round in 0..4u64 {
+    // The first half of the rounds without the argument check (as release
+    // builds run), the second half with it.
+    for round in 0..8u64 {
+        g.set_checks(round >= 4);
         let blocking = (r as u64 + round).is_multiple_of(2);
         if blocking {
             g.barrier().unwrap();
