@@ -40,9 +40,12 @@ fn one_node_of_eight_fibers() {
     coll(1, 8, "all", &[]);
 }
 
+/// Also without the argument check (on by default in the debug builds
+/// tests run; release builds run without it).
 #[test]
 fn two_nodes_of_four_fibers() {
     coll(2, 4, "all", &[]);
+    coll(2, 4, "all", &[(threadwire::env::COLL_CHECKS, "0")]);
 }
 
 #[test]
