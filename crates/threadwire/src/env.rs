@@ -25,6 +25,7 @@
 //! | `THREADWIRE_SHM_CMA`     | `1` (default) lets large frames between nodes on one host go by one cross-memory copy where the kernel allows it; `0` sends them in chunks through the rings |
 //! | `THREADWIRE_SHM_CMA_MIN` | payload bytes from which frames go by cross-memory copy (default 524288) |
 //! | `THREADWIRE_SHM_CHUNK`   | bytes per ring record for frames sent in chunks (default 65536) |
+//! | `THREADWIRE_COLL_CHECKS` | `1` or `0`: whether collectives first check that every member passed the same arguments (default: on in debug builds, off in release; `group/check.rs`) |
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -56,6 +57,8 @@ pub const SHM_CMA: &str = "THREADWIRE_SHM_CMA";
 pub const SHM_CMA_MIN: &str = "THREADWIRE_SHM_CMA_MIN";
 /// Name of the shared-memory chunk size variable.
 pub const SHM_CHUNK: &str = "THREADWIRE_SHM_CHUNK";
+/// Name of the collectives' argument check switch.
+pub const COLL_CHECKS: &str = "THREADWIRE_COLL_CHECKS";
 
 /// What a launched node learns from its environment.
 #[derive(Clone)]

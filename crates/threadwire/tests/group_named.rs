@@ -1,6 +1,7 @@
 //! Dynamic named groups in real jobs: joins and leaves from fibers of
 //! several nodes at once with consistent instances; a frozen group's
-//! allreduces while others join and leave the name; a member's node
+//! collectives (blocking and not) while others join and leave the name;
+//! over TCP too; a member's node
 //! finishing; the home node's death (see `nodes/named.rs`).
 
 mod support;
@@ -31,8 +32,9 @@ fn concurrent_joins_and_leaves_over_tcp() {
 }
 
 #[test]
-fn frozen_group_runs_allreduce_while_the_name_changes() {
+fn frozen_group_runs_collectives_while_the_name_changes() {
     named(3, 3, "freeze", &[]);
+    named(2, 4, "freeze", &[(threadwire::env::CHANNEL, "tcp")]);
 }
 
 #[test]

@@ -7,6 +7,7 @@ use super::element::{Element, Op, Reducible, Reduction};
 use super::schedule::{self, Call, Comm};
 use super::tuning::{self, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm};
 use super::tuning::{BarrierAlgorithm, BcastAlgorithm, ReduceScatterAlgorithm};
+use super::check::{self, Args};
 use super::{context, CollError, CollRequest, Group};
 use std::rc::Rc;
 
@@ -45,14 +46,28 @@ fn not_commutative(algorithm: &'static str) -> CollError {
 }
 
 /// The call's per-node stage, if it runs one: forced, or chosen by
-/// [`tuning::node_stage`] (blocking calls only, per its rule 4).
+/// [`tuning::node_stage`]; blocking and nonblocking calls alike, so that
+/// members may mix the two forms for one call.
 fn node_stage(
     c: &Call,
     forced: Option<bool>,
     bytes: usize,
     in_rank_order: bool,
 ) -> Result<Option<&NodeStage>, CollError> {
-    let Some(stage) = c.comm.node_stage.as_ref().filter(|_| c.blocking) else {
+    let chosen = choose_node_stage(c, forced, bytes, in_rank_order);
+    if !matches!(chosen, Ok(Some(_))) {
+        c.leave_stage_queue();
+    }
+    chosen
+}
+
+fn choose_node_stage(
+    c: &Call,
+    forced: Option<bool>,
+    bytes: usize,
+    in_rank_order: bool,
+) -> Result<Option<&NodeStage>, CollError> {
+    let Some(stage) = c.comm.node_stage.as_ref() else {
         return Ok(None);
     };
     let ordered = in_rank_order || stage.consecutive;
@@ -109,7 +124,7 @@ pub(crate) async fn bcast_flat<T: Element>(
     }
 }
 
-async fn allreduce<T: Reducible>(
+pub(crate) async fn allreduce<T: Reducible>(
     c: &Call,
     buf: &mut [T],
     op: &Reduction<T>,
@@ -228,7 +243,7 @@ async fn alltoall<T: Element>(c: &Call, data: &[T]) -> Result<Vec<T>, CollError>
 pub(crate) fn agree(comm: &Rc<Comm>, mut words: Vec<u64>) -> Result<Vec<u64>, CollError> {
     let call = Call::start(comm);
     let and: Reduction<u64> = Op::BitAnd.into();
-    schedule::blocking(comm, async {
+    schedule::blocking(comm, call.index, async {
         call.run(combine::allreduce_recursive_doubling(&call, &mut words, &and))
             .await
     })?;
@@ -261,41 +276,181 @@ pub(crate) fn split_agreement(
 ) -> Result<(u32, u32, Vec<i64>), CollError> {
     let call = Call::start(comm);
     let mine = [color.map_or(-1, i64::from), key];
-    let all = schedule::blocking(comm, async {
+    let all = schedule::blocking(comm, call.index, async {
         call.run(exchange::allgather_bruck(&call, &mine)).await
     })?;
     let (k, tag) = agree_on_id(comm)?;
     Ok((k, tag, all))
 }
 
+fn bcast_args<T: Element>(n: usize, root: usize) -> Args {
+    Args::new("bcast").root(root).len::<T>(n)
+}
+
+fn reduction_args<T: Reducible>(name: &'static str, n: usize, op: &Reduction<T>) -> Args {
+    Args::new(name).len::<T>(n).op(op)
+}
+
+/// A length mismatch of this member's own arguments, if `found` is not
+/// `expected`.
+fn own_length(g: &Group, expected: usize, found: usize) -> Result<(), CollError> {
+    if expected == found {
+        return Ok(());
+    }
+    Err(CollError::LengthMismatch {
+        rank: g.rank(),
+        expected,
+        found,
+    })
+}
+
+fn gatherv_args<T: Element>(g: &Group, len: usize, counts: &[usize], root: usize) -> Args {
+    let is_root = g.rank() == root;
+    let own = match is_root {
+        true => own_length(g, g.size(), counts.len())
+            .and_then(|()| own_length(g, counts[g.rank()], len)),
+        false => Ok(()),
+    };
+    Args::new("gatherv")
+        .root(root)
+        .of::<T>()
+        .gatherv_counts(counts, len, is_root)
+        .failed(own)
+}
+
+fn scatter_args<T: Element>(g: &Group, len: usize, count: usize, root: usize) -> Args {
+    let own = match g.rank() == root {
+        true => own_length(g, count * g.size(), len),
+        false => Ok(()),
+    };
+    Args::new("scatter").root(root).len::<T>(count).failed(own)
+}
+
+fn scatterv_args<T: Element>(g: &Group, len: usize, counts: &[usize], root: usize) -> Args {
+    let own = match g.rank() == root {
+        true => own_length(g, g.size(), counts.len())
+            .and_then(|()| own_length(g, counts.iter().sum(), len)),
+        false => Ok(()),
+    };
+    Args::new("scatterv").root(root).of::<T>().failed(own)
+}
+
+fn alltoall_args<T: Element>(g: &Group, len: usize) -> Args {
+    let p = g.size();
+    Args::new("alltoall")
+        .len::<T>(len)
+        .failed(own_length(g, len / p * p, len))
+}
+
+fn alltoallv_args<T: Element>(g: &Group, len: usize, counts: &[usize]) -> Args {
+    let own = own_length(g, g.size(), counts.len())
+        .and_then(|()| own_length(g, counts.iter().sum(), len));
+    Args::new("alltoallv").of::<T>().failed(own)
+}
+
+/// Whether a call may take the per-node stage.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Path {
+    Flat,
+    MayStage,
+}
+
+impl Group {
+    /// Starts the next call, queued for the stage's turn if it may take it.
+    fn call(&self, path: Path) -> Call {
+        let call = Call::start(&self.comm);
+        if path == Path::MayStage {
+            call.queue_for_stage();
+        }
+        call
+    }
+}
+
 /// Collectives. Every member calls the same collectives in the same order
 /// with matching arguments (the same root, operation and lengths); an
 /// argument error found at one member fails the call at every member.
 impl Group {
+    /// What the argument check compares, made only if it runs.
+    fn args(&self, args: impl FnOnce() -> Args) -> Option<Args> {
+        self.checks().then(args)
+    }
+
+    /// A blocking call: the argument check of `args`, if any, then `body`.
     fn blocking<R>(
         &self,
+        args: Option<Args>,
         body: impl AsyncFnOnce(&Call) -> Result<R, CollError>,
     ) -> Result<R, CollError> {
-        let call = Call::start_blocking(&self.comm);
-        schedule::blocking(&self.comm, async { call.run(body(&call)).await })
+        self.blocking_in(Path::Flat, args, body)
+    }
+
+    /// [`blocking`](Self::blocking) of a call that may take `path`.
+    fn blocking_in<R>(
+        &self,
+        path: Path,
+        args: Option<Args>,
+        body: impl AsyncFnOnce(&Call) -> Result<R, CollError>,
+    ) -> Result<R, CollError> {
+        let check = self.check_call(args);
+        let call = self.call(path);
+        let first = check.as_ref().map_or(call.index, |(check, _)| check.index);
+        schedule::blocking(&self.comm, first, async {
+            call.run(async {
+                if let Some((check, args)) = check {
+                    check::agree(&check, &call, args).await?;
+                }
+                body(&call).await
+            })
+            .await
+        })
+    }
+
+    /// The argument check of a call, if it runs: a call of its own, made
+    /// just before the call it checks.
+    fn check_call(&self, args: Option<Args>) -> Option<(Call, Args)> {
+        args.map(|args| {
+            let check = self.call(Path::MayStage);
+            check.ignore_forced_algorithms();
+            (check, args)
+        })
     }
 
     fn nonblocking<R: 'static>(
         &self,
+        args: Option<Args>,
         body: impl AsyncFnOnce(&Call) -> Result<R, CollError> + 'static,
     ) -> CollRequest<R> {
-        let call = self.call();
-        schedule::nonblocking(&self.comm, async move { call.run(body(&call)).await })
+        self.nonblocking_in(Path::Flat, args, body)
+    }
+
+    fn nonblocking_in<R: 'static>(
+        &self,
+        path: Path,
+        args: Option<Args>,
+        body: impl AsyncFnOnce(&Call) -> Result<R, CollError> + 'static,
+    ) -> CollRequest<R> {
+        let check = self.check_call(args);
+        let call = self.call(path);
+        let first = check.as_ref().map_or(call.index, |(check, _)| check.index);
+        schedule::nonblocking(&self.comm, first, async move {
+            call.run(async {
+                if let Some((check, args)) = check {
+                    check::agree(&check, &call, args).await?;
+                }
+                body(&call).await
+            })
+            .await
+        })
     }
 
     /// Returns once every member has called it.
     pub fn barrier(&self) -> Result<(), CollError> {
-        self.blocking(async |c| barrier(c).await)
+        self.blocking_in(Path::MayStage, self.args(|| Args::new("barrier")), async |c| barrier(c).await)
     }
 
     /// Nonblocking [`barrier`](Self::barrier).
     pub fn ibarrier(&self) -> CollRequest<()> {
-        self.nonblocking(async |c| barrier(c).await)
+        self.nonblocking_in(Path::MayStage, self.args(|| Args::new("barrier")), async |c| barrier(c).await)
     }
 
     /// Copies `root`'s `buf` into every member's `buf` (of the same length).
@@ -308,12 +463,14 @@ impl Group {
     /// # assert_eq!(v, [1.5, 2.5]);
     /// ```
     pub fn bcast<T: Element>(&self, buf: &mut [T], root: usize) -> Result<(), CollError> {
-        self.blocking(async |c| bcast(c, buf, root).await)
+        let n = buf.len();
+        self.blocking_in(Path::MayStage, self.args(|| bcast_args::<T>(n, root)), async |c| bcast(c, buf, root).await)
     }
 
     /// Nonblocking [`bcast`](Self::bcast); the request gives `buf` back.
     pub fn ibcast<T: Element>(&self, mut buf: Vec<T>, root: usize) -> CollRequest<Vec<T>> {
-        self.nonblocking(async move |c| {
+        let n = buf.len();
+        self.nonblocking_in(Path::MayStage, self.args(|| bcast_args::<T>(n, root)), async move |c| {
             bcast(c, &mut buf, root).await?;
             Ok(buf)
         })
@@ -328,7 +485,10 @@ impl Group {
         root: usize,
     ) -> Result<Option<Vec<T>>, CollError> {
         let op = op.into();
-        self.blocking(async |c| reduce(c, data.to_vec(), &op, root).await)
+        self.blocking(
+            self.args(|| reduction_args("reduce", data.len(), &op).root(root)),
+            async |c| reduce(c, data.to_vec(), &op, root).await,
+        )
     }
 
     /// Nonblocking [`reduce`](Self::reduce).
@@ -339,7 +499,11 @@ impl Group {
         root: usize,
     ) -> CollRequest<Option<Vec<T>>> {
         let op = op.into();
-        self.nonblocking(async move |c| reduce(c, data, &op, root).await)
+        let n = data.len();
+        self.nonblocking(
+            self.args(|| reduction_args("reduce", n, &op).root(root)),
+            async move |c| reduce(c, data, &op, root).await,
+        )
     }
 
     /// Combines every member's `buf` element-wise and leaves the result in
@@ -365,7 +529,12 @@ impl Group {
         op: impl Into<Reduction<T>>,
     ) -> Result<(), CollError> {
         let op = op.into();
-        self.blocking(async |c| allreduce(c, buf, &op).await)
+        let n = buf.len();
+        self.blocking_in(
+            Path::MayStage,
+            self.args(|| reduction_args("allreduce", n, &op)),
+            async |c| allreduce(c, buf, &op).await,
+        )
     }
 
     /// Nonblocking [`allreduce`](Self::allreduce); the request gives the
@@ -386,7 +555,9 @@ impl Group {
         op: impl Into<Reduction<T>>,
     ) -> CollRequest<Vec<T>> {
         let op = op.into();
-        self.nonblocking(async move |c| {
+        let n = buf.len();
+        let args = self.args(|| reduction_args("allreduce", n, &op));
+        self.nonblocking_in(Path::MayStage, args, async move |c| {
             allreduce(c, &mut buf, &op).await?;
             Ok(buf)
         })
@@ -402,7 +573,10 @@ impl Group {
         op: impl Into<Reduction<T>>,
     ) -> Result<Vec<T>, CollError> {
         let op = op.into();
-        self.blocking(async |c| reduce_scatter(c, data.to_vec(), counts, &op).await)
+        self.blocking(
+            self.args(|| reduction_args("reduce_scatter", data.len(), &op).words(counts)),
+            async |c| reduce_scatter(c, data.to_vec(), counts, &op).await,
+        )
     }
 
     /// Nonblocking [`reduce_scatter`](Self::reduce_scatter).
@@ -413,7 +587,10 @@ impl Group {
         op: impl Into<Reduction<T>>,
     ) -> CollRequest<Vec<T>> {
         let op = op.into();
-        self.nonblocking(async move |c| reduce_scatter(c, data, &counts, &op).await)
+        let args = self.args(|| reduction_args("reduce_scatter", data.len(), &op).words(&counts));
+        self.nonblocking(args, async move |c| {
+            reduce_scatter(c, data, &counts, &op).await
+        })
     }
 
     /// Inclusive prefix reduction: rank r gets `data(0) ∘ … ∘ data(r)`.
@@ -423,7 +600,10 @@ impl Group {
         op: impl Into<Reduction<T>>,
     ) -> Result<Vec<T>, CollError> {
         let op = op.into();
-        self.blocking(async |c| scan(c, data.to_vec(), &op, true).await)
+        self.blocking(
+            self.args(|| reduction_args("scan", data.len(), &op)),
+            async |c| scan(c, data.to_vec(), &op, true).await,
+        )
             .map(|r| r.expect("an inclusive scan has a result everywhere"))
     }
 
@@ -434,7 +614,8 @@ impl Group {
         op: impl Into<Reduction<T>>,
     ) -> CollRequest<Vec<T>> {
         let op = op.into();
-        self.nonblocking(async move |c| {
+        let args = self.args(|| reduction_args("scan", data.len(), &op));
+        self.nonblocking(args, async move |c| {
             scan(c, data, &op, true)
                 .await
                 .map(|r| r.expect("an inclusive scan has a result everywhere"))
@@ -449,7 +630,10 @@ impl Group {
         op: impl Into<Reduction<T>>,
     ) -> Result<Option<Vec<T>>, CollError> {
         let op = op.into();
-        self.blocking(async |c| scan(c, data.to_vec(), &op, false).await)
+        self.blocking(
+            self.args(|| reduction_args("exscan", data.len(), &op)),
+            async |c| scan(c, data.to_vec(), &op, false).await,
+        )
     }
 
     /// Nonblocking [`exscan`](Self::exscan).
@@ -459,13 +643,15 @@ impl Group {
         op: impl Into<Reduction<T>>,
     ) -> CollRequest<Option<Vec<T>>> {
         let op = op.into();
-        self.nonblocking(async move |c| scan(c, data, &op, false).await)
+        let args = self.args(|| reduction_args("exscan", data.len(), &op));
+        self.nonblocking(args, async move |c| scan(c, data, &op, false).await)
     }
 
     /// Every member's `data` (of one length at every member) at `root`,
     /// in rank order; the others get `None`.
     pub fn gather<T: Element>(&self, data: &[T], root: usize) -> Result<Option<Vec<T>>, CollError> {
-        self.blocking(async |c| {
+        let args = self.args(|| Args::new("gather").root(root).len::<T>(data.len()));
+        self.blocking(args, async |c| {
             check_root(c, root)?;
             tree::gather(c, data, root).await
         })
@@ -473,7 +659,8 @@ impl Group {
 
     /// Nonblocking [`gather`](Self::gather).
     pub fn igather<T: Element>(&self, data: Vec<T>, root: usize) -> CollRequest<Option<Vec<T>>> {
-        self.nonblocking(async move |c| {
+        let args = self.args(|| Args::new("gather").root(root).len::<T>(data.len()));
+        self.nonblocking(args, async move |c| {
             check_root(c, root)?;
             tree::gather(c, &data, root).await
         })
@@ -488,7 +675,8 @@ impl Group {
         counts: &[usize],
         root: usize,
     ) -> Result<Option<Vec<Vec<T>>>, CollError> {
-        self.blocking(async |c| {
+        let args = self.args(|| gatherv_args::<T>(self, data.len(), counts, root));
+        self.blocking(args, async |c| {
             check_root(c, root)?;
             tree::gatherv(c, data, counts, root).await
         })
@@ -501,7 +689,8 @@ impl Group {
         counts: Vec<usize>,
         root: usize,
     ) -> CollRequest<Option<Vec<Vec<T>>>> {
-        self.nonblocking(async move |c| {
+        let args = self.args(|| gatherv_args::<T>(self, data.len(), &counts, root));
+        self.nonblocking(args, async move |c| {
             check_root(c, root)?;
             tree::gatherv(c, &data, &counts, root).await
         })
@@ -515,7 +704,8 @@ impl Group {
         count: usize,
         root: usize,
     ) -> Result<Vec<T>, CollError> {
-        self.blocking(async |c| {
+        let args = self.args(|| scatter_args::<T>(self, data.len(), count, root));
+        self.blocking(args, async |c| {
             check_root(c, root)?;
             tree::scatter(c, data, count, root).await
         })
@@ -528,7 +718,8 @@ impl Group {
         count: usize,
         root: usize,
     ) -> CollRequest<Vec<T>> {
-        self.nonblocking(async move |c| {
+        let args = self.args(|| scatter_args::<T>(self, data.len(), count, root));
+        self.nonblocking(args, async move |c| {
             check_root(c, root)?;
             tree::scatter(c, &data, count, root).await
         })
@@ -542,7 +733,8 @@ impl Group {
         counts: &[usize],
         root: usize,
     ) -> Result<Vec<T>, CollError> {
-        self.blocking(async |c| {
+        let args = self.args(|| scatterv_args::<T>(self, data.len(), counts, root));
+        self.blocking(args, async |c| {
             check_root(c, root)?;
             tree::scatterv(c, data, counts, root).await
         })
@@ -555,7 +747,8 @@ impl Group {
         counts: Vec<usize>,
         root: usize,
     ) -> CollRequest<Vec<T>> {
-        self.nonblocking(async move |c| {
+        let args = self.args(|| scatterv_args::<T>(self, data.len(), &counts, root));
+        self.nonblocking(args, async move |c| {
             check_root(c, root)?;
             tree::scatterv(c, &data, &counts, root).await
         })
@@ -563,34 +756,48 @@ impl Group {
 
     /// Every member's `data` (of one length) at every member, in rank order.
     pub fn allgather<T: Element>(&self, data: &[T]) -> Result<Vec<T>, CollError> {
-        self.blocking(async |c| allgather(c, data).await)
+        self.blocking(
+            self.args(|| Args::new("allgather").len::<T>(data.len())),
+            async |c| allgather(c, data).await,
+        )
     }
 
     /// Nonblocking [`allgather`](Self::allgather).
     pub fn iallgather<T: Element>(&self, data: Vec<T>) -> CollRequest<Vec<T>> {
-        self.nonblocking(async move |c| allgather(c, &data).await)
+        let args = self.args(|| Args::new("allgather").len::<T>(data.len()));
+        self.nonblocking(args, async move |c| allgather(c, &data).await)
     }
 
     /// Every member's `data`, of any length, at every member: one vector
     /// per rank.
     pub fn allgatherv<T: Element>(&self, data: &[T]) -> Result<Vec<Vec<T>>, CollError> {
-        self.blocking(async |c| exchange::allgatherv_ring(c, data).await)
+        self.blocking(
+            self.args(|| Args::new("allgatherv").of::<T>()),
+            async |c| exchange::allgatherv_ring(c, data).await,
+        )
     }
 
     /// Nonblocking [`allgatherv`](Self::allgatherv).
     pub fn iallgatherv<T: Element>(&self, data: Vec<T>) -> CollRequest<Vec<Vec<T>>> {
-        self.nonblocking(async move |c| exchange::allgatherv_ring(c, &data).await)
+        self.nonblocking(
+            self.args(|| Args::new("allgatherv").of::<T>()),
+            async move |c| exchange::allgatherv_ring(c, &data).await,
+        )
     }
 
     /// Block j of every member's `data` (p equal blocks) to member j: the
     /// result's block i comes from member i.
     pub fn alltoall<T: Element>(&self, data: &[T]) -> Result<Vec<T>, CollError> {
-        self.blocking(async |c| alltoall(c, data).await)
+        self.blocking(
+            self.args(|| alltoall_args::<T>(self, data.len())),
+            async |c| alltoall(c, data).await,
+        )
     }
 
     /// Nonblocking [`alltoall`](Self::alltoall).
     pub fn ialltoall<T: Element>(&self, data: Vec<T>) -> CollRequest<Vec<T>> {
-        self.nonblocking(async move |c| alltoall(c, &data).await)
+        let args = self.args(|| alltoall_args::<T>(self, data.len()));
+        self.nonblocking(args, async move |c| alltoall(c, &data).await)
     }
 
     /// `counts[j]` elements of `data` (in order) to member j; the result's
@@ -600,7 +807,10 @@ impl Group {
         data: &[T],
         counts: &[usize],
     ) -> Result<Vec<Vec<T>>, CollError> {
-        self.blocking(async |c| exchange::alltoallv_pairwise(c, data, counts).await)
+        self.blocking(
+            self.args(|| alltoallv_args::<T>(self, data.len(), counts)),
+            async |c| exchange::alltoallv_pairwise(c, data, counts).await,
+        )
     }
 
     /// Nonblocking [`alltoallv`](Self::alltoallv).
@@ -609,6 +819,9 @@ impl Group {
         data: Vec<T>,
         counts: Vec<usize>,
     ) -> CollRequest<Vec<Vec<T>>> {
-        self.nonblocking(async move |c| exchange::alltoallv_pairwise(c, &data, &counts).await)
+        let args = self.args(|| alltoallv_args::<T>(self, data.len(), &counts));
+        self.nonblocking(args, async move |c| {
+            exchange::alltoallv_pairwise(c, &data, &counts).await
+        })
     }
 }

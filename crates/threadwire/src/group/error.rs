@@ -8,9 +8,12 @@ use crate::Address;
 /// Why a group could not be built, or a collective or group message failed.
 ///
 /// A collective that fails at one member fails at every member that takes
-/// part, with the same error where it can be carried (the member that saw
-/// it tells the others), never by hanging: a lost member's node is seen by
-/// every member as [`CollError::PeerLost`].
+/// part, with the same error where it can be carried, never by hanging:
+/// with the argument check ([`Group::set_checks`](super::Group::set_checks))
+/// the members agree on their arguments before any data moves; without
+/// it, the member that saw an error tells those still in the call (see
+/// the [group docs](super#failures) for what that leaves out). A lost
+/// member's node is seen by every member as [`CollError::PeerLost`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CollError {
@@ -75,6 +78,11 @@ pub enum CollError {
         /// The configured maximum.
         max: u64,
     },
+    /// The members' calls differ: another collective, root, element type,
+    /// length, operation or forced algorithm at some member (found by the
+    /// argument check, `group/check.rs`).
+    #[error("the members passed different arguments to the collective")]
+    CallsDiffer,
     /// Another member failed this collective with an error that does not
     /// travel (this member saw it from its abort message).
     #[error("rank {0} failed the collective")]
@@ -118,6 +126,16 @@ impl CollError {
         !matches!(self, CollError::PeerLost(_) | CollError::Finalized)
     }
 
+    /// Whether every member whose arguments agree finds it alike (the
+    /// operation's or a forced algorithm's), so that no abort need tell
+    /// them (`check.rs`).
+    pub(crate) fn follows_from_arguments(&self) -> bool {
+        matches!(
+            self,
+            CollError::Unsupported { .. } | CollError::NotApplicable { .. }
+        )
+    }
+
     /// The abort message for this error, raised at `rank`: kind, then
     /// three little-endian words.
     pub(crate) fn encode(&self, rank: usize) -> Vec<u8> {
@@ -131,6 +149,7 @@ impl CollError {
             CollError::MembersDiffer => (3, 0, 0, 0),
             CollError::TooLarge { len, max } => (4, len as u64, max, 0),
             CollError::Aborted(r) => (5, r as u64, 0, 0),
+            CollError::CallsDiffer => (6, 0, 0, 0),
             _ => (5, rank as u64, 0, 0),
         };
         let mut out = vec![kind];
@@ -165,6 +184,7 @@ impl CollError {
                 len: a as usize,
                 max: b,
             },
+            6 => CollError::CallsDiffer,
             _ => CollError::Aborted(a as usize),
         }
     }
@@ -186,6 +206,7 @@ mod tests {
             CollError::MembersDiffer,
             CollError::TooLarge { len: 5, max: 4 },
             CollError::Aborted(3),
+            CollError::CallsDiffer,
         ] {
             assert_eq!(CollError::decode(&e.encode(1), 1), e);
         }

@@ -67,14 +67,14 @@
 //!
 //! | collective | algorithm | when | cost |
 //! |---|---|---|---|
-//! | barrier | per-node stage, dissemination among leaders | blocking, > 1 member on a node | ⌈log₂L⌉ α + node stage |
+//! | barrier | per-node stage, dissemination among leaders | > 1 member on a node | ⌈log₂L⌉ α + node stage |
 //! | barrier | dissemination | otherwise | ⌈log₂p⌉ α |
-//! | bcast | per-node stage, binomial among leaders | blocking, n ≤ 4 KiB, > 1 member on a node | ⌈log₂L⌉ (α + nβ) + node stage |
+//! | bcast | per-node stage, binomial among leaders | n ≤ 4 KiB, > 1 member on a node | ⌈log₂L⌉ (α + nβ) + node stage |
 //! | bcast | binomial tree | n ≤ 12 KiB or p = 2 | ⌈log₂p⌉ (α + nβ) |
 //! | bcast | pipelined chain, segments of s = 32 KiB | larger, p ≤ 16 or n ≥ (p − 2) s | (p − 2 + ⌈n/s⌉) (α + sβ) |
 //! | bcast | scatter + ring allgather | larger, p > 16, n < (p − 2) s | (⌈log₂p⌉ + p − 1) α + 2 (p−1)/p nβ |
 //! | reduce | binomial tree (to rank 0 and forwarded if not commutative) | always | ⌈log₂p⌉ (α + nβ + nγ) |
-//! | allreduce | per-node stage, flat among leaders | blocking, n ≤ 4 KiB, > 1 member on a node | (⌊log₂L⌋ + 2) (α + nβ) + ⌊log₂L⌋ nγ + node stage |
+//! | allreduce | per-node stage, flat among leaders | n ≤ 4 KiB, > 1 member on a node | (⌊log₂L⌋ + 2) (α + nβ) + ⌊log₂L⌋ nγ + node stage |
 //! | allreduce | recursive doubling, non-power-of-two fold | n ≤ 8 KiB, or not commutative | (⌊log₂p⌋ + 2) (α + nβ) + ⌊log₂p⌋ nγ |
 //! | allreduce | Rabenseifner: halving reduce-scatter + doubling allgather | between | 2 log₂p α + 2 (p−1)/p nβ + (p−1)/p nγ (+ fold) |
 //! | allreduce | ring reduce-scatter + ring allgather | n/p ≥ 32 KiB | 2 (p−1) α + 2 (p−1)/p nβ + (p−1)/p nγ |
@@ -102,23 +102,39 @@
 //! # Failures
 //!
 //! Argument errors ([`CollError`]) are reported at every member, not
-//! only where they were made: the member that sees one sends an abort to
-//! the others, which end the call with the same error. A member's node
-//! lost mid-call fails the call with [`CollError::PeerLost`] at every
-//! member still in it, also at those waiting on a live member that waits
-//! on the dead one. Members calling collectives in different orders, or
-//! with different lists, is an error the runtime cannot always see: it
-//! may hang, as in MPI.
+//! only where they were made. With the argument check (`check.rs`; on by
+//! default in debug builds, [`Group::set_checks`],
+//! `THREADWIRE_COLL_CHECKS`) every call starts with the members agreeing
+//! on their arguments: a root out of range, counts that do not cover the
+//! group, or a root, length, element type, operation, forced algorithm or
+//! collective that differs between members fails the call at every
+//! member with one typed error ([`CollError::CallsDiffer`] for a
+//! difference), before any data moves, so none waits for messages nobody
+//! sends. Without it (release builds by default: it costs one small
+//! allreduce a call), the member that sees an error sends an abort to the others,
+//! which end the call with the same error if they are still in it; but
+//! members that finished first keep their result, and arguments that
+//! differ without being wrong anywhere may hang, as in MPI.
+//!
+//! A member's node lost mid-call fails the call with
+//! [`CollError::PeerLost`] at every member still in it, also at those
+//! waiting on a live member that waits on the dead one. Members calling
+//! collectives in different orders, or building groups from different
+//! lists, is an error the check sees only where the calls differ in
+//! kind or arguments.
 //!
 //! # Later
 //!
-//! The per-node stage serves blocking barrier, allreduce and bcast of
-//! small buffers. Still to come: a stage between the nodes of one host
-//! (through the shared-memory channel), the node stage for reduce,
-//! allgather and the nonblocking forms (these need more than one call
-//! under way in the node's slots), and thresholds moved by measurement.
+//! The per-node stage serves barrier, allreduce and bcast of small
+//! buffers, blocking and nonblocking, one call of the stage under way per
+//! member at a time (a later one waits for its turn, advancing the
+//! earlier). Still to come: a stage between the nodes of one host
+//! (through the shared-memory channel), the node stage for reduce and
+//! allgather, more than one stage call under way per member (a slot per
+//! call), and thresholds moved by measurement.
 
 mod algorithms;
+mod check;
 pub mod context;
 mod element;
 mod error;
@@ -139,7 +155,7 @@ pub use tuning::{
 
 use crate::{Address, Endpoint, Message, RecvRequest, Source, Tag, TagMatch};
 use algorithms::node_stage::NodeStage;
-use schedule::{Call, Comm};
+use schedule::Comm;
 use std::rc::Rc;
 use std::sync::Arc;
 use threadwire_wire::Payload;
@@ -150,7 +166,8 @@ pub type CollRequest<T> = crate::Request<T, CollError>;
 
 /// An ordered set of endpoints with a rank for each, and their own
 /// contexts; see the [module docs](self). Belongs to the thread that built
-/// it (it is not `Send`); dropping it gives its context ids back.
+/// it (it is not `Send`); dropping it gives its context ids back once its
+/// last nonblocking call is over ([`schedule`] rule 6).
 pub struct Group {
     comm: Rc<Comm>,
     id: u32,
@@ -242,11 +259,12 @@ impl Group {
         k: u32,
         first_tag: u32,
     ) -> Group {
-        ep.node().shared.contexts.take(ep.address().thread, k);
+        let lease = schedule::IdLease::take(ep, k);
         let hash = context::list_hash(&members);
         let stage = NodeStage::new(ep, &members, rank, k, hash);
         let mut comm = Comm::new(ep, members, rank, k, first_tag);
         comm.node_stage = Some(stage);
+        comm.lease = Some(lease);
         Group {
             comm: Rc::new(comm),
             id: k,
@@ -287,6 +305,19 @@ impl Group {
     /// force the same ones before the same calls.
     pub fn set_algorithms(&self, algorithms: Algorithms) {
         self.comm.algorithms.set(algorithms);
+    }
+
+    /// Whether this group's collectives first check that every member
+    /// passed the same arguments (`group/check.rs`; by default on in debug
+    /// builds, or as `THREADWIRE_COLL_CHECKS` says).
+    pub fn checks(&self) -> bool {
+        self.comm.checks.get()
+    }
+
+    /// Turns the argument check on or off for this group's collectives;
+    /// every member must set the same before the same calls.
+    pub fn set_checks(&self, on: bool) {
+        self.comm.checks.set(on);
     }
 
     fn member(&self, rank: usize) -> Result<Address, CollError> {
@@ -400,17 +431,4 @@ impl Group {
         ))
     }
 
-    fn call(&self) -> Call {
-        Call::start(&self.comm)
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        let ep = &self.comm.ep;
-        ep.node()
-            .shared
-            .contexts
-            .release(ep.address().thread, self.id);
-    }
 }

@@ -27,6 +27,20 @@
 //!    waits on the dead one does not hang) or when a member's abort
 //!    message for this call arrives: a member that fails a call tells the
 //!    others (its error, where it travels), once.
+//! 5. A group keeps its nonblocking calls under way (in call order) until
+//!    they complete, also where their requests were dropped, and polling
+//!    any call of the group (waiting, testing) first advances the
+//!    group's earlier ones: a call that waits for an earlier one (the
+//!    per-node stage's turn, its rule 4) never starves it, even when only
+//!    the later request is waited. The earlier calls are advanced before
+//!    the call's own future is polled, not from inside it, so one call's
+//!    future is on the stack at a time (fibers have small stacks).
+//! 6. A group's id is given back when its last call is over, not when the
+//!    [`Group`](super::Group) is dropped: a request still under way on a
+//!    dropped group keeps the id, so no new group takes its contexts
+//!    while its messages may still arrive. (A call that nobody can
+//!    advance any more — its request and its group both dropped before it
+//!    completed — keeps the id at this member for good.)
 
 use super::algorithms::node_stage::NodeStage;
 use super::context;
@@ -37,7 +51,7 @@ use crate::node::NodeShared;
 use crate::progress::Origin;
 use crate::request::{Request, Schedule};
 use crate::{Address, Endpoint, Message, RecvRequest, Source, TagMatch};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::{pin, Pin};
 use std::rc::Rc;
@@ -90,8 +104,37 @@ pub(crate) struct Comm {
     calls: Cell<u64>,
     failures_seen: Cell<u64>,
     pub(crate) algorithms: Cell<Algorithms>,
+    /// Whether calls start with the argument check (`check.rs`).
+    pub(crate) checks: Cell<bool>,
     /// The per-node stage, for groups with members on this node.
     pub(crate) node_stage: Option<NodeStage>,
+    /// Nonblocking calls not known to be complete, in call order (rule 5).
+    in_flight: RefCell<Vec<(u64, InFlight)>>,
+    /// The group id this side holds, given back on drop (rule 6).
+    pub(crate) lease: Option<IdLease>,
+}
+
+/// A group id held by one thread, given back when dropped (rule 6).
+pub(crate) struct IdLease {
+    node: Arc<NodeShared>,
+    thread: u32,
+    id: u32,
+}
+
+impl IdLease {
+    /// Takes id `k` for the calling thread of `ep`.
+    pub(crate) fn take(ep: &Endpoint, k: u32) -> IdLease {
+        let thread = ep.address().thread;
+        let node = ep.node().shared.clone();
+        node.contexts.take(thread, k);
+        IdLease { node, thread, id: k }
+    }
+}
+
+impl Drop for IdLease {
+    fn drop(&mut self) {
+        self.node.contexts.release(self.thread, self.id);
+    }
 }
 
 impl Comm {
@@ -129,7 +172,10 @@ impl Comm {
             calls: Cell::new(0),
             failures_seen: Cell::new(u64::MAX),
             algorithms: Cell::new(Algorithms::default()),
+            checks: Cell::new(super::check::default_on()),
             node_stage: None,
+            in_flight: RefCell::new(Vec::new()),
+            lease: None,
         }
     }
 
@@ -149,6 +195,30 @@ impl Comm {
             matches!(lost.cause, crate::LossCause::Failed(_))
                 .then(|| CollError::PeerLost(lost.clone()))
         })
+    }
+
+    /// Advances this group's nonblocking calls that started before call
+    /// `index`, oldest first, and forgets the completed ones (rule 5).
+    /// Called at the top of a poll, never from inside a call's future, so
+    /// that one call's future is on the stack at a time.
+    pub(crate) fn advance_before(&self, index: u64) {
+        let mut completed = false;
+        for i in 0.. {
+            let call = match self.in_flight.borrow().get(i) {
+                Some((first, call)) if *first < index => call.clone(),
+                _ => break,
+            };
+            // A call being polled further up this stack is busy already.
+            if let Ok(mut under_way) = call.try_borrow_mut() {
+                under_way.advance();
+                completed |= under_way.is_complete();
+            };
+        }
+        if completed {
+            self.in_flight
+                .borrow_mut()
+                .retain(|(_, call)| call.try_borrow().map_or(true, |c| !c.is_complete()));
+        }
     }
 
     /// A lost member's node, checked only when the node's failure count
@@ -182,8 +252,18 @@ pub(crate) struct Call {
     /// Set once this member has heard another's abort (it then does not
     /// send one of its own).
     aborted: Cell<bool>,
-    /// A blocking call: the only kind the per-node stage runs (its rule 4).
-    pub(crate) blocking: bool,
+    /// Set once the argument check found every member's arguments alike.
+    agreed: Cell<bool>,
+    /// In the per-node stage's queue for its turn.
+    queued: Cell<bool>,
+    /// Runs with the runtime's own choice of algorithms.
+    own_choices: Cell<bool>,
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        self.leave_stage_queue();
+    }
 }
 
 impl Call {
@@ -194,17 +274,28 @@ impl Call {
         comm.next_tag.set(tag.wrapping_add(1));
         let index = comm.calls.get() + 1;
         comm.calls.set(index);
-        Call {
-            index,
-            ..Call::with_tag(comm, tag)
+        let mut call = Call::with_tag(comm, tag);
+        call.index = index;
+        call
+    }
+
+    /// Queues this call for the per-node stage's turn, as it is made: a
+    /// call that may take the stage (barrier, bcast, allreduce) takes its
+    /// turn only after the member's earlier such calls (its rule 4).
+    pub(crate) fn queue_for_stage(&self) {
+        if let Some(stage) = &self.comm.node_stage {
+            stage.queue(self.index);
+            self.queued.set(true);
         }
     }
 
-    /// Starts the next blocking call on `comm`.
-    pub(crate) fn start_blocking(comm: &Rc<Comm>) -> Call {
-        Call {
-            blocking: true,
-            ..Call::start(comm)
+    /// Leaves the stage's queue: the call took its turn, or runs flat, or
+    /// failed first.
+    pub(crate) fn leave_stage_queue(&self) {
+        if self.queued.replace(false) {
+            if let Some(stage) = &self.comm.node_stage {
+                stage.leave_queue(self.index);
+            }
         }
     }
 
@@ -216,7 +307,9 @@ impl Call {
             tag,
             index: 0,
             aborted: Cell::new(false),
-            blocking: false,
+            agreed: Cell::new(false),
+            queued: Cell::new(false),
+            own_choices: Cell::new(false),
         }
     }
 
@@ -224,6 +317,12 @@ impl Call {
     /// another (it then sends no abort of its own).
     pub(crate) fn heard_abort(&self) {
         self.aborted.set(true);
+    }
+
+    /// Records that the argument check passed: the errors that follow
+    /// from the arguments alone are then found by every member itself.
+    pub(crate) fn arguments_agreed(&self) {
+        self.agreed.set(true);
     }
 
     /// The tag the next call on `comm` will have (the same at every member).
@@ -239,8 +338,20 @@ impl Call {
         self.comm.size()
     }
 
+    /// The algorithms forced on the group, unless this call runs with the
+    /// runtime's own choices.
     pub(crate) fn algorithms(&self) -> Algorithms {
-        self.comm.algorithms.get()
+        match self.own_choices.get() {
+            true => Algorithms::default(),
+            false => self.comm.algorithms.get(),
+        }
+    }
+
+    /// Runs this call with the runtime's own choice of algorithms, whatever
+    /// the group forces (the argument check, which must not depend on what
+    /// it checks).
+    pub(crate) fn ignore_forced_algorithms(&self) {
+        self.own_choices.set(true);
     }
 
     /// Sends raw bytes to member `to`.
@@ -358,10 +469,22 @@ impl Call {
 
     /// Why waiting on this call must stop, if it must (rule 4).
     pub(crate) fn interrupted(&self) -> Option<CollError> {
+        self.comm.member_lost().or_else(|| self.abort_heard())
+    }
+
+    /// Why a wait on this node's members must stop: a member's node
+    /// failed (not merely finished), or an abort of this call arrived.
+    pub(crate) fn failed_or_aborted(&self) -> Option<CollError> {
+        let any_loss = self.comm.node().router.failures.load(Ordering::SeqCst) != 0;
+        any_loss
+            .then(|| self.comm.failed_member())
+            .flatten()
+            .or_else(|| self.abort_heard())
+    }
+
+    /// Another member's abort of this call, if one arrived (rule 4).
+    pub(crate) fn abort_heard(&self) -> Option<CollError> {
         let c = &self.comm;
-        if let Some(e) = c.member_lost() {
-            return Some(e);
-        }
         if c.ep.peek_in(c.abort, Source::Any, TagMatch::Is(self.tag)) {
             let m = c
                 .ep
@@ -381,7 +504,8 @@ impl Call {
     ) -> Result<T, CollError> {
         let r = body.await;
         if let Err(e) = &r {
-            if e.travels() && !self.aborted.get() {
+            let found_by_all = self.agreed.get() && e.follows_from_arguments();
+            if e.travels() && !self.aborted.get() && !found_by_all {
                 let c = &self.comm;
                 let bytes = e.encode(c.rank);
                 for (i, &a) in c.members.iter().enumerate() {
@@ -439,61 +563,131 @@ fn poll_once<F: Future + ?Sized>(fut: Pin<&mut F>) -> Poll<F::Output> {
     fut.poll(&mut Context::from_waker(Waker::noop()))
 }
 
-/// Runs `fut` to completion on this thread (rule 1).
-pub(crate) fn block_on<F: Future + ?Sized>(comm: &Comm, mut fut: Pin<&mut F>) -> F::Output {
-    if let Poll::Ready(v) = poll_once(fut.as_mut()) {
+/// Runs `fut`, call `first` of `comm` (or calls from `first` on), to
+/// completion on this thread (rule 1), advancing the group's earlier
+/// nonblocking calls before each poll (rule 5).
+pub(crate) fn block_on<F: Future + ?Sized>(
+    comm: &Comm,
+    first: u64,
+    mut fut: Pin<&mut F>,
+) -> F::Output {
+    let mut poll = || {
+        comm.advance_before(first);
+        poll_once(fut.as_mut())
+    };
+    if let Poll::Ready(v) = poll() {
         return v;
     }
     let node = comm.node();
     let mut out = None;
-    node.engine.wait_until(&node.router, comm.origin, || {
-        match poll_once(fut.as_mut()) {
-            Poll::Ready(v) => {
-                out = Some(v);
-                true
-            }
-            Poll::Pending => false,
+    node.engine.wait_until(&node.router, comm.origin, || match poll() {
+        Poll::Ready(v) => {
+            out = Some(v);
+            true
         }
+        Poll::Pending => false,
     });
     out.expect("the wait ends on completion")
 }
 
-/// A blocking collective: `body` run to completion.
+/// A blocking collective, from call `first` of `comm`: `body` run to
+/// completion.
 pub(crate) fn blocking<T>(
     comm: &Comm,
+    first: u64,
     body: impl Future<Output = Result<T, CollError>>,
 ) -> Result<T, CollError> {
-    block_on(comm, pin!(body))
+    block_on(comm, first, pin!(body))
 }
 
-/// A nonblocking collective's request (rule 2).
+/// A nonblocking collective's request (rules 2 and 5): the call `index`
+/// of `comm`, kept in the group's calls under way until complete.
 pub(crate) fn nonblocking<T: 'static>(
     comm: &Rc<Comm>,
+    index: u64,
     body: impl Future<Output = Result<T, CollError>> + 'static,
 ) -> Request<T, CollError> {
+    let call = Rc::new(RefCell::new(UnderWay {
+        body: Some(Box::pin(body)),
+        result: None,
+    }));
+    let mut in_flight = comm.in_flight.borrow_mut();
+    in_flight.retain(|(_, call)| call.try_borrow().map_or(true, |c| !c.is_complete()));
+    in_flight.push((index, call.clone()));
+    drop(in_flight);
     Request::scheduled(Box::new(Nonblocking {
         comm: comm.clone(),
-        body: Box::pin(body),
+        first: index,
+        call,
     }))
 }
 
 type Body<T> = Pin<Box<dyn Future<Output = Result<T, CollError>>>>;
 
+/// A nonblocking call in its group's list (rule 5).
+type InFlight = Rc<RefCell<dyn Advance>>;
+
+/// A nonblocking call as its group sees it: advanced by its request, or
+/// by a later call that waits for it (rule 5).
+pub(crate) trait Advance {
+    fn advance(&mut self);
+    fn is_complete(&self) -> bool;
+}
+
+struct UnderWay<T> {
+    /// Dropped once complete: it holds the group's `Comm`.
+    body: Option<Body<T>>,
+    result: Option<Result<T, CollError>>,
+}
+
+impl<T> Advance for UnderWay<T> {
+    fn advance(&mut self) {
+        if let Some(body) = self.body.as_mut() {
+            if let Poll::Ready(r) = poll_once(body.as_mut()) {
+                self.result = Some(r);
+                self.body = None;
+            }
+        }
+    }
+
+    fn is_complete(&self) -> bool {
+        self.body.is_none()
+    }
+}
+
 struct Nonblocking<T> {
     comm: Rc<Comm>,
-    body: Body<T>,
+    /// The call's number (its check's, if it has one).
+    first: u64,
+    call: Rc<RefCell<UnderWay<T>>>,
+}
+
+impl<T> Nonblocking<T> {
+    fn take(&mut self) -> Option<Result<T, CollError>> {
+        self.comm.advance_before(self.first);
+        let mut call = self.call.borrow_mut();
+        call.advance();
+        call.result.take()
+    }
 }
 
 impl<T> Schedule<T, CollError> for Nonblocking<T> {
     fn poll(&mut self) -> Option<Result<T, CollError>> {
-        match poll_once(self.body.as_mut()) {
-            Poll::Ready(r) => Some(r),
-            Poll::Pending => None,
-        }
+        self.take()
     }
 
     fn block(&mut self) -> Result<T, CollError> {
-        block_on(&self.comm, self.body.as_mut())
+        if let Some(r) = self.take() {
+            return r;
+        }
+        let origin = self.comm.origin;
+        let mut out = None;
+        let node = self.comm.node().clone();
+        node.engine.wait_until(&node.router, origin, || {
+            out = self.take();
+            out.is_some()
+        });
+        out.expect("the wait ends on completion")
     }
 
     fn node(&self) -> &Arc<NodeShared> {

@@ -66,8 +66,8 @@ pub enum AllreduceAlgorithm {
     /// Ring reduce-scatter, then ring allgather (commutative only).
     Ring,
     /// The per-node stage, the flat choice among the nodes' leaders
-    /// (blocking calls; non-commutative operations only where every
-    /// node's members are consecutive ranks).
+    /// (non-commutative operations only where every node's members are
+    /// consecutive ranks).
     Hierarchical,
 }
 
@@ -82,8 +82,7 @@ pub enum BcastAlgorithm {
     /// A pipelined chain in rank order from the root, in segments of
     /// [`BCAST_CHAIN_SEGMENT`].
     Chain,
-    /// The per-node stage, a binomial tree among the nodes' leaders
-    /// (blocking calls).
+    /// The per-node stage, a binomial tree among the nodes' leaders.
     Hierarchical,
 }
 

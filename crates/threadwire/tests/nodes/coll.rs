@@ -11,15 +11,21 @@
 //! - `all`: every collective, every algorithm forced at least once, sizes
 //!   across the thresholds, non-commutative reductions, on the world group
 //!   and on split (non-power-of-two, reversed) groups, a dup and a mesh;
-//! - `world`: the same on the world group only, at small sizes (for the
-//!   largest layouts);
+//! - `world`: the same on the world group at small sizes (for the largest
+//!   layouts), then on groups of 1, 2, 3, … consecutive ranks at once;
 //! - `isolation`: plain and group point-to-point messages with the tags a
 //!   collective uses, around collectives, never match one;
 //! - `overlap`: nonblocking collectives overlapped with point-to-point
 //!   traffic on the same endpoints, completed by test, wait and wait_all;
 //! - `errors`: bad arguments give typed errors at every member;
+//! - `disagree`: with the argument check on, arguments that are bad or
+//!   differ at only some members fail the call at every member;
+//! - `mixed`: members mix blocking and nonblocking forms of one call;
+//!   calls of the per-node stage under way together and waited in
+//!   reverse order, or dropped; a group freed while a call on it is under
+//!   way keeps its id;
 //! - `kill`, `kill-small`: the last node kills itself when the others
-//!   enter an allreduce (of 8000 B: flat; of 8 B: the per-node stage); each survivor thread prints `<address>: PeerLost n<last>`.
+//!   enter an allreduce (blocking at even threads, nonblocking at odd) (of 8000 B: flat; of 8 B: the per-node stage); each survivor thread prints `<address>: PeerLost n<last>`.
 //!
 //! Thread 0 of each node prints `coll n<id>: ok mode=<MODE> checks=<n>`.
 
@@ -588,7 +594,28 @@ fn mode_world(ep: &Endpoint, threads: u32, seed: u64) -> u64 {
         bcast_sizes: &SMALL_BCAST_SIZES,
     };
     c.everything(seed);
-    c.checks
+    // Groups of 1, 2, 3, … members (consecutive ranks; across nodes where
+    // the layout spreads them), each checked alone, all at once.
+    let r = world.rank();
+    let bucket = (1..)
+        .find(|b: &usize| r < b * (b + 1) / 2)
+        .expect("a bucket")
+        - 1;
+    let part = world
+        .split(Some(bucket as u32), r as i64)
+        .unwrap()
+        .expect("a colour");
+    assert_eq!(
+        part.size(),
+        (bucket + 1).min(world.size() - bucket * (bucket + 1) / 2)
+    );
+    let mut c2 = Checker {
+        g: &part,
+        checks: 0,
+        sizes: &SMALL_SIZES,
+    };
+    c2.everything(seed + 100);
+    c.checks + c2.checks
 }
 
 /// Plain and group point-to-point messages carrying the tags of the
@@ -684,6 +711,9 @@ fn mode_errors(ep: &Endpoint, threads: u32) -> u64 {
         CollError::NotMember(me)
     );
     let g = Group::world_threads(ep, threads).unwrap();
+    // Without the argument check (as in release builds): the abort alone
+    // (the `disagree` mode has the check).
+    g.set_checks(false);
     let (p, r) = (g.size(), g.rank());
     let out_of_range = CollError::RankOutOfRange { rank: p, size: p };
     assert_eq!(g.bcast(&mut [1u8], p).unwrap_err(), out_of_range);
@@ -759,10 +789,17 @@ fn mode_kill(ep: &Endpoint, threads: u32, n: usize) -> u64 {
         let _ = ep.recv(ANY_SOURCE, u32::MAX);
         unreachable!("the process was killed");
     }
-    let mut v = vec![1i64; n];
     // Usually the dead node; a survivor that saw the loss first and
-    // finished may be the member this one hears of first.
-    match g.allreduce(&mut v, Op::Sum) {
+    // finished may be the member this one hears of first. Odd threads use
+    // the nonblocking form, for the same call.
+    let result = match ep.address().thread % 2 {
+        0 => {
+            let mut v = vec![1i64; n];
+            g.allreduce(&mut v, Op::Sum)
+        }
+        _ => g.iallreduce(vec![1i64; n], Op::Sum).wait().map(|_| ()),
+    };
+    match result {
         Err(CollError::PeerLost(lost)) => {
             println!("{}: PeerLost n{} ({lost})", ep.address(), lost.node);
         }
@@ -774,8 +811,206 @@ fn mode_kill(ep: &Endpoint, threads: u32, n: usize) -> u64 {
     1
 }
 
+/// Blocking and nonblocking forms mixed across members for the same
+/// calls: the per-node stage serves both, so each call still completes.
+fn mode_mixed(ep: &Endpoint, threads: u32, seed: u64) -> u64 {
+    let g = Group::world_threads(ep, threads).unwrap();
+    let (p, r) = (g.size(), g.rank());
+    let mut checks = 0;
+    // The first half of the rounds without the argument check (as release
+    // builds run), the second half with it.
+    for round in 0..8u64 {
+        g.set_checks(round >= 4);
+        let blocking = (r as u64 + round).is_multiple_of(2);
+        if blocking {
+            g.barrier().unwrap();
+        } else {
+            g.ibarrier().wait().unwrap();
+        }
+        let n = [1, 8, 600][round as usize % 3];
+        let salt = seed + round;
+        let want = fold(0..p, |q| data(q, n, salt), i64::wrapping_add).unwrap();
+        let got = if blocking {
+            let mut v = data(r, n, salt);
+            g.allreduce(&mut v, Op::Sum).unwrap();
+            v
+        } else {
+            g.iallreduce(data(r, n, salt), Op::Sum).wait().unwrap()
+        };
+        assert_eq!(got, want, "mixed allreduce n={n}");
+        let root = round as usize % p;
+        let mine = if r == root {
+            data(root, n, salt)
+        } else {
+            vec![0; n]
+        };
+        let got = if blocking {
+            let mut v = mine;
+            g.bcast(&mut v, root).unwrap();
+            v
+        } else {
+            g.ibcast(mine, root).wait().unwrap()
+        };
+        assert_eq!(got, data(root, n, salt), "mixed bcast n={n}");
+        checks += 3;
+    }
+    // Calls of the per-node stage under way together, waited in reverse
+    // order: a later call advances the earlier ones it waits for.
+    let n = 5;
+    let barrier = g.ibarrier();
+    let sum = g.iallreduce(data(r, n, seed), Op::Sum);
+    let bcast = g.ibcast(if r == 0 { data(0, n, seed) } else { vec![0; n] }, 0);
+    assert_eq!(bcast.wait().unwrap(), data(0, n, seed));
+    let want = fold(0..p, |q| data(q, n, seed), i64::wrapping_add).unwrap();
+    assert_eq!(sum.wait().unwrap(), want);
+    barrier.wait().unwrap();
+    // A dropped request's call still completes here (the others need it).
+    drop(g.iallreduce(data(r, n, seed), Op::Sum));
+    let mut v = data(r, n, seed);
+    g.allreduce(&mut v, Op::Sum).unwrap();
+    assert_eq!(v, want);
+    checks + 3 + freed_group_keeps_its_id(&g, seed)
+}
+
+/// A group's id as its `Debug` shows it.
+fn id_of(g: &Group) -> String {
+    let shown = format!("{g:?}");
+    shown[shown.find("id ").expect("an id")..].to_string()
+}
+
+/// A group dropped while a nonblocking call on it is under way keeps its
+/// id until the call is over: a group built meanwhile gets another, and
+/// the old call's messages never meet the new group's.
+fn freed_group_keeps_its_id(g: &Group, seed: u64) -> u64 {
+    let (p, r) = (g.size(), g.rank());
+    let n = 3000;
+    let old = g.dup().unwrap();
+    let old_id = id_of(&old);
+    // Large: flat, several rounds; the ring forced so that it really is.
+    let mut ring = Algorithms::new();
+    ring.allreduce = Some(AllreduceAlgorithm::Ring);
+    old.set_algorithms(ring);
+    let pending = old.iallreduce(data(r, n, seed), Op::Sum);
+    drop(old);
+    let new = g.dup().unwrap();
+    assert_ne!(
+        id_of(&new),
+        old_id,
+        "a freed group's id reused while in use"
+    );
+    new.set_algorithms(ring);
+    let got = new
+        .iallreduce(data(r, n, seed + 1), Op::Sum)
+        .wait()
+        .unwrap();
+    let want = |salt| fold(0..p, |q| data(q, n, salt), i64::wrapping_add).unwrap();
+    assert_eq!(got, want(seed + 1));
+    assert_eq!(pending.wait().unwrap(), want(seed));
+    2
+}
+
+/// Asserts that `result` is the error `want` describes, at every member.
+fn fails(
+    what: &str,
+    result: Result<impl std::fmt::Debug, CollError>,
+    want: impl Fn(&CollError) -> bool,
+) {
+    match result {
+        Err(e) if want(&e) => {}
+        other => panic!("{what}: expected an error of the kind wanted, got {other:?}"),
+    }
+}
+
+fn calls_differ(e: &CollError) -> bool {
+    *e == CollError::CallsDiffer
+}
+
+fn length_mismatch(e: &CollError) -> bool {
+    matches!(e, CollError::LengthMismatch { .. })
+}
+
+/// With the argument check on, bad or differing arguments at only some
+/// members fail the call at every member with a typed error, none hangs
+/// and the group works afterwards; blocking and nonblocking forms alike.
+fn mode_disagree(ep: &Endpoint, threads: u32) -> u64 {
+    let g = Group::world_threads(ep, threads).unwrap();
+    g.set_checks(true);
+    let (p, r) = (g.size(), g.rank());
+    let last = r == p - 1;
+    let out_of_range = |e: &CollError| *e == CollError::RankOutOfRange { rank: p, size: p };
+    let root = if last { p } else { 0 };
+    fails(
+        "bcast root out of range",
+        g.bcast(&mut [1u8; 4], root),
+        out_of_range,
+    );
+    fails(
+        "reduce root out of range",
+        g.ireduce(vec![1u8; 4], Op::Sum, root).wait(),
+        out_of_range,
+    );
+    let mut checks = 2;
+    if p > 1 {
+        // Lengths on either side of the per-node stage's limit: one member
+        // would take the stage and the others run flat.
+        let mut v = vec![1u64; if r == 0 { 1 } else { 1000 }];
+        fails(
+            "allreduce lengths",
+            g.allreduce(&mut v, Op::Sum),
+            calls_differ,
+        );
+        let v = vec![1u64; if r == 0 { 1 } else { 1000 }];
+        let got = match r % 2 {
+            0 => g.iallreduce(v, Op::Sum).wait(),
+            _ => {
+                let mut v = v;
+                g.allreduce(&mut v, Op::Sum).map(|()| v)
+            }
+        };
+        fails("mixed-form allreduce lengths", got, calls_differ);
+        let root = if last { 1 } else { 0 };
+        fails("bcast roots", g.bcast(&mut [1u8; 4], root), calls_differ);
+        let n = if last { 5 } else { 4 };
+        fails("bcast lengths", g.bcast(&mut vec![1u8; n], 0), calls_differ);
+        let op = if last { Op::Max } else { Op::Sum };
+        fails("reduce operations", g.reduce(&[1i32], op, 0), calls_differ);
+        let ordered_or_not = match last {
+            true => g.scan(&affine(r, 2, 1), ordered()),
+            false => g.scan(&affine(r, 2, 1), Op::BitXor),
+        };
+        fails("scan operations", ordered_or_not, calls_differ);
+        let got = if last {
+            g.barrier().map(|()| Vec::new())
+        } else {
+            g.allgather(&[1u8])
+        };
+        fails("different collectives", got, calls_differ);
+        // The last member sends one element more than the root expects.
+        let counts = vec![2; p];
+        let mine = vec![1u8; if last { 3 } else { 2 }];
+        fails("gatherv counts", g.gatherv(&mine, &counts, 0), calls_differ);
+        // The root's data does not fill the blocks.
+        let all = vec![1u8; if r == 0 { 2 * p - 1 } else { 0 }];
+        fails("scatter length", g.scatter(&all, 2, 0), length_mismatch);
+        let counts = vec![1; if last { p + 1 } else { p }];
+        fails(
+            "alltoallv counts",
+            g.ialltoallv(vec![1u8; counts.len()], counts).wait(),
+            length_mismatch,
+        );
+        checks += 10;
+    }
+    // The group still works after all that.
+    let mut v = [1u32];
+    g.allreduce(&mut v, Op::Sum).unwrap();
+    assert_eq!(v[0] as usize, p);
+    checks + 1
+}
+
 fn run(ep: &Endpoint, mode: &str, threads: u32, seed: u64) -> u64 {
     match mode {
+        "disagree" => mode_disagree(ep, threads),
+        "mixed" => mode_mixed(ep, threads, seed),
         "all" => mode_all(ep, threads, seed),
         "world" => mode_world(ep, threads, seed),
         "isolation" => mode_isolation(ep, threads),

@@ -6,8 +6,9 @@
 //!   instances are 0..p−1 and the lookups agree, half leave and rejoin
 //!   (getting the freed instances back), then all leave;
 //! - `freeze`: all threads but the last of each node join and freeze the
-//!   name and run allreduces on the frozen group while the last thread of
-//!   each node joins and leaves the same name over and over;
+//!   name and run allreduces, broadcasts and nonblocking allgathers on the
+//!   frozen group while the last thread of each node joins and leaves the
+//!   same name over and over;
 //! - `home-lost`: (one thread per node) everyone joins a name homed on the
 //!   last node, which then kills itself; the others' next request gives
 //!   `HomeLost`, printed as `n<id>: HomeLost`;
@@ -127,10 +128,16 @@ fn freeze(ep: &Endpoint, threads: u32) {
         }
         let m = u64::from(mains);
         for round in 0..20u64 {
+            let gathered = g.iallgather(vec![inst]);
             let mut v = [u64::from(inst) + round];
             g.allreduce(&mut v, Op::Sum)
                 .expect("allreduce on the frozen group");
             assert_eq!(v[0], m * (m - 1) / 2 + m * round);
+            let mut b = [if inst == 0 { round } else { 0 }];
+            g.bcast(&mut b, 0).expect("bcast on the frozen group");
+            assert_eq!(b[0], round);
+            let gathered = gathered.wait().expect("allgather on the frozen group");
+            assert_eq!(gathered, (0..mains).collect::<Vec<u32>>());
         }
     }
     everyone.barrier().expect("barrier");

@@ -47,10 +47,18 @@
 //!    at `s + 1`, i.e. after each read the result of `s`. So the data's
 //!    locks are never contended; they are there so that no `unsafe` is
 //!    needed, and cost an uncontended lock per access.
-//! 4. Rule 3 needs one call under way per member at a time: only blocking
-//!    calls take this path (nonblocking ones run flat, chosen alike at
-//!    every member: mixing `barrier` and `ibarrier` for one call is an
-//!    error, as in MPI).
+//! 4. Rule 3 needs one call of the stage under way per member at a time:
+//!    a member's call takes its *turn* (step 0) before step 1 and gives it
+//!    back when it has read its result (or failed). Turns go in call
+//!    order: a call that may take the stage (barrier, bcast, allreduce)
+//!    queues as it is made and leaves the queue when it takes its turn,
+//!    runs flat instead, or fails; a call takes its turn only when no
+//!    earlier one is queued, so rule 1's counters grow. Nonblocking calls
+//!    take this path as blocking ones do — chosen alike by every member,
+//!    so mixing `barrier` and `ibarrier` for one call works — and a call
+//!    waiting for its turn has the member's earlier calls advanced
+//!    ([`schedule`] rule 5), so the turn passes even when only the later
+//!    request is waited.
 //! 5. `arrived` is stored and the others' loaded with `SeqCst`: of two
 //!    members arriving last at once, at least one sees the other's store,
 //!    so one wake (or two) reaches the leader instead of one per
@@ -96,7 +104,8 @@ use crate::group::element::{Element, Reducible, Reduction};
 use crate::group::schedule::{Call, Comm};
 use crate::group::CollError;
 use crate::{lock, Address, Endpoint};
-use std::collections::HashMap;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -151,6 +160,10 @@ impl NodeTeams {
 /// One member's side of the per-node stage of a group.
 pub(crate) struct NodeStage {
     team: Arc<NodeTeam>,
+    /// The call holding this member's turn (rule 4); 0: none.
+    turn: Cell<u64>,
+    /// The member's calls that may still take the turn, in call order.
+    queue: RefCell<VecDeque<u64>>,
     /// This member's slot (0: the leader).
     index: usize,
     /// The threads of this node's members, in rank order (whom to wake).
@@ -210,6 +223,8 @@ impl NodeStage {
         });
         NodeStage {
             team: ep.node().shared.node_teams.team((k, hash), local.len()),
+            turn: Cell::new(0),
+            queue: RefCell::new(VecDeque::new()),
             index,
             threads: local.iter().map(|&r| members[r].thread).collect(),
             leaders,
@@ -218,6 +233,41 @@ impl NodeStage {
             most_on_a_node: counts.iter().copied().max().unwrap_or(1),
             consecutive,
         }
+    }
+
+    /// Queues call `index` for a turn (rule 4).
+    pub(crate) fn queue(&self, index: u64) {
+        self.queue.borrow_mut().push_back(index);
+    }
+
+    /// Takes call `index` out of the queue.
+    pub(crate) fn leave_queue(&self, index: u64) {
+        self.queue.borrow_mut().retain(|&i| i != index);
+    }
+
+    /// Whether call `index` may take the turn now: none held, and no
+    /// earlier call of the member may still take it.
+    fn may_take(&self, index: u64) -> bool {
+        self.turn.get() == 0 && self.queue.borrow().front().is_none_or(|&i| i == index)
+    }
+
+    /// Step 0: waits for this member's earlier calls that may take the
+    /// stage to be over with it (rule 4); the turn is given back on drop.
+    async fn turn<'s>(&'s self, c: &Call) -> Result<Turn<'s>, CollError> {
+        // The poll that waits advanced the earlier calls already
+        // (schedule rule 5).
+        std::future::poll_fn(|_| {
+            if self.may_take(c.index) {
+                self.turn.set(c.index);
+                c.leave_stage_queue();
+                return Poll::Ready(Ok(Turn(self)));
+            }
+            match c.failed_or_aborted() {
+                Some(e) => Poll::Ready(Err(e)),
+                None => Poll::Pending,
+            }
+        })
+        .await
     }
 
     fn wake(&self, c: &Call, index: usize) {
@@ -295,7 +345,7 @@ impl NodeStage {
             .all(|slot| slot.arrived.load(Ordering::SeqCst) >= s);
         // Of the members that see every arrival, one combines.
         if all && self.team.combiner.fetch_max(s, Ordering::SeqCst) < s {
-            let result = combine(&self.team.slots);
+            let result = unless_aborted(c, combine(&self.team.slots));
             self.release(c, s, &result);
             result?;
             return read(&lock(&self.team.result));
@@ -336,14 +386,37 @@ impl NodeStage {
     }
 }
 
-/// Waits (in the collective's wait) until `ready`, or the call is
-/// interrupted.
+/// `result`, unless a member's abort of the call arrived: a member that
+/// failed the call before its step 1 may since have arrived for its next
+/// call, so the counters alone would release this one with that data.
+/// (Not a lost node: one that finished after the call completed there is
+/// no failure of it.)
+fn unless_aborted<R>(c: &Call, result: Result<R, CollError>) -> Result<R, CollError> {
+    match (result, c.abort_heard()) {
+        (Ok(_), Some(e)) => Err(e),
+        (result, _) => result,
+    }
+}
+
+/// A member's turn in the stage (rule 4), given back when dropped.
+struct Turn<'s>(&'s NodeStage);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.0.turn.set(0);
+    }
+}
+
+/// Waits (in the collective's wait) until `ready`, or an abort of the
+/// call arrives or a member's node fails. A node that merely finished is
+/// no reason: the wait is on this node's members, and a leader waiting
+/// on that node sees its loss itself.
 async fn wait(c: &Call, ready: impl Fn() -> bool) -> Result<(), CollError> {
     std::future::poll_fn(|_| {
         if ready() {
             return Poll::Ready(Ok(()));
         }
-        match c.interrupted() {
+        match c.failed_or_aborted() {
             Some(e) => Poll::Ready(Err(e)),
             None => Poll::Pending,
         }
@@ -359,6 +432,7 @@ fn bytes_of<T: Element>(values: &[T]) -> Vec<u8> {
 
 /// Barrier: steps 1–5 with no data, a dissemination barrier among leaders.
 pub(crate) async fn barrier(c: &Call, stage: &NodeStage) -> Result<(), CollError> {
+    let _turn = stage.turn(c).await?;
     if stage.one_node {
         return stage.by_last(c, None, |_| Ok(None), |_| Ok(())).await;
     }
@@ -374,6 +448,7 @@ pub(crate) async fn barrier(c: &Call, stage: &NodeStage) -> Result<(), CollError
         Ok(None)
     }
     .await;
+    let result = unless_aborted(c, result);
     stage.release(c, s, &result);
     result.map(|_| ())
 }
@@ -387,6 +462,7 @@ pub(crate) async fn allreduce<T: Reducible>(
     op: &Reduction<T>,
 ) -> Result<(), CollError> {
     let n = buf.len();
+    let _turn = stage.turn(c).await?;
     if stage.one_node {
         let combine = |slots: &[Slot]| {
             let mut acc = c.decode_bytes::<T>(&lock(&slots[0].data), Some(n))?;
@@ -425,6 +501,7 @@ pub(crate) async fn allreduce<T: Reducible>(
         Ok(Some(bytes_of(buf)))
     }
     .await;
+    let result = unless_aborted(c, result);
     stage.release(c, s, &result);
     result.map(|_| ())
 }
@@ -438,6 +515,7 @@ pub(crate) async fn bcast<T: Element>(
     root: usize,
 ) -> Result<(), CollError> {
     let is_root = c.rank() == root;
+    let _turn = stage.turn(c).await?;
     let at = |rank: usize| {
         stage
             .threads
@@ -482,6 +560,7 @@ pub(crate) async fn bcast<T: Element>(
         Ok(Some(bytes_of(buf)))
     }
     .await;
+    let result = unless_aborted(c, result);
     stage.release(c, s, &result);
     result.map(|_| ())
 }
