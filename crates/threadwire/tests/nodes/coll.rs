@@ -613,6 +613,7 @@ fn mode_world(ep: &Endpoint, threads: u32, seed: u64) -> u64 {
         g: &part,
         checks: 0,
         sizes: &SMALL_SIZES,
+        bcast_sizes: &SMALL_BCAST_SIZES,
     };
     c2.everything(seed + 100);
     c.checks + c2.checks
