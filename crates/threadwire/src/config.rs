@@ -17,6 +17,7 @@ pub struct Config {
     workers: Option<usize>,
     max_frame: Option<u64>,
     channel: Option<ChannelChoice>,
+    tune_allocator: Option<bool>,
     pub(crate) log: bool,
 }
 
@@ -26,6 +27,7 @@ pub(crate) struct Settings {
     pub(crate) workers: Option<usize>,
     pub(crate) channel: ChannelChoice,
     pub(crate) shm: ShmConfig,
+    pub(crate) tune_allocator: bool,
 }
 
 impl Default for Config {
@@ -43,6 +45,7 @@ impl Config {
             workers: None,
             max_frame: None,
             channel: None,
+            tune_allocator: None,
             log: false,
         }
     }
@@ -74,6 +77,18 @@ impl Config {
     /// least one). Started at the first [`Node::spawn`](crate::Node::spawn).
     pub fn workers(mut self, n: usize) -> Config {
         self.workers = Some(n.max(1));
+        self
+    }
+
+    /// Let init keep large buffers in the C allocator's heaps instead of
+    /// mapping and unmapping each one (default `THREADWIRE_MALLOC_TUNE`,
+    /// else yes): a process-wide setting of glibc's `mallopt`, which the
+    /// runtime's large messages and collectives need to run at memory
+    /// speed rather than page-fault speed. What it sets, why, and what it
+    /// costs in memory is in the crate's `allocator` notes, summed up in
+    /// docs/PERFORMANCE.md; no effect off glibc.
+    pub fn tune_allocator(mut self, yes: bool) -> Config {
+        self.tune_allocator = Some(yes);
         self
     }
 
@@ -131,6 +146,10 @@ impl Config {
             workers: self.workers.or_else(|| var(crate::env::WORKERS)),
             channel,
             shm,
+            tune_allocator: self
+                .tune_allocator
+                .or_else(|| var::<u8>(crate::env::MALLOC_TUNE).map(|v| v != 0))
+                .unwrap_or(true),
         })
     }
 }

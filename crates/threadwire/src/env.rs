@@ -21,6 +21,7 @@
 //! | `THREADWIRE_SPIN_US`     | how long a waiter spins and yields before it sleeps (default 50) |
 //! | `THREADWIRE_WORKERS`     | fiber worker threads of a node (default: the host's cores ÷ the job's nodes on it, rounded up) |
 //! | `THREADWIRE_LOG`         | log filter of the stderr log `Config::log(true)` installs (default `warn`) |
+//! | `THREADWIRE_MALLOC_TUNE` | `0`: leave glibc's mmap and trim thresholds alone (default: large buffers stay in the heap) |
 //! | `THREADWIRE_CHANNEL`     | `auto` (default: shared memory to nodes on this host, TCP to others), `tcp` or `shm` (for measurement) |
 //! | `THREADWIRE_SHM_CMA`     | `1` (default) lets large frames between nodes on one host go by one cross-memory copy where the kernel allows it; `0` sends them in chunks through the rings |
 //! | `THREADWIRE_SHM_CMA_MIN` | payload bytes from which frames go by cross-memory copy (default 524288) |
@@ -57,6 +58,8 @@ pub const SHM_CMA: &str = "THREADWIRE_SHM_CMA";
 pub const SHM_CMA_MIN: &str = "THREADWIRE_SHM_CMA_MIN";
 /// Name of the shared-memory chunk size variable.
 pub const SHM_CHUNK: &str = "THREADWIRE_SHM_CHUNK";
+/// `0` leaves the C allocator's settings alone ([`Config::tune_allocator`](crate::Config::tune_allocator)).
+pub const MALLOC_TUNE: &str = "THREADWIRE_MALLOC_TUNE";
 /// Name of the collectives' argument check switch.
 pub const COLL_CHECKS: &str = "THREADWIRE_COLL_CHECKS";
 

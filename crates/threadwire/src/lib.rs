@@ -59,6 +59,7 @@ pub mod slot;
 
 runtime! {
 mod address;
+mod allocator;
 mod config;
 pub mod control;
 mod endpoint;

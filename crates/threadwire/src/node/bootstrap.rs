@@ -49,6 +49,9 @@ impl Config {
 
     fn init_inner(self) -> Result<Endpoint, InitError> {
         let settings = self.settings()?;
+        if settings.tune_allocator {
+            crate::allocator::tune();
+        }
         let comm = self.progress_thread.unwrap_or_else(|| {
             std::env::var(crate::env::PROGRESS)
                 .map(|v| v == "thread")
