@@ -112,6 +112,22 @@ fn four_nodes_of_two_fibers_on_two_namespace_hosts() {
     }
 }
 
+/// The host stage taken wherever it fits (`THREADWIRE_HOST_STAGE=1`):
+/// nodes of one thread (the stage alone), of several fibers and of
+/// several OS threads (under the per-node stage), over shared memory; and
+/// over TCP, where the group has no host stage and runs on messages.
+#[test]
+fn host_stage_between_the_nodes_of_one_host() {
+    let on = [(threadwire::env::HOST_STAGE, "1")];
+    coll(4, 1, "all", &on);
+    coll(3, 3, "all", &on);
+    coll_of(2, 4, "all", "os", &on);
+    coll(4, 8, "world", &on);
+    coll(2, 3, "mixed", &on);
+    coll(3, 1, "overlap", &on);
+    coll(4, 2, "all", &[on[0], (threadwire::env::CHANNEL, "tcp")]);
+}
+
 #[test]
 fn eight_nodes_of_one_thread() {
     coll(8, 1, "world", &[]);
@@ -171,13 +187,27 @@ fn member_lost_during_small_allreduce() {
     member_lost("kill-small");
 }
 
+/// The same through the host stage: the host's leader sees the dead
+/// node never arrive, the other node leaders see the loss while they wait
+/// for its release.
+#[test]
+fn member_lost_during_small_allreduce_in_the_host_stage() {
+    member_lost_with("kill-small", &[(threadwire::env::HOST_STAGE, "1")]);
+}
+
 fn member_lost(mode: &str) {
+    member_lost_with(mode, &[]);
+}
+
+fn member_lost_with(mode: &str, env: &[(&str, &str)]) {
     let (nodes, threads) = (3, 3);
-    let out = support::run(
-        support::job(nodes, "node-coll")
-            .args([mode, &threads.to_string()])
-            .on_failure(FailurePolicy::Continue),
-    );
+    let mut spec = support::job(nodes, "node-coll")
+        .args([mode, &threads.to_string()])
+        .on_failure(FailurePolicy::Continue);
+    for &(k, v) in env {
+        spec = spec.env(k, v);
+    }
+    let out = support::run(spec);
     let t = out.transcript();
     assert!(!out.report.timed_out, "the job hung:\n{t}");
     for node in 0..nodes - 1 {

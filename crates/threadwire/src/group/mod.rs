@@ -265,10 +265,11 @@ impl Group {
         let mut comm = Comm::new(ep, members, rank, k, first_tag);
         comm.node_stage = Some(stage);
         comm.lease = Some(lease);
-        Group {
-            comm: Rc::new(comm),
-            id: k,
+        let comm = Rc::new(comm);
+        if let Some(host) = algorithms::host_stage::HostStage::build(ep, &comm, k) {
+            let _ = comm.host_stage.set(host);
         }
+        Group { comm, id: k }
     }
 
     /// Members in the group.
