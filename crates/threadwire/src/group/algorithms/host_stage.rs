@@ -49,6 +49,16 @@
 //! 4. Each other node leader waits for `released ≥ s` and reads the
 //!    result (or returns the error), then releases its node's members.
 //!
+//! A group whose nodes are all on one host has no network stage, so no
+//! leader either: each node writes its contribution into its line (in the
+//! payload of the call's parity: even calls in one, odd calls in the
+//! other) and stores `arrived = s`; every node waits until every line
+//! has `arrived ≥ s` and combines all lines in line order itself, so all
+//! get the same result. That is one crossing of the host instead of two
+//! (arrive, release). A node writes call `s + 2`'s payload, the same one
+//! as `s`'s, only after every node arrived at `s + 1`, i.e. after each
+//! read the payloads of `s`.
+//!
 //! Memory ordering and reuse follow the per-node stage's rules 1–4: the
 //! counters only grow (waiters compare with `≥`); data is written before
 //! its counter is stored with `Release` and read after it is loaded with
@@ -85,6 +95,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
+use threadwire_fiber::SpinWait;
 use threadwire_transport::shm::region::Region;
 
 /// The largest allreduce (in bytes) the host stage carries in its lines.
@@ -98,12 +109,17 @@ const ARRIVED: usize = 0;
 const RELEASED: usize = 1;
 /// The last failed call (host leader's line).
 const FAILED: usize = 2;
-/// The payload: a contribution, or the host leader's result.
+/// The payload: a contribution, or the host leader's result; in a group
+/// on one host, the contribution of even calls.
 const PAYLOAD: usize = 4;
 const PAYLOAD_WORDS: usize = HOST_STAGE_MAX / 8;
-/// A failed call's encoded error (host leader's line).
+/// In a group on one host, the contribution of odd calls.
+const PAYLOAD_ODD: usize = PAYLOAD + PAYLOAD_WORDS;
+/// A failed call's encoded error (host leader's line; groups on several
+/// hosts, which use no odd payload).
 const ERROR: usize = PAYLOAD + PAYLOAD_WORDS;
 const ERROR_WORDS: usize = 4;
+const _: () = assert!((PAYLOAD_ODD + PAYLOAD_WORDS) * 8 <= LINE);
 const _: () = assert!((ERROR + ERROR_WORDS) * 8 <= LINE);
 
 /// The error kind [`CollError::encode`] does not use, for `PeerLost`.
@@ -153,6 +169,9 @@ struct LeaderSide {
     /// The host leaders' sub-communication, at a host leader, when the
     /// group spans several hosts.
     host_leaders: Option<Rc<Comm>>,
+    /// Whether the group's nodes are all on this host (no leader then:
+    /// every node reads every line).
+    one_host: bool,
 }
 
 /// One member's view of its group's host stage.
@@ -269,6 +288,7 @@ impl HostStage {
                 segment: segment.map(|region| Segment { region, lines }),
                 index,
                 host_leaders: host_leaders.flatten(),
+                one_host: lines == nodes.len(),
             });
         }
         let all_ok = crate::group::collectives::agree(comm, vec![if ok { u64::MAX } else { 0 }]).ok()?;
@@ -332,6 +352,36 @@ impl LeaderSide {
             *o = segment.word(0, PAYLOAD + w).load(Ordering::Relaxed);
         }
         Ok(out)
+    }
+
+    /// A call of a group on one host (module docs, "one host"): `mine`
+    /// into this node's line, then, once every node arrived, every line's
+    /// contribution, in line order.
+    async fn all_lines(
+        &self,
+        c: &Call,
+        segment: &Segment,
+        mine: &[u64],
+    ) -> Result<Vec<[u64; PAYLOAD_WORDS]>, CollError> {
+        let s = c.index;
+        let slot = if s % 2 == 0 { PAYLOAD } else { PAYLOAD_ODD };
+        for (w, &v) in mine.iter().enumerate() {
+            segment.word(self.index, slot + w).store(v, Ordering::Relaxed);
+        }
+        segment.word(self.index, ARRIVED).store(s, Ordering::Release);
+        wait(c, || {
+            (0..segment.lines).all(|l| segment.word(l, ARRIVED).load(Ordering::Acquire) >= s)
+        })
+        .await?;
+        let mut lines = vec![[0u64; PAYLOAD_WORDS]; segment.lines];
+        if !mine.is_empty() {
+            for (l, line) in lines.iter_mut().enumerate() {
+                for (w, word) in line.iter_mut().enumerate().take(mine.len()) {
+                    *word = segment.word(l, slot + w).load(Ordering::Relaxed);
+                }
+            }
+        }
+        unless_aborted(c, Ok(lines))
     }
 
     /// Step 2's wait at the host leader.
@@ -425,6 +475,18 @@ async fn wait(c: &Call, ready: impl Fn() -> bool) -> Result<(), CollError> {
     if ready() {
         return Ok(());
     }
+    // Another process stores what this waits for: spin, then yield, with
+    // no system call between checks (the engine's wait polls its channels
+    // in every round). A fiber parks at once instead, so that its worker
+    // runs the node's other fibers.
+    if !threadwire_fiber::in_fiber() {
+        let mut spin = SpinWait::new();
+        while spin.spin() {
+            if ready() {
+                return Ok(());
+            }
+        }
+    }
     let engine = &c.comm.ep.node().shared.engine;
     let _watch = engine.watch_shared_memory();
     std::future::poll_fn(|_| {
@@ -462,6 +524,9 @@ fn side_of(c: &Call) -> Option<&LeaderSide> {
 /// Barrier, steps 1–4, at a node leader whose members have arrived.
 pub(crate) async fn barrier(c: &Call) -> Result<(), CollError> {
     let side = side_of(c).expect("the host stage runs at node leaders");
+    if let (Some(segment), true) = (&side.segment, side.one_host) {
+        return side.all_lines(c, segment, &[]).await.map(|_| ());
+    }
     if let (Some(segment), true) = (&side.segment, side.index != 0) {
         return side.member(c, segment, &[]).await.map(|_| ());
     }
@@ -489,6 +554,15 @@ pub(crate) async fn allreduce<T: Reducible>(
 ) -> Result<(), CollError> {
     let side = side_of(c).expect("the host stage runs at node leaders");
     let n = buf.len();
+    if let (Some(segment), true) = (&side.segment, side.one_host) {
+        let lines = side.all_lines(c, segment, &words_of(buf)).await?;
+        let mut acc = values_of::<T>(c, &lines[0], n)?;
+        for line in &lines[1..] {
+            op.apply(&mut acc, &values_of::<T>(c, line, n)?)?;
+        }
+        buf.copy_from_slice(&acc);
+        return Ok(());
+    }
     if let (Some(segment), true) = (&side.segment, side.index != 0) {
         let got = side.member(c, segment, &words_of(buf)).await?;
         buf.copy_from_slice(&values_of::<T>(c, &got, n)?);
