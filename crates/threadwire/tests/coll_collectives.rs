@@ -102,13 +102,18 @@ fn four_nodes_of_two_fibers_on_two_namespace_hosts() {
     let hosts = ScopedNet::up_with_free_prefix("twcc", 2, Link::Unshaped)
         .expect("namespaces are available, yet the net could not be built");
     let nodes = 4;
-    let spec = support::job(nodes, "node-coll")
-        .args(["all", "2", "7", "fibers"])
-        .hosts(hosts.launch_hosts());
-    let out = support::run(spec);
-    out.assert_success();
-    for node in 0..nodes {
-        out.line(node, &format!("coll n{node}: ok mode=all "));
+    // Also with the host stage wherever it fits: two nodes a host, its
+    // leaders on the network.
+    for host_stage in ["0", "1"] {
+        let spec = support::job(nodes, "node-coll")
+            .args(["all", "2", "7", "fibers"])
+            .env(threadwire::env::HOST_STAGE, host_stage)
+            .hosts(hosts.launch_hosts());
+        let out = support::run(spec);
+        out.assert_success();
+        for node in 0..nodes {
+            out.line(node, &format!("coll n{node}: ok mode=all "));
+        }
     }
 }
 
