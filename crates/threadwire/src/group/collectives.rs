@@ -89,8 +89,10 @@ fn host_stage(c: &Call, forced: Option<bool>, bytes: usize, in_rank_order: bool)
     let Some(host) = c.comm.host_stage.get() else {
         return false;
     };
+    let most_on_a_node = c.comm.node_stage.as_ref().map_or(1, |s| s.most_on_a_node);
     let fits = bytes <= tuning::HOST_STAGE_MAX && (in_rank_order || host.consecutive);
-    let on = fits && forced.unwrap_or_else(|| tuning::host_stage(bytes));
+    let on = fits
+        && forced.unwrap_or_else(|| tuning::host_stage(bytes, most_on_a_node, host.hosts));
     c.on_host_stage.set(on);
     on
 }

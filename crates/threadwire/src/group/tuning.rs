@@ -185,13 +185,18 @@ pub fn node_stage(bytes: usize, most_on_a_node: usize, in_rank_order: bool) -> b
 pub const HOST_STAGE_MAX: usize = crate::group::algorithms::host_stage::HOST_STAGE_MAX;
 
 /// Whether a barrier or allreduce of `bytes` runs the host stage, on a
-/// group that has one (some host with several of its nodes): not by
-/// default until measured (docs/PERFORMANCE-STUDIES.md, "a host stage
-/// through shared memory").
-/// `THREADWIRE_HOST_STAGE=1` takes it wherever it fits.
-pub fn host_stage(bytes: usize) -> bool {
-    let _ = bytes;
-    crate::group::algorithms::host_stage::switch().unwrap_or(false)
+/// group that has one (some host with several of its nodes), with at most
+/// `most_on_a_node` members on one node and its nodes on `hosts` hosts:
+/// where `bytes` ≤ [`HOST_STAGE_MAX`], for groups of one member a node on
+/// one host — measured to win there (4x1: barrier 0.76, allreduce 8 B 0.57
+/// of the flat time; 2x1: 0.75), not under the per-node stage (2x8: 1.02–
+/// 1.05, waking the node's members dominates), and not yet measured across
+/// hosts (docs/PERFORMANCE-STUDIES.md, "a host stage through shared
+/// memory"). `THREADWIRE_HOST_STAGE=1` takes it wherever it fits.
+pub fn host_stage(bytes: usize, most_on_a_node: usize, hosts: usize) -> bool {
+    let by_default = most_on_a_node == 1 && hosts == 1;
+    bytes <= HOST_STAGE_MAX
+        && crate::group::algorithms::host_stage::switch().unwrap_or(by_default)
 }
 
 /// The broadcast algorithm for `bytes` among `members`: a binomial tree up

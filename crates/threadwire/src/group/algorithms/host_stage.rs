@@ -178,6 +178,8 @@ struct LeaderSide {
 pub(crate) struct HostStage {
     /// Whether each host's members are consecutive ranks.
     pub(crate) consecutive: bool,
+    /// The hosts the group's nodes are on.
+    pub(crate) hosts: usize,
     /// At a node leader.
     side: Option<LeaderSide>,
 }
@@ -232,7 +234,7 @@ impl HostStage {
         let host_of: Vec<usize> = {
             let mut h = vec![usize::MAX; nodes.len()];
             for v in &views {
-                h[usize::try_from(v[0]).ok()?] = usize::try_from(v[1]).ok()?;
+                *h.get_mut(usize::try_from(v[0]).ok()?)? = usize::try_from(v[1]).ok()?;
             }
             h
         };
@@ -298,13 +300,11 @@ impl HostStage {
         if let Some(LeaderSide { segment: Some(s), .. }) = side.as_mut() {
             s.region.close_fd();
         }
-        tracing::debug!(
-            "group {k}: host stage, {} nodes in {} hosts",
-            nodes.len(),
-            host_of.iter().enumerate().filter(|&(i, &h)| i == h).count()
-        );
+        let hosts = host_of.iter().enumerate().filter(|&(i, &h)| i == h).count();
+        tracing::debug!("group {k}: host stage, {} nodes on {hosts} hosts", nodes.len());
         Some(HostStage {
             consecutive: consecutive && hosts_consecutive,
+            hosts,
             side,
         })
     }
