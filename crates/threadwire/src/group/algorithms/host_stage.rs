@@ -364,7 +364,7 @@ impl LeaderSide {
         mine: &[u64],
     ) -> Result<Vec<[u64; PAYLOAD_WORDS]>, CollError> {
         let s = c.index;
-        let slot = if s % 2 == 0 { PAYLOAD } else { PAYLOAD_ODD };
+        let slot = if s.is_multiple_of(2) { PAYLOAD } else { PAYLOAD_ODD };
         for (w, &v) in mine.iter().enumerate() {
             segment.word(self.index, slot + w).store(v, Ordering::Relaxed);
         }
