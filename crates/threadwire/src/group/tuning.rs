@@ -188,10 +188,9 @@ pub const HOST_STAGE_MAX: usize = crate::group::algorithms::host_stage::HOST_STA
 /// group that has one (some host with several of its nodes), with at most
 /// `most_on_a_node` members on one node and its nodes on `hosts` hosts:
 /// where `bytes` ≤ [`HOST_STAGE_MAX`], for groups of one member a node on
-/// one host — measured to win there (4x1: barrier 0.76, allreduce 8 B 0.57
-/// of the flat time; 2x1: 0.75), not under the per-node stage (2x8: 1.02–
-/// 1.05, waking the node's members dominates), and not yet measured across
-/// hosts (docs/PERFORMANCE-STUDIES.md, "a host stage through shared
+/// one host — measured to win there (4x1: barrier 0.49, allreduce 8 B 0.58
+/// of the flat time; 2x1: 0.72 and 0.82), not under the per-node stage
+/// (2x8: 1.11 and 1.14), and not yet measured across hosts (docs/PERFORMANCE-STUDIES.md, "a host stage through shared
 /// memory"). `THREADWIRE_HOST_STAGE=1` takes it wherever it fits.
 pub fn host_stage(bytes: usize, most_on_a_node: usize, hosts: usize) -> bool {
     let by_default = most_on_a_node == 1 && hosts == 1;
