@@ -70,10 +70,14 @@
 //!
 //! # Waiting and failures
 //!
-//! A wait here is the collective's ordinary wait, but nothing wakes it when
-//! another process stores a counter: while it lasts, the node's waits
-//! re-check every 100 µs once their spin is spent (the progress engine's
-//! step 9). It also ends on a member's node lost (the schedule's rule 4:
+//! Nothing wakes a wait here when another process stores a counter. On an
+//! OS thread it first checks the lines in a loop that spins 2 µs and then
+//! yields the core, for the spin budget, with no system call between
+//! checks (so a `test` of a nonblocking call in the stage may take up to
+//! that budget); a fiber parks at once, so its worker runs the node's
+//! other fibers. Then it is the collective's ordinary wait, and while it
+//! lasts the node's waits re-check every 100 µs once their spin is spent
+//! (the progress engine's step 9). It also ends on a member's node lost (the schedule's rule 4:
 //! a dead node on this host never arrives, one elsewhere fails the host
 //! leaders' flat stage) or an abort of the call, so it never hangs. A
 //! released error travels in the host leader's line; a lost node there is
