@@ -197,15 +197,17 @@ fn member_lost_during_small_allreduce() {
 /// for its release.
 #[test]
 fn member_lost_during_small_allreduce_in_the_host_stage() {
-    member_lost_with("kill-small", &[(threadwire::env::HOST_STAGE, "1")]);
+    member_lost_with("kill-small", 3, &[(threadwire::env::HOST_STAGE, "1")]);
+    // One thread a node: the host stage by default, with no per-node stage.
+    member_lost_with("kill-small", 1, &[]);
 }
 
 fn member_lost(mode: &str) {
-    member_lost_with(mode, &[]);
+    member_lost_with(mode, 3, &[]);
 }
 
-fn member_lost_with(mode: &str, env: &[(&str, &str)]) {
-    let (nodes, threads) = (3, 3);
+fn member_lost_with(mode: &str, threads: u32, env: &[(&str, &str)]) {
+    let nodes = 3;
     let mut spec = support::job(nodes, "node-coll")
         .args([mode, &threads.to_string()])
         .on_failure(FailurePolicy::Continue);
