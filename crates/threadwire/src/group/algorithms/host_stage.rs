@@ -27,9 +27,11 @@
 //! 3. The other leaders of each host open `/proc/<pid>/fd/<fd>` and map
 //!    it; all members agree (an AND) that every open succeeded, and the
 //!    host leaders close their descriptors: only the mappings hold the
-//!    memory from then on. Any failure, or `THREADWIRE_HOST_STAGE=0`,
-//!    leaves the group without a host stage: its collectives run as before
-//!    (`THREADWIRE_HOST_STAGE=1` takes it wherever it fits, for tests).
+//!    memory from then on. Any failure, or `THREADWIRE_HOST_STAGE=0` at
+//!    any node (which still takes part in step 2, declining), leaves the
+//!    group without a host stage: its collectives run as before.
+//!    (`THREADWIRE_HOST_STAGE=1` takes it wherever it fits, for tests; like
+//!    a forced algorithm, it must be set alike at every node.)
 //!
 //! # A call
 //!
@@ -203,16 +205,19 @@ impl HostStage {
                 None => nodes.push(a.node),
             }
         }
-        if nodes.len() < 2 || switch() == Some(false) {
+        if nodes.len() < 2 {
             return None;
         }
+        // A node with the stage switched off still takes part in step 2
+        // (declining), so that no member waits for it there.
+        let declines = switch() == Some(false);
         let router = &ep.node().shared.router;
         let leader = members.iter().position(|a| a.node == me) == Some(comm.rank);
         let my_pos = nodes.iter().position(|&n| n == me).expect("a member's node");
         // Step 1.
         let mut words = [-1i64; 5];
         let mut created = None;
-        if leader {
+        if leader && !declines {
             let mates: Vec<usize> = (0..nodes.len())
                 .filter(|&i| i == my_pos || router.peers[nodes[i] as usize].shm().is_some())
                 .collect();
@@ -234,6 +239,7 @@ impl HostStage {
         }
         // Step 2.
         let views = gather(comm, &words)?;
+        // A leader that declined left its node's host unset: no stage.
         let views: Vec<&[i64]> = views.chunks(5).filter(|v| v[0] >= 0).collect();
         let host_of: Vec<usize> = {
             let mut h = vec![usize::MAX; nodes.len()];
