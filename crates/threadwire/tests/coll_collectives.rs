@@ -102,14 +102,35 @@ fn four_nodes_of_two_fibers_on_two_namespace_hosts() {
     let hosts = ScopedNet::up_with_free_prefix("twcc", 2, Link::Unshaped)
         .expect("namespaces are available, yet the net could not be built");
     let nodes = 4;
-    let spec = support::job(nodes, "node-coll")
-        .args(["all", "2", "7", "fibers"])
-        .hosts(hosts.launch_hosts());
-    let out = support::run(spec);
-    out.assert_success();
-    for node in 0..nodes {
-        out.line(node, &format!("coll n{node}: ok mode=all "));
+    // Also with the host stage wherever it fits: two nodes a host, its
+    // leaders on the network.
+    for host_stage in ["0", "1"] {
+        let spec = support::job(nodes, "node-coll")
+            .args(["all", "2", "7", "fibers"])
+            .env(threadwire::env::HOST_STAGE, host_stage)
+            .hosts(hosts.launch_hosts());
+        let out = support::run(spec);
+        out.assert_success();
+        for node in 0..nodes {
+            out.line(node, &format!("coll n{node}: ok mode=all "));
+        }
     }
+}
+
+/// The host stage taken wherever it fits (`THREADWIRE_HOST_STAGE=1`):
+/// nodes of one thread (the stage alone), of several fibers and of
+/// several OS threads (under the per-node stage), over shared memory; and
+/// over TCP, where the group has no host stage and runs on messages.
+#[test]
+fn host_stage_between_the_nodes_of_one_host() {
+    let on = [(threadwire::env::HOST_STAGE, "1")];
+    coll(4, 1, "all", &on);
+    coll(3, 3, "all", &on);
+    coll_of(2, 4, "all", "os", &on);
+    coll(4, 8, "world", &on);
+    coll(2, 3, "mixed", &on);
+    coll(3, 1, "overlap", &on);
+    coll(4, 2, "all", &[on[0], (threadwire::env::CHANNEL, "tcp")]);
 }
 
 #[test]
@@ -171,13 +192,29 @@ fn member_lost_during_small_allreduce() {
     member_lost("kill-small");
 }
 
+/// The same through the host stage: the host's leader sees the dead
+/// node never arrive, the other node leaders see the loss while they wait
+/// for its release.
+#[test]
+fn member_lost_during_small_allreduce_in_the_host_stage() {
+    member_lost_with("kill-small", 3, &[(threadwire::env::HOST_STAGE, "1")]);
+    // One thread a node: the host stage by default, with no per-node stage.
+    member_lost_with("kill-small", 1, &[]);
+}
+
 fn member_lost(mode: &str) {
-    let (nodes, threads) = (3, 3);
-    let out = support::run(
-        support::job(nodes, "node-coll")
-            .args([mode, &threads.to_string()])
-            .on_failure(FailurePolicy::Continue),
-    );
+    member_lost_with(mode, 3, &[]);
+}
+
+fn member_lost_with(mode: &str, threads: u32, env: &[(&str, &str)]) {
+    let nodes = 3;
+    let mut spec = support::job(nodes, "node-coll")
+        .args([mode, &threads.to_string()])
+        .on_failure(FailurePolicy::Continue);
+    for &(k, v) in env {
+        spec = spec.env(k, v);
+    }
+    let out = support::run(spec);
     let t = out.transcript();
     assert!(!out.report.timed_out, "the job hung:\n{t}");
     for node in 0..nodes - 1 {

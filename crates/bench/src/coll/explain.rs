@@ -10,7 +10,7 @@
 use super::{Layout, Operation, Options};
 use threadwire::group::tuning::{
     self, ALLGATHER_SHORT, ALLREDUCE_RING_PER_MEMBER, ALLREDUCE_SHORT, ALLTOALL_SHORT,
-    BCAST_CHAIN_MEMBERS, BCAST_CHAIN_SEGMENT, BCAST_SHORT, NODE_STAGE_MAX,
+    BCAST_CHAIN_MEMBERS, BCAST_CHAIN_SEGMENT, BCAST_SHORT, HOST_STAGE_MAX, NODE_STAGE_MAX,
 };
 use threadwire::group::{
     Algorithms, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm, BcastAlgorithm,
@@ -64,6 +64,7 @@ pub fn explain(options: &Options) -> Explanation {
             ("ALLGATHER_SHORT", ALLGATHER_SHORT),
             ("ALLTOALL_SHORT", ALLTOALL_SHORT),
             ("NODE_STAGE_MAX", NODE_STAGE_MAX),
+            ("HOST_STAGE_MAX", HOST_STAGE_MAX),
         ],
         choices,
     }
@@ -84,10 +85,25 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
             )
         })
     };
+    // The host stage, as on one host (the benchmark's nodes share one
+    // unless `--link` puts them on emulated hosts) with shared memory.
+    let host_stage = |bytes: usize| {
+        (layout.nodes > 1 && tuning::host_stage(bytes, per_node, 1)).then(|| {
+            (
+                "host-stage",
+                false,
+                format!("{per_node} member(s) a node, one host, {bytes} ≤ HOST_STAGE_MAX"),
+            )
+        })
+    };
     let (algorithm, forced, rule) = match operation {
         Operation::Barrier => match forced.barrier {
             Some(a) => (a.name(), true, "forced".into()),
-            None => node_stage(0).unwrap_or(("dissemination", false, "one member a node".into())),
+            None => host_stage(0).or_else(|| node_stage(0)).unwrap_or((
+                "dissemination",
+                false,
+                "one member a node".into(),
+            )),
         },
         Operation::Bcast => match forced.bcast {
             Some(a) => (a.name(), true, "forced".into()),
@@ -112,6 +128,7 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
             let bytes = size.div_ceil(8).max(1) * 8;
             match forced.allreduce {
                 Some(a) => (a.name(), true, "forced".into()),
+                None if host_stage(bytes).is_some() => host_stage(bytes).expect("just checked"),
                 None if node_stage(bytes).is_some() => node_stage(bytes).expect("just checked"),
                 None => {
                     let a = tuning::allreduce(bytes, p, true);
@@ -186,7 +203,7 @@ mod tests {
                 .map(|c| c.algorithm)
                 .unwrap()
         };
-        assert_eq!(at("4x1", Operation::Allreduce, 8), "recursive-doubling");
+        assert_eq!(at("4x1", Operation::Allreduce, 8), "host-stage");
         assert_eq!(at("4x1", Operation::Allreduce, 64 << 10), "rabenseifner");
         assert_eq!(at("4x1", Operation::Allreduce, 1 << 20), "ring");
         assert_eq!(at("1x16", Operation::Allreduce, 64 << 10), "rabenseifner");
@@ -198,7 +215,7 @@ mod tests {
         assert_eq!(at("1x16", Operation::Allgather, 8), "bruck");
         assert_eq!(at("1x16", Operation::Allgather, 64 << 10), "ring");
         assert_eq!(at("1x16", Operation::Barrier, 0), "hierarchical");
-        assert_eq!(at("4x1", Operation::Barrier, 0), "dissemination");
+        assert_eq!(at("4x1", Operation::Barrier, 0), "host-stage");
         assert_eq!(at("2x8", Operation::Allreduce, 8), "hierarchical");
         assert_eq!(at("2x8", Operation::Bcast, 8), "hierarchical");
     }

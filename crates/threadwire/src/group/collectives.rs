@@ -81,11 +81,29 @@ fn choose_node_stage(
     }
 }
 
+/// Whether the call runs the host stage (as the per-node stage's step 3):
+/// forced (`forced`: `Some(true)`) or chosen by [`tuning::host_stage`],
+/// where the group has one and `bytes` fit its lines; the same choice at
+/// every member.
+fn host_stage(c: &Call, forced: Option<bool>, bytes: usize, in_rank_order: bool) -> bool {
+    let Some(host) = c.comm.host_stage.get() else {
+        return false;
+    };
+    let most_on_a_node = c.comm.node_stage.as_ref().map_or(1, |s| s.most_on_a_node);
+    let fits = bytes <= tuning::HOST_STAGE_MAX && (in_rank_order || host.consecutive);
+    let on = fits
+        && forced.unwrap_or_else(|| tuning::host_stage(bytes, most_on_a_node, host.hosts));
+    c.on_host_stage.set(on);
+    on
+}
+
 async fn barrier(c: &Call) -> Result<(), CollError> {
-    let forced = c
-        .algorithms()
-        .barrier
-        .map(|a| a == BarrierAlgorithm::Hierarchical);
+    let forced = c.algorithms().barrier;
+    let on_host = host_stage(c, forced.map(|a| a == BarrierAlgorithm::HostStage), 0, true);
+    let forced = match on_host {
+        true => Some(true),
+        false => forced.map(|a| a != BarrierAlgorithm::Dissemination),
+    };
     match node_stage(c, forced, 0, true)? {
         Some(stage) => node_stage::barrier(c, stage).await,
         None => tree::barrier(c).await,
@@ -131,8 +149,13 @@ pub(crate) async fn allreduce<T: Reducible>(
 ) -> Result<(), CollError> {
     op.check()?;
     let forced = c.algorithms().allreduce;
-    let hierarchical = forced.map(|a| a == AllreduceAlgorithm::Hierarchical);
-    if let Some(stage) = node_stage(c, hierarchical, buf.len() * T::SIZE, op.is_commutative())? {
+    let (bytes, commutative) = (buf.len() * T::SIZE, op.is_commutative());
+    let host = forced.map(|a| a == AllreduceAlgorithm::HostStage);
+    let hierarchical = match host_stage(c, host, bytes, commutative) {
+        true => Some(true),
+        false => forced.map(AllreduceAlgorithm::is_staged),
+    };
+    if let Some(stage) = node_stage(c, hierarchical, bytes, commutative)? {
         return node_stage::allreduce(c, stage, buf, op).await;
     }
     allreduce_flat(c, buf, op).await
@@ -150,13 +173,15 @@ pub(crate) async fn allreduce_flat<T: Reducible>(
             return Err(not_commutative("Rabenseifner"))
         }
         Some(AllreduceAlgorithm::Ring) if !commutative => return Err(not_commutative("ring")),
-        Some(AllreduceAlgorithm::Hierarchical) | None => {
+        Some(AllreduceAlgorithm::Hierarchical | AllreduceAlgorithm::HostStage) | None => {
             tuning::allreduce(buf.len() * T::SIZE, c.size(), commutative)
         }
         Some(a) => a,
     };
     match algorithm {
-        AllreduceAlgorithm::RecursiveDoubling | AllreduceAlgorithm::Hierarchical => {
+        AllreduceAlgorithm::RecursiveDoubling
+        | AllreduceAlgorithm::Hierarchical
+        | AllreduceAlgorithm::HostStage => {
             combine::allreduce_recursive_doubling(c, buf, op).await
         }
         AllreduceAlgorithm::Rabenseifner => combine::allreduce_rabenseifner(c, buf, op).await,

@@ -68,6 +68,7 @@
 //! | collective | algorithm | when | cost |
 //! |---|---|---|---|
 //! | barrier | per-node stage, dissemination among leaders | > 1 member on a node | ⌈log₂L⌉ α + node stage |
+//! | barrier | host stage, dissemination among host leaders | one member a node, all on one host (or forced) | ⌈log₂H⌉ α + host stage + node stage |
 //! | barrier | dissemination | otherwise | ⌈log₂p⌉ α |
 //! | bcast | per-node stage, binomial among leaders | n ≤ 4 KiB, > 1 member on a node | ⌈log₂L⌉ (α + nβ) + node stage |
 //! | bcast | binomial tree | n ≤ 12 KiB or p = 2 | ⌈log₂p⌉ (α + nβ) |
@@ -75,6 +76,7 @@
 //! | bcast | scatter + ring allgather | larger, p > 16, n < (p − 2) s | (⌈log₂p⌉ + p − 1) α + 2 (p−1)/p nβ |
 //! | reduce | binomial tree (to rank 0 and forwarded if not commutative) | always | ⌈log₂p⌉ (α + nβ + nγ) |
 //! | allreduce | per-node stage, flat among leaders | n ≤ 4 KiB, > 1 member on a node | (⌊log₂L⌋ + 2) (α + nβ) + ⌊log₂L⌋ nγ + node stage |
+//! | allreduce | host stage, flat among host leaders | n ≤ 48 B, as for barrier | flat over H + host stage + node stage |
 //! | allreduce | recursive doubling, non-power-of-two fold | n ≤ 8 KiB, or not commutative | (⌊log₂p⌋ + 2) (α + nβ) + ⌊log₂p⌋ nγ |
 //! | allreduce | Rabenseifner: halving reduce-scatter + doubling allgather | between | 2 log₂p α + 2 (p−1)/p nβ + (p−1)/p nγ (+ fold) |
 //! | allreduce | ring reduce-scatter + ring allgather | n/p ≥ 32 KiB | 2 (p−1) α + 2 (p−1)/p nβ + (p−1)/p nγ |
@@ -92,7 +94,12 @@
 //! stage — members of one node combining through memory — costs a few
 //! cache-line transfers and `q − 1` combines for `q` members on a node
 //! (`group/algorithms/node_stage.rs` gives its protocol, rules and
-//! failures).
+//! failures). `H` is the number of hosts; the host stage — the nodes of
+//! one host combining through one shared segment, a line per node — costs
+//! one or two crossings of the host (`group/algorithms/host_stage.rs`).
+//! It is built with every group spanning several nodes of one host and
+//! taken where it measured faster (one member a node, one host) or where
+//! forced (`host-stage`, `THREADWIRE_HOST_STAGE=1`).
 //!
 //! Non-commutative reductions ([`Reduction::ordered`]) combine in rank
 //! order — `x0 ∘ x1 ∘ … ∘ x(p−1)` — with the algorithms that keep blocks
@@ -128,8 +135,8 @@
 //! The per-node stage serves barrier, allreduce and bcast of small
 //! buffers, blocking and nonblocking, one call of the stage under way per
 //! member at a time (a later one waits for its turn, advancing the
-//! earlier). Still to come: a stage between the nodes of one host
-//! (through the shared-memory channel), the node stage for reduce and
+//! earlier); the host stage serves barrier and allreduce up to 48 B.
+//! Still to come: the host stage for bcast, the node stage for reduce and
 //! allgather, more than one stage call under way per member (a slot per
 //! call), and thresholds moved by measurement.
 
@@ -265,10 +272,11 @@ impl Group {
         let mut comm = Comm::new(ep, members, rank, k, first_tag);
         comm.node_stage = Some(stage);
         comm.lease = Some(lease);
-        Group {
-            comm: Rc::new(comm),
-            id: k,
+        let comm = Rc::new(comm);
+        if let Some(host) = algorithms::host_stage::HostStage::build(ep, &comm, k) {
+            let _ = comm.host_stage.set(host);
         }
+        Group { comm, id: k }
     }
 
     /// Members in the group.

@@ -42,6 +42,7 @@
 //!    advance any more — its request and its group both dropped before it
 //!    completed — keeps the id at this member for good.)
 
+use super::algorithms::host_stage::HostStage;
 use super::algorithms::node_stage::NodeStage;
 use super::context;
 use super::element::Element;
@@ -108,6 +109,8 @@ pub(crate) struct Comm {
     pub(crate) checks: Cell<bool>,
     /// The per-node stage, for groups with members on this node.
     pub(crate) node_stage: Option<NodeStage>,
+    /// The host stage, for groups whose nodes share hosts (set once built).
+    pub(crate) host_stage: std::cell::OnceCell<HostStage>,
     /// Nonblocking calls not known to be complete, in call order (rule 5).
     in_flight: RefCell<Vec<(u64, InFlight)>>,
     /// The group id this side holds, given back on drop (rule 6).
@@ -174,6 +177,7 @@ impl Comm {
             algorithms: Cell::new(Algorithms::default()),
             checks: Cell::new(super::check::default_on()),
             node_stage: None,
+            host_stage: std::cell::OnceCell::new(),
             in_flight: RefCell::new(Vec::new()),
             lease: None,
         }
@@ -258,6 +262,8 @@ pub(crate) struct Call {
     queued: Cell<bool>,
     /// Runs with the runtime's own choice of algorithms.
     own_choices: Cell<bool>,
+    /// The per-node stage's leaders take the host stage (its step 3).
+    pub(crate) on_host_stage: Cell<bool>,
 }
 
 impl Drop for Call {
@@ -310,6 +316,7 @@ impl Call {
             agreed: Cell::new(false),
             queued: Cell::new(false),
             own_choices: Cell::new(false),
+            on_host_stage: Cell::new(false),
         }
     }
 

@@ -52,6 +52,10 @@ pub enum BarrierAlgorithm {
     Dissemination,
     /// The per-node stage, dissemination among the nodes' leaders.
     Hierarchical,
+    /// The per-node stage, then the host stage (a host's nodes through
+    /// one shared segment), dissemination among the hosts' leaders;
+    /// `hierarchical` where the group has no host stage.
+    HostStage,
 }
 
 /// Allreduce algorithms.
@@ -69,6 +73,16 @@ pub enum AllreduceAlgorithm {
     /// (non-commutative operations only where every node's members are
     /// consecutive ranks).
     Hierarchical,
+    /// The per-node stage, then the host stage, the flat choice among the
+    /// hosts' leaders; up to [`HOST_STAGE_MAX`] bytes, else as without.
+    HostStage,
+}
+
+impl AllreduceAlgorithm {
+    /// Whether it runs a stage (so is no choice for the leaders').
+    pub(crate) fn is_staged(self) -> bool {
+        matches!(self, AllreduceAlgorithm::Hierarchical | AllreduceAlgorithm::HostStage)
+    }
 }
 
 /// Broadcast algorithms.
@@ -164,6 +178,24 @@ pub fn allreduce(bytes: usize, members: usize, commutative: bool) -> AllreduceAl
 /// whose nodes' ranks are not consecutive (which then runs flat).
 pub fn node_stage(bytes: usize, most_on_a_node: usize, in_rank_order: bool) -> bool {
     most_on_a_node > 1 && bytes <= NODE_STAGE_MAX && in_rank_order
+}
+
+/// The host stage (`group/algorithms/host_stage.rs`) carries allreduces up
+/// to this many bytes in its lines.
+pub const HOST_STAGE_MAX: usize = crate::group::algorithms::host_stage::HOST_STAGE_MAX;
+
+/// Whether a barrier or allreduce of `bytes` runs the host stage, on a
+/// group that has one (some host with several of its nodes), with at most
+/// `most_on_a_node` members on one node and its nodes on `hosts` hosts:
+/// where `bytes` ≤ [`HOST_STAGE_MAX`], for groups of one member a node on
+/// one host — measured to win there (4x1: barrier 0.49, allreduce 8 B 0.58
+/// of the flat time; 2x1: 0.72 and 0.82), not under the per-node stage
+/// (2x8: 1.11 and 1.14), and not yet measured across hosts (docs/PERFORMANCE-STUDIES.md, "a host stage through shared
+/// memory"). `THREADWIRE_HOST_STAGE=1` takes it wherever it fits.
+pub fn host_stage(bytes: usize, most_on_a_node: usize, hosts: usize) -> bool {
+    let by_default = most_on_a_node == 1 && hosts == 1;
+    bytes <= HOST_STAGE_MAX
+        && crate::group::algorithms::host_stage::switch().unwrap_or(by_default)
 }
 
 /// The broadcast algorithm for `bytes` among `members`: a binomial tree up
@@ -282,12 +314,14 @@ macro_rules! named {
 named!(BarrierAlgorithm {
     Dissemination => "dissemination",
     Hierarchical => "hierarchical",
+    HostStage => "host-stage",
 });
 named!(AllreduceAlgorithm {
     RecursiveDoubling => "recursive-doubling",
     Rabenseifner => "rabenseifner",
     Ring => "ring",
     Hierarchical => "hierarchical",
+    HostStage => "host-stage",
 });
 named!(BcastAlgorithm {
     Binomial => "binomial",

@@ -49,6 +49,13 @@
 //!    write). On a slow link the pieces come milliseconds apart, so the
 //!    waiter still sleeps between them.
 //!
+//! 9. A wait on memory that other processes write (the host stage of a
+//!    group's collectives, `group/algorithms/host_stage.rs`) has nobody to
+//!    wake it: while one is under way ([`ProgressEngine::watch_shared_memory`])
+//!    this node's waits, once their spin is spent, sleep at most
+//!    [`SHARED_RECHECK`] before they re-check, and fibers park with that
+//!    timeout instead of until woken.
+//!
 //! No thread spins when nothing is pending: idle waits end in the kernel.
 
 mod driver;
@@ -64,6 +71,10 @@ use threadwire_fiber::{Parker, SpinWait, Unparker, Wake};
 
 /// Longest sleep without re-checking: a safety net, never the wake-up path.
 pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_millis(200);
+
+/// Longest sleep while a wait of this node watches memory another process
+/// writes (step 9): nothing wakes it, so it re-checks this often.
+pub(crate) const SHARED_RECHECK: Duration = Duration::from_micros(100);
 
 struct EngineWaker(mio::Waker);
 
@@ -105,6 +116,17 @@ pub(crate) struct ProgressEngine {
     sleepers: Mutex<Vec<Unparker>>,
     sleeper_count: AtomicUsize,
     comm_thread: AtomicBool,
+    /// Waits under way on memory other processes write (step 9).
+    shared_waits: AtomicUsize,
+}
+
+/// A wait on memory another process writes, under way (step 9).
+pub(crate) struct SharedWait<'e>(&'e ProgressEngine);
+
+impl Drop for SharedWait<'_> {
+    fn drop(&mut self) {
+        self.0.shared_waits.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The driver, held; releasing it hands polling to a sleeper (step 4).
@@ -148,6 +170,7 @@ impl ProgressEngine {
             sleepers: Mutex::new(Vec::new()),
             sleeper_count: AtomicUsize::new(0),
             comm_thread: AtomicBool::new(false),
+            shared_waits: AtomicUsize::new(0),
         })
     }
 
@@ -177,6 +200,21 @@ impl ProgressEngine {
         self.waker.wake();
     }
 
+    /// Step 9: while the guard lives, this node's waits re-check their
+    /// condition every [`SHARED_RECHECK`] instead of sleeping until woken.
+    pub(crate) fn watch_shared_memory(&self) -> SharedWait<'_> {
+        self.shared_waits.fetch_add(1, Ordering::SeqCst);
+        SharedWait(self)
+    }
+
+    /// How long a wait may sleep before it re-checks its condition.
+    fn idle_timeout(&self) -> Duration {
+        match self.shared_waits.load(Ordering::SeqCst) {
+            0 => IDLE_TIMEOUT,
+            _ => SHARED_RECHECK,
+        }
+    }
+
     pub(crate) fn set_comm_thread(&self, on: bool) {
         self.comm_thread.store(on, Ordering::SeqCst);
     }
@@ -198,7 +236,7 @@ impl ProgressEngine {
     /// otherwise.
     pub(crate) fn wait_until(&self, router: &Router, origin: Origin, done: impl FnMut() -> bool) {
         if threadwire_fiber::in_fiber() {
-            return Self::wait_in_fiber(done, None);
+            return self.wait_in_fiber(done, None);
         }
         self.wait_on_thread(router, origin, done)
     }
@@ -207,7 +245,7 @@ impl ProgressEngine {
     /// wakes (queued bytes draining): a fiber re-checks it periodically.
     pub(crate) fn wait_polling(&self, router: &Router, origin: Origin, done: impl FnMut() -> bool) {
         if threadwire_fiber::in_fiber() {
-            return Self::wait_in_fiber(done, Some(Duration::from_millis(1)));
+            return self.wait_in_fiber(done, Some(Duration::from_millis(1)));
         }
         self.wait_on_thread(router, origin, done)
     }
@@ -216,9 +254,11 @@ impl ProgressEngine {
     /// nanoseconds) and a worker with nothing else to run polls at once,
     /// while a poll here would cost a system call even when the message
     /// comes from a fiber of this node.
-    fn wait_in_fiber(mut done: impl FnMut() -> bool, recheck: Option<Duration>) {
+    fn wait_in_fiber(&self, mut done: impl FnMut() -> bool, recheck: Option<Duration>) {
         while !done() {
+            let shared = self.shared_waits.load(Ordering::SeqCst) > 0;
             match recheck {
+                _ if shared => threadwire_fiber::park_timeout(SHARED_RECHECK),
                 Some(t) => threadwire_fiber::park_timeout(t),
                 None => threadwire_fiber::park(),
             }
@@ -264,7 +304,7 @@ impl ProgressEngine {
                             }
                             let mut woke_to_work = false;
                             parker.park_external(&self.waker, || {
-                                woke_to_work = d.poll(router, Some(IDLE_TIMEOUT));
+                                woke_to_work = d.poll(router, Some(self.idle_timeout()));
                             });
                             if woke_to_work {
                                 spin = SpinWait::new();
@@ -277,9 +317,9 @@ impl ProgressEngine {
                     continue;
                 }
                 if polls {
-                    self.sleep_as_candidate(parker, IDLE_TIMEOUT);
+                    self.sleep_as_candidate(parker, self.idle_timeout());
                 } else {
-                    parker.park_timeout(IDLE_TIMEOUT);
+                    parker.park_timeout(self.idle_timeout());
                 }
             }
         })
@@ -318,7 +358,8 @@ impl ProgressEngine {
     /// An idle fiber worker's sleep: inside `epoll_wait` if the driver is
     /// free (step 2), otherwise as a candidate (step 3).
     pub(crate) fn idle_sleep(&self, router: &Router, parker: &Parker, timeout: Option<Duration>) {
-        let timeout = timeout.map_or(IDLE_TIMEOUT, |t| t.min(IDLE_TIMEOUT));
+        let idle = self.idle_timeout();
+        let timeout = timeout.map_or(idle, |t| t.min(idle));
         if self.comm_thread.load(Ordering::Relaxed) {
             return parker.park_timeout(timeout);
         }

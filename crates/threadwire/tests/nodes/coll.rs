@@ -129,6 +129,7 @@ impl Checker<'_> {
             Some(AllreduceAlgorithm::Rabenseifner),
             Some(AllreduceAlgorithm::Ring),
             Some(AllreduceAlgorithm::Hierarchical),
+            Some(AllreduceAlgorithm::HostStage),
         ];
         for (k, &algorithm) in forced.iter().enumerate() {
             let mut a = Algorithms::new();
@@ -187,8 +188,11 @@ impl Checker<'_> {
                 assert_eq!(v, want, "commutative user op");
                 let mut v = affine(r, n, salt);
                 let result = self.g.allreduce(&mut v, ordered());
-                let flat_only = algorithm == Some(AllreduceAlgorithm::Hierarchical)
-                    && !nodes_consecutive(self.g);
+                let staged = matches!(
+                    algorithm,
+                    Some(AllreduceAlgorithm::Hierarchical | AllreduceAlgorithm::HostStage)
+                );
+                let flat_only = staged && !nodes_consecutive(self.g);
                 match algorithm {
                     Some(AllreduceAlgorithm::Rabenseifner) | Some(AllreduceAlgorithm::Ring) => {
                         assert!(
@@ -480,6 +484,7 @@ impl Checker<'_> {
         for algorithm in [
             BarrierAlgorithm::Hierarchical,
             BarrierAlgorithm::Dissemination,
+            BarrierAlgorithm::HostStage,
         ] {
             let mut a = Algorithms::new();
             a.barrier = Some(algorithm);

@@ -6,13 +6,17 @@
 //! - [`combine`]: allreduce, reduce-scatter, scan, exscan;
 //! - [`exchange`]: allgather(v), alltoall(v);
 //! - [`node_stage`]: barrier, allreduce and broadcast with the members of
-//!   each node combined through memory, one leader per node on the network.
+//!   each node combined through memory, one leader per node on the network;
+//! - [`host_stage`]: barrier and small allreduce with the node leaders of
+//!   each host combined through a shared segment, one leader per host on
+//!   the network.
 //!
 //! Where the operation is not commutative, blocks are combined in rank
 //! order: `Reduction::merge` is told which side the other block is on.
 
 pub(crate) mod combine;
 pub(crate) mod exchange;
+pub(crate) mod host_stage;
 pub(crate) mod node_stage;
 pub(crate) mod tree;
 

@@ -285,7 +285,7 @@ impl NodeStage {
         forced.barrier = None;
         forced.allreduce = forced
             .allreduce
-            .filter(|&a| a != crate::group::AllreduceAlgorithm::Hierarchical);
+            .filter(|&a| !a.is_staged());
         forced.bcast = forced
             .bcast
             .filter(|&a| a != crate::group::BcastAlgorithm::Hierarchical);
@@ -442,7 +442,9 @@ pub(crate) async fn barrier(c: &Call, stage: &NodeStage) -> Result<(), CollError
     }
     let result = async {
         stage.arrivals(c, s).await?;
-        if let Some(lc) = stage.leaders_call(c) {
+        if c.on_host_stage.get() {
+            super::host_stage::barrier(c).await?;
+        } else if let Some(lc) = stage.leaders_call(c) {
             super::tree::barrier(&lc).await?;
         }
         Ok(None)
@@ -495,7 +497,9 @@ pub(crate) async fn allreduce<T: Reducible>(
             let other = c.decode_bytes::<T>(&lock(&slot.data), Some(buf.len()))?;
             op.apply(buf, &other)?;
         }
-        if let Some(lc) = stage.leaders_call(c) {
+        if c.on_host_stage.get() {
+            super::host_stage::allreduce(c, buf, op).await?;
+        } else if let Some(lc) = stage.leaders_call(c) {
             crate::group::collectives::allreduce_flat(&lc, buf, op).await?;
         }
         Ok(Some(bytes_of(buf)))
