@@ -10,7 +10,8 @@
 use super::{Layout, Operation, Options};
 use threadwire::group::tuning::{
     self, ALLGATHER_SHORT, ALLREDUCE_RING_PER_MEMBER, ALLREDUCE_SHORT, ALLTOALL_SHORT,
-    BCAST_CHAIN_MEMBERS, BCAST_CHAIN_SEGMENT, BCAST_SHORT, NODE_STAGE_MAX,
+    ALLREDUCE_NODE_STAGE_MAX, BCAST_CHAIN_MEMBERS, BCAST_CHAIN_SEGMENT, BCAST_NODE_STAGE_MAX,
+    BCAST_SHORT, NODE_STAGE_SLICED_MIN,
 };
 use threadwire::group::{
     Algorithms, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm, BcastAlgorithm,
@@ -63,7 +64,9 @@ pub fn explain(options: &Options) -> Explanation {
             ("BCAST_CHAIN_SEGMENT", BCAST_CHAIN_SEGMENT),
             ("ALLGATHER_SHORT", ALLGATHER_SHORT),
             ("ALLTOALL_SHORT", ALLTOALL_SHORT),
-            ("NODE_STAGE_MAX", NODE_STAGE_MAX),
+            ("ALLREDUCE_NODE_STAGE_MAX", ALLREDUCE_NODE_STAGE_MAX),
+            ("BCAST_NODE_STAGE_MAX", BCAST_NODE_STAGE_MAX),
+            ("NODE_STAGE_SLICED_MIN", NODE_STAGE_SLICED_MIN),
         ],
         choices,
     }
@@ -75,23 +78,32 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
     let p = layout.members() as usize;
     let per_node = layout.threads as usize;
     // The benchmark's calls are blocking and its members consecutive.
-    let node_stage = |bytes: usize| {
-        tuning::node_stage(bytes, per_node, true).then(|| {
-            (
-                "hierarchical",
-                false,
-                format!("{per_node} members a node, {bytes} ≤ NODE_STAGE_MAX"),
-            )
-        })
+    let staged = |bytes: usize, max: &str| {
+        let how = match tuning::node_stage_sliced(bytes) {
+            true => "≥ NODE_STAGE_SLICED_MIN: by slices",
+            false => "< NODE_STAGE_SLICED_MIN: at the leader",
+        };
+        (
+            "hierarchical",
+            false,
+            format!("{per_node} members a node, {bytes} ≤ {max}, {how}"),
+        )
     };
     let (algorithm, forced, rule) = match operation {
         Operation::Barrier => match forced.barrier {
             Some(a) => (a.name(), true, "forced".into()),
-            None => node_stage(0).unwrap_or(("dissemination", false, "one member a node".into())),
+            None if tuning::barrier_node_stage(per_node) => (
+                "hierarchical",
+                false,
+                format!("{per_node} members a node"),
+            ),
+            None => ("dissemination", false, "one member a node".into()),
         },
         Operation::Bcast => match forced.bcast {
             Some(a) => (a.name(), true, "forced".into()),
-            None if node_stage(size).is_some() => node_stage(size).expect("just checked"),
+            None if tuning::bcast_node_stage(size, per_node) => {
+                staged(size, "BCAST_NODE_STAGE_MAX")
+            }
             None => {
                 let a = tuning::bcast(size, p);
                 let rule = match a {
@@ -112,7 +124,9 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
             let bytes = size.div_ceil(8).max(1) * 8;
             match forced.allreduce {
                 Some(a) => (a.name(), true, "forced".into()),
-                None if node_stage(bytes).is_some() => node_stage(bytes).expect("just checked"),
+                None if tuning::allreduce_node_stage(bytes, per_node, true) => {
+                    staged(bytes, "ALLREDUCE_NODE_STAGE_MAX")
+                }
                 None => {
                     let a = tuning::allreduce(bytes, p, true);
                     let rule = match a {

@@ -46,15 +46,17 @@ fn not_commutative(algorithm: &'static str) -> CollError {
 }
 
 /// The call's per-node stage, if it runs one: forced, or chosen by
-/// [`tuning::node_stage`]; blocking and nonblocking calls alike, so that
-/// members may mix the two forms for one call.
+/// `by_default` (one of [`tuning`]'s `*_node_stage`, given the members on
+/// the busiest node and whether the operation combines in rank order
+/// there); blocking and nonblocking calls alike, so that members may mix
+/// the two forms for one call.
 fn node_stage(
     c: &Call,
     forced: Option<bool>,
-    bytes: usize,
     in_rank_order: bool,
+    by_default: impl FnOnce(usize, bool) -> bool,
 ) -> Result<Option<&NodeStage>, CollError> {
-    let chosen = choose_node_stage(c, forced, bytes, in_rank_order);
+    let chosen = choose_node_stage(c, forced, in_rank_order, by_default);
     if !matches!(chosen, Ok(Some(_))) {
         c.leave_stage_queue();
     }
@@ -64,8 +66,8 @@ fn node_stage(
 fn choose_node_stage(
     c: &Call,
     forced: Option<bool>,
-    bytes: usize,
     in_rank_order: bool,
+    by_default: impl FnOnce(usize, bool) -> bool,
 ) -> Result<Option<&NodeStage>, CollError> {
     let Some(stage) = c.comm.node_stage.as_ref() else {
         return Ok(None);
@@ -77,7 +79,7 @@ fn choose_node_stage(
             why: "the operation is not commutative and a node's ranks are not consecutive",
         }),
         Some(on) => Ok(on.then_some(stage)),
-        None => Ok(tuning::node_stage(bytes, stage.most_on_a_node, ordered).then_some(stage)),
+        None => Ok(by_default(stage.most_on_a_node, ordered).then_some(stage)),
     }
 }
 
@@ -86,7 +88,7 @@ async fn barrier(c: &Call) -> Result<(), CollError> {
         .algorithms()
         .barrier
         .map(|a| a == BarrierAlgorithm::Hierarchical);
-    match node_stage(c, forced, 0, true)? {
+    match node_stage(c, forced, true, |most, _| tuning::barrier_node_stage(most))? {
         Some(stage) => node_stage::barrier(c, stage).await,
         None => tree::barrier(c).await,
     }
@@ -97,7 +99,8 @@ async fn bcast<T: Element>(c: &Call, buf: &mut [T], root: usize) -> Result<(), C
     let forced = c.algorithms().bcast;
     let bytes = std::mem::size_of_val(buf);
     let hierarchical = forced.map(|a| a == BcastAlgorithm::Hierarchical);
-    if let Some(stage) = node_stage(c, hierarchical, bytes, true)? {
+    let by_default = |most, _| tuning::bcast_node_stage(bytes, most);
+    if let Some(stage) = node_stage(c, hierarchical, true, by_default)? {
         return node_stage::bcast(c, stage, buf, root).await;
     }
     bcast_flat(c, buf, root).await
@@ -132,7 +135,9 @@ pub(crate) async fn allreduce<T: Reducible>(
     op.check()?;
     let forced = c.algorithms().allreduce;
     let hierarchical = forced.map(|a| a == AllreduceAlgorithm::Hierarchical);
-    if let Some(stage) = node_stage(c, hierarchical, buf.len() * T::SIZE, op.is_commutative())? {
+    let bytes = buf.len() * T::SIZE;
+    let by_default = |most, ordered| tuning::allreduce_node_stage(bytes, most, ordered);
+    if let Some(stage) = node_stage(c, hierarchical, op.is_commutative(), by_default)? {
         return node_stage::allreduce(c, stage, buf, op).await;
     }
     allreduce_flat(c, buf, op).await

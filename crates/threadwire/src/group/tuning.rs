@@ -38,11 +38,17 @@ pub const ALLTOALL_SHORT: usize = 256;
 pub const ALLGATHER_SHORT: usize = 80 << 10;
 
 /// The per-node stage (members of one node combining through memory, one
-/// leader per node on the network) for allreduce and bcast up to this many
-/// bytes; barriers always take it. Above, a copy through the node's slots
-/// costs more than the messages it saves, which move buffers between a
-/// node's threads without a copy.
-pub const NODE_STAGE_MAX: usize = 4 << 10;
+/// leader per node on the network) for allreduce up to this many bytes
+/// ([`allreduce_node_stage`]); barriers always take it.
+pub const ALLREDUCE_NODE_STAGE_MAX: usize = usize::MAX;
+/// The per-node stage for bcast up to this many bytes ([`bcast_node_stage`]).
+pub const BCAST_NODE_STAGE_MAX: usize = usize::MAX;
+/// From this many bytes the per-node stage works by slices
+/// ([`node_stage_sliced`]).
+pub const NODE_STAGE_SLICED_MIN: usize = 16 << 10;
+/// The allreduce by slices combines a chunk of this many bytes of the
+/// buffer a round, so that the node's published chunks stay in cache.
+pub const NODE_STAGE_CHUNK: usize = 128 << 10;
 
 /// Barrier algorithms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,13 +163,33 @@ pub fn allreduce(bytes: usize, members: usize, commutative: bool) -> AllreduceAl
     }
 }
 
-/// Whether a blocking barrier, allreduce or bcast of `bytes` runs the
-/// per-node stage, with at most `most_on_a_node` members on one node:
-/// when some node has more than one and `bytes` ≤ [`NODE_STAGE_MAX`].
+/// Whether a barrier runs the per-node stage, with at most
+/// `most_on_a_node` members on one node: when some node has more than one.
+pub fn barrier_node_stage(most_on_a_node: usize) -> bool {
+    most_on_a_node > 1
+}
+
+/// Whether an allreduce of `bytes` runs the per-node stage: when some node
+/// has more than one member and `bytes` ≤ [`ALLREDUCE_NODE_STAGE_MAX`].
 /// `in_rank_order` is false for a non-commutative operation on a group
 /// whose nodes' ranks are not consecutive (which then runs flat).
-pub fn node_stage(bytes: usize, most_on_a_node: usize, in_rank_order: bool) -> bool {
-    most_on_a_node > 1 && bytes <= NODE_STAGE_MAX && in_rank_order
+pub fn allreduce_node_stage(bytes: usize, most_on_a_node: usize, in_rank_order: bool) -> bool {
+    most_on_a_node > 1 && bytes <= ALLREDUCE_NODE_STAGE_MAX && in_rank_order
+}
+
+/// Whether a bcast of `bytes` runs the per-node stage: when some node has
+/// more than one member and `bytes` ≤ [`BCAST_NODE_STAGE_MAX`].
+pub fn bcast_node_stage(bytes: usize, most_on_a_node: usize) -> bool {
+    most_on_a_node > 1 && bytes <= BCAST_NODE_STAGE_MAX
+}
+
+/// Whether the per-node stage of an allreduce or bcast of `bytes` works by
+/// slices: from [`NODE_STAGE_SLICED_MIN`], every member combines its slice
+/// of an allreduce's contributions (the leader alone below), and on one
+/// node every member copies a broadcast from the root's slot (through
+/// the team's result below).
+pub fn node_stage_sliced(bytes: usize) -> bool {
+    bytes >= NODE_STAGE_SLICED_MIN
 }
 
 /// The broadcast algorithm for `bytes` among `members`: a binomial tree up
@@ -407,11 +433,15 @@ mod tests {
     }
 
     #[test]
-    fn node_stage_for_small_calls_with_members_sharing_a_node() {
-        assert!(node_stage(8, 2, true));
-        assert!(node_stage(NODE_STAGE_MAX, 8, true));
-        assert!(!node_stage(NODE_STAGE_MAX + 1, 8, true));
-        assert!(!node_stage(8, 1, true));
-        assert!(!node_stage(8, 4, false));
+    fn node_stage_with_members_sharing_a_node() {
+        assert!(barrier_node_stage(2));
+        assert!(!barrier_node_stage(1));
+        assert!(allreduce_node_stage(8, 2, true));
+        assert!(!allreduce_node_stage(8, 1, true));
+        assert!(!allreduce_node_stage(8, 4, false));
+        assert!(bcast_node_stage(8, 2));
+        assert!(!bcast_node_stage(8, 1));
+        assert!(!node_stage_sliced(NODE_STAGE_SLICED_MIN - 1));
+        assert!(node_stage_sliced(NODE_STAGE_SLICED_MIN));
     }
 }
