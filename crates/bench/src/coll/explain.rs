@@ -9,9 +9,9 @@
 
 use super::{Layout, Operation, Options};
 use threadwire::group::tuning::{
-    self, ALLGATHER_SHORT, ALLREDUCE_RING_PER_MEMBER, ALLREDUCE_SHORT, ALLTOALL_SHORT,
-    ALLREDUCE_NODE_STAGE_MAX, BCAST_CHAIN_MEMBERS, BCAST_CHAIN_SEGMENT, BCAST_NODE_STAGE_MAX,
-    BCAST_SHORT, NODE_STAGE_SLICED_MIN,
+    self, ALLGATHER_SHORT, ALLREDUCE_NODE_SLICES_MIN, ALLREDUCE_RING_PER_MEMBER, ALLREDUCE_SHORT,
+    ALLTOALL_SHORT, BCAST_CHAIN_MEMBERS, BCAST_CHAIN_SEGMENT, BCAST_NODE_COPIES_MIN, BCAST_SHORT,
+    NODE_STAGE_CHUNK,
 };
 use threadwire::group::{
     Algorithms, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm, BcastAlgorithm,
@@ -64,9 +64,9 @@ pub fn explain(options: &Options) -> Explanation {
             ("BCAST_CHAIN_SEGMENT", BCAST_CHAIN_SEGMENT),
             ("ALLGATHER_SHORT", ALLGATHER_SHORT),
             ("ALLTOALL_SHORT", ALLTOALL_SHORT),
-            ("ALLREDUCE_NODE_STAGE_MAX", ALLREDUCE_NODE_STAGE_MAX),
-            ("BCAST_NODE_STAGE_MAX", BCAST_NODE_STAGE_MAX),
-            ("NODE_STAGE_SLICED_MIN", NODE_STAGE_SLICED_MIN),
+            ("ALLREDUCE_NODE_SLICES_MIN", ALLREDUCE_NODE_SLICES_MIN),
+            ("NODE_STAGE_CHUNK", NODE_STAGE_CHUNK),
+            ("BCAST_NODE_COPIES_MIN", BCAST_NODE_COPIES_MIN),
         ],
         choices,
     }
@@ -78,32 +78,35 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
     let p = layout.members() as usize;
     let per_node = layout.threads as usize;
     // The benchmark's calls are blocking and its members consecutive.
-    let staged = |bytes: usize, max: &str| {
-        let how = match tuning::node_stage_sliced(bytes) {
-            true => "≥ NODE_STAGE_SLICED_MIN: by slices",
-            false => "< NODE_STAGE_SLICED_MIN: at the leader",
-        };
+    let staged = |how: String| {
         (
             "hierarchical",
             false,
-            format!("{per_node} members a node, {bytes} ≤ {max}, {how}"),
+            format!("{per_node} members a node, {how}"),
         )
     };
     let (algorithm, forced, rule) = match operation {
         Operation::Barrier => match forced.barrier {
             Some(a) => (a.name(), true, "forced".into()),
-            None if tuning::barrier_node_stage(per_node) => (
-                "hierarchical",
-                false,
-                format!("{per_node} members a node"),
-            ),
+            None if tuning::barrier_node_stage(per_node) => {
+                ("hierarchical", false, format!("{per_node} members a node"))
+            }
             None => ("dissemination", false, "one member a node".into()),
         },
         Operation::Bcast => match forced.bcast {
             Some(a) => (a.name(), true, "forced".into()),
-            None if tuning::bcast_node_stage(size, per_node) => {
-                staged(size, "BCAST_NODE_STAGE_MAX")
-            }
+            None if tuning::bcast_node_stage(per_node) => staged(match layout.nodes {
+                1 if tuning::bcast_by_copies(size) => {
+                    format!("one node, {size} ≥ BCAST_NODE_COPIES_MIN: copies from the root")
+                }
+                1 => {
+                    format!("one node, {size} < BCAST_NODE_COPIES_MIN: through the last to arrive")
+                }
+                nodes => format!(
+                    "{} among the {nodes} leaders",
+                    tuning::bcast(size, nodes as usize)
+                ),
+            }),
             None => {
                 let a = tuning::bcast(size, p);
                 let rule = match a {
@@ -124,8 +127,11 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
             let bytes = size.div_ceil(8).max(1) * 8;
             match forced.allreduce {
                 Some(a) => (a.name(), true, "forced".into()),
-                None if tuning::allreduce_node_stage(bytes, per_node, true) => {
-                    staged(bytes, "ALLREDUCE_NODE_STAGE_MAX")
+                None if tuning::allreduce_node_stage(per_node, true) => {
+                    staged(match tuning::allreduce_by_slices(bytes) {
+                        true => format!("{bytes} ≥ ALLREDUCE_NODE_SLICES_MIN: by slices"),
+                        false => format!("{bytes} < ALLREDUCE_NODE_SLICES_MIN: at the leader"),
+                    })
                 }
                 None => {
                     let a = tuning::allreduce(bytes, p, true);
@@ -203,9 +209,12 @@ mod tests {
         assert_eq!(at("4x1", Operation::Allreduce, 8), "recursive-doubling");
         assert_eq!(at("4x1", Operation::Allreduce, 64 << 10), "rabenseifner");
         assert_eq!(at("4x1", Operation::Allreduce, 1 << 20), "ring");
-        assert_eq!(at("1x16", Operation::Allreduce, 64 << 10), "rabenseifner");
+        assert_eq!(at("1x16", Operation::Allreduce, 64 << 10), "hierarchical");
+        assert_eq!(at("1x16", Operation::Allreduce, 1 << 20), "hierarchical");
+        assert_eq!(at("2x8", Operation::Allreduce, 1 << 20), "hierarchical");
         assert_eq!(at("4x1", Operation::Bcast, 8), "binomial");
-        assert_eq!(at("2x8", Operation::Bcast, 64 << 10), "chain");
+        assert_eq!(at("2x8", Operation::Bcast, 64 << 10), "hierarchical");
+        assert_eq!(at("1x16", Operation::Bcast, 1 << 20), "hierarchical");
         assert_eq!(at("4x1", Operation::Bcast, 64 << 10), "chain");
         assert_eq!(at("4x1", Operation::Alltoall, 8), "bruck");
         assert_eq!(at("4x1", Operation::Alltoall, 64 << 10), "pairwise");

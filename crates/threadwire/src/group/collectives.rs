@@ -97,9 +97,8 @@ async fn barrier(c: &Call) -> Result<(), CollError> {
 async fn bcast<T: Element>(c: &Call, buf: &mut [T], root: usize) -> Result<(), CollError> {
     check_root(c, root)?;
     let forced = c.algorithms().bcast;
-    let bytes = std::mem::size_of_val(buf);
     let hierarchical = forced.map(|a| a == BcastAlgorithm::Hierarchical);
-    let by_default = |most, _| tuning::bcast_node_stage(bytes, most);
+    let by_default = |most, _| tuning::bcast_node_stage(most);
     if let Some(stage) = node_stage(c, hierarchical, true, by_default)? {
         return node_stage::bcast(c, stage, buf, root).await;
     }
@@ -135,8 +134,7 @@ pub(crate) async fn allreduce<T: Reducible>(
     op.check()?;
     let forced = c.algorithms().allreduce;
     let hierarchical = forced.map(|a| a == AllreduceAlgorithm::Hierarchical);
-    let bytes = buf.len() * T::SIZE;
-    let by_default = |most, ordered| tuning::allreduce_node_stage(bytes, most, ordered);
+    let by_default = tuning::allreduce_node_stage;
     if let Some(stage) = node_stage(c, hierarchical, op.is_commutative(), by_default)? {
         return node_stage::allreduce(c, stage, buf, op).await;
     }

@@ -38,17 +38,26 @@ pub const ALLTOALL_SHORT: usize = 256;
 pub const ALLGATHER_SHORT: usize = 80 << 10;
 
 /// The per-node stage (members of one node combining through memory, one
-/// leader per node on the network) for allreduce up to this many bytes
-/// ([`allreduce_node_stage`]); barriers always take it.
-pub const ALLREDUCE_NODE_STAGE_MAX: usize = usize::MAX;
-/// The per-node stage for bcast up to this many bytes ([`bcast_node_stage`]).
-pub const BCAST_NODE_STAGE_MAX: usize = usize::MAX;
-/// From this many bytes the per-node stage works by slices
-/// ([`node_stage_sliced`]).
-pub const NODE_STAGE_SLICED_MIN: usize = 16 << 10;
+/// leader per node on the network) combines an allreduce by slices from
+/// this many bytes ([`allreduce_by_slices`]): every member combines its
+/// slice of the node's buffers at once, instead of the leader all of them.
+///
+/// Measured (docs/PERFORMANCE-STUDIES.md, "Collectives: the per-node
+/// stage for large messages"; 2 cores; 1x16, 2x8, 4x4): below 128 KiB
+/// the leader alone was faster (1x16, 64 KiB: 95 µs against 121), from
+/// 512 KiB the slices were (1x16, 512 KiB: 1.05 ms against 2.19); between,
+/// the two were within the machine's noise.
+pub const ALLREDUCE_NODE_SLICES_MIN: usize = 256 << 10;
 /// The allreduce by slices combines a chunk of this many bytes of the
-/// buffer a round, so that the node's published chunks stay in cache.
+/// buffer a round, so that the node's published chunks stay in cache
+/// (1x16, 1 MiB in one round: 6.1 ms; in 128 KiB rounds: 1.9 ms; 64 and
+/// 256 KiB rounds were within noise of 128).
 pub const NODE_STAGE_CHUNK: usize = 128 << 10;
+/// A broadcast among the members of one node copies from the root's slot
+/// at once from this many bytes ([`bcast_by_copies`]); below, through the
+/// team's result, released by the last to arrive (1x16, 16 KiB: 16 µs
+/// against 20; 32 KiB: 26 against 31; 64 KiB: 38 against 53).
+pub const BCAST_NODE_COPIES_MIN: usize = 32 << 10;
 
 /// Barrier algorithms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,27 +178,35 @@ pub fn barrier_node_stage(most_on_a_node: usize) -> bool {
     most_on_a_node > 1
 }
 
-/// Whether an allreduce of `bytes` runs the per-node stage: when some node
-/// has more than one member and `bytes` ≤ [`ALLREDUCE_NODE_STAGE_MAX`].
-/// `in_rank_order` is false for a non-commutative operation on a group
-/// whose nodes' ranks are not consecutive (which then runs flat).
-pub fn allreduce_node_stage(bytes: usize, most_on_a_node: usize, in_rank_order: bool) -> bool {
-    most_on_a_node > 1 && bytes <= ALLREDUCE_NODE_STAGE_MAX && in_rank_order
+/// Whether an allreduce runs the per-node stage: when some node has more
+/// than one member, at every size. `in_rank_order` is false for a
+/// non-commutative operation on a group whose nodes' ranks are not
+/// consecutive (which then runs flat).
+///
+/// Measured up to 16 MiB (PERFORMANCE-STUDIES, "Collectives: the per-node
+/// stage for large messages"): with the slices from
+/// [`ALLREDUCE_NODE_SLICES_MIN`] the stage was faster than the flat
+/// algorithms at every size on 1x16, 2x8 and 4x4.
+pub fn allreduce_node_stage(most_on_a_node: usize, in_rank_order: bool) -> bool {
+    most_on_a_node > 1 && in_rank_order
 }
 
-/// Whether a bcast of `bytes` runs the per-node stage: when some node has
-/// more than one member and `bytes` ≤ [`BCAST_NODE_STAGE_MAX`].
-pub fn bcast_node_stage(bytes: usize, most_on_a_node: usize) -> bool {
-    most_on_a_node > 1 && bytes <= BCAST_NODE_STAGE_MAX
+/// Whether a bcast runs the per-node stage: when some node has more than
+/// one member, at every size (measured as for [`allreduce_node_stage`]).
+pub fn bcast_node_stage(most_on_a_node: usize) -> bool {
+    most_on_a_node > 1
 }
 
-/// Whether the per-node stage of an allreduce or bcast of `bytes` works by
-/// slices: from [`NODE_STAGE_SLICED_MIN`], every member combines its slice
-/// of an allreduce's contributions (the leader alone below), and on one
-/// node every member copies a broadcast from the root's slot (through
-/// the team's result below).
-pub fn node_stage_sliced(bytes: usize) -> bool {
-    bytes >= NODE_STAGE_SLICED_MIN
+/// Whether the per-node stage combines an allreduce of `bytes` by slices
+/// at every member: from [`ALLREDUCE_NODE_SLICES_MIN`].
+pub fn allreduce_by_slices(bytes: usize) -> bool {
+    bytes >= ALLREDUCE_NODE_SLICES_MIN
+}
+
+/// Whether a one-node per-node stage broadcasts `bytes` by every member
+/// copying from the root's slot: from [`BCAST_NODE_COPIES_MIN`].
+pub fn bcast_by_copies(bytes: usize) -> bool {
+    bytes >= BCAST_NODE_COPIES_MIN
 }
 
 /// The broadcast algorithm for `bytes` among `members`: a binomial tree up
@@ -436,12 +453,14 @@ mod tests {
     fn node_stage_with_members_sharing_a_node() {
         assert!(barrier_node_stage(2));
         assert!(!barrier_node_stage(1));
-        assert!(allreduce_node_stage(8, 2, true));
-        assert!(!allreduce_node_stage(8, 1, true));
-        assert!(!allreduce_node_stage(8, 4, false));
-        assert!(bcast_node_stage(8, 2));
-        assert!(!bcast_node_stage(8, 1));
-        assert!(!node_stage_sliced(NODE_STAGE_SLICED_MIN - 1));
-        assert!(node_stage_sliced(NODE_STAGE_SLICED_MIN));
+        assert!(allreduce_node_stage(2, true));
+        assert!(!allreduce_node_stage(1, true));
+        assert!(!allreduce_node_stage(4, false));
+        assert!(bcast_node_stage(2));
+        assert!(!bcast_node_stage(1));
+        assert!(!allreduce_by_slices(ALLREDUCE_NODE_SLICES_MIN - 1));
+        assert!(allreduce_by_slices(ALLREDUCE_NODE_SLICES_MIN));
+        assert!(!bcast_by_copies(BCAST_NODE_COPIES_MIN - 1));
+        assert!(bcast_by_copies(BCAST_NODE_COPIES_MIN));
     }
 }

@@ -99,7 +99,10 @@ fn fold<T: Copy>(
     })
 }
 
-const SIZES: [usize; 5] = [0, 1, 7, 600, 5000];
+/// The last above `tuning::ALLREDUCE_NODE_SLICES_MIN` in `i64`s (the
+/// per-node stage by slices, in three chunks of `NODE_STAGE_CHUNK`, the
+/// last short).
+const SIZES: [usize; 6] = [0, 1, 7, 600, 5000, 32771];
 /// For the largest layouts: below the allreduce thresholds (the forced
 /// algorithms still run).
 const SMALL_SIZES: [usize; 4] = [0, 1, 7, 300];

@@ -536,7 +536,7 @@ pub(crate) async fn barrier(c: &Call, stage: &NodeStage) -> Result<(), CollError
 }
 
 /// Allreduce: the node's buffers combined at the leader in rank order
-/// (by slices at every member from [`tuning::node_stage_sliced`]), then
+/// (by slices at every member from [`tuning::allreduce_by_slices`]), then
 /// the flat allreduce among leaders.
 pub(crate) async fn allreduce<T: Reducible>(
     c: &Call,
@@ -546,7 +546,7 @@ pub(crate) async fn allreduce<T: Reducible>(
 ) -> Result<(), CollError> {
     let n = buf.len();
     let _turn = stage.turn(c).await?;
-    if tuning::node_stage_sliced(n * T::SIZE) {
+    if tuning::allreduce_by_slices(n * T::SIZE) {
         return allreduce_sliced(c, stage, buf, op).await;
     }
     if stage.one_node {
@@ -706,7 +706,7 @@ fn combine_slice<T: Reducible>(
 
 /// Broadcast: the root's buffer to its node's leader (through its slot),
 /// the flat broadcast among leaders, then to every node's members; on one
-/// node from [`tuning::node_stage_sliced`], every member copies from the
+/// node from [`tuning::bcast_by_copies`], every member copies from the
 /// root's slot at once.
 pub(crate) async fn bcast<T: Element>(
     c: &Call,
@@ -724,7 +724,7 @@ pub(crate) async fn bcast<T: Element>(
     };
     if stage.one_node {
         let root_slot = at(root).expect("one node: the root is on it");
-        if tuning::node_stage_sliced(std::mem::size_of_val(buf)) {
+        if tuning::bcast_by_copies(std::mem::size_of_val(buf)) {
             return bcast_by_copies(c, stage, buf, root_slot).await;
         }
         let copy = |team: &NodeTeam| {
