@@ -34,6 +34,33 @@
 //! that see it at once, the one that raises the team's `combiner` word to
 //! `s`) does steps 2 and 4, so no leader is woken to do them.
 //!
+//! Large calls ([`tuning`]'s `allreduce_by_slices`, `bcast_by_copies`)
+//! spread the node's work over its members instead of its leader. An
+//! allreduce by slices, in rounds of a chunk of the buffer
+//! ([`tuning::NODE_STAGE_CHUNK`], so that the node's chunks stay in
+//! cache; round `r` of call `s` counts as [`tick`]`(s, r)`):
+//!
+//! S1. Every member (the leader too) writes its chunk into its slot's
+//!     data and stores `published`; all wait for every member's.
+//! S2. Member `i` combines slice `i` of the chunk (1/q of it) over the q
+//!     chunks in rank order (its own from its buffer), writes it into its
+//!     slot's part and stores `combined`; all wait for every member's.
+//! S3. On one node every member copies the others' parts into its
+//!     buffer; on several only the leader does.
+//! S4. Several nodes: the leader runs the flat allreduce among leaders on
+//!     the whole buffer and releases as in step 4; members copy the
+//!     result as in step 5.
+//!
+//! A one-node broadcast by copies:
+//!
+//! B1. The root writes its buffer into its slot's data, stores `arrived`
+//!     and wakes the others.
+//! B2. Each other member waits for the root's `arrived`, copies from its
+//!     slot (readers share the slot's read lock), then stores its own
+//!     `arrived`; the last wakes the root.
+//! B3. The root waits for every `arrived` (rule 3: its slot may then
+//!     change).
+//!
 //! Memory ordering:
 //!
 //! 1. `arrived` and `released` only grow (never reset): a waiter compares
@@ -44,9 +71,14 @@
 //! 3. A member writes its data for call `s + 1` only after it saw
 //!    `released ≥ s`, i.e. after the leader read its data for `s`; the
 //!    leader writes the result of `s + 1` only after every member arrived
-//!    at `s + 1`, i.e. after each read the result of `s`. So the data's
-//!    locks are never contended; they are there so that no `unsafe` is
-//!    needed, and cost an uncontended lock per access.
+//!    at `s + 1`, i.e. after each read the result of `s`. By slices, a
+//!    member writes its chunk of round `r + 1` after every member's
+//!    `combined` reached `r` (all read its chunk of `r`), and its part of
+//!    `r + 1` after every `published` reached `r + 1` (all copied the
+//!    parts of `r`); a broadcast's root waits for its readers (B3). So a
+//!    writer never meets a reader; the data's locks are read-write locks
+//!    so that no `unsafe` is needed and the readers of one slot (16
+//!    copying one root's buffer) do not take turns.
 //! 4. Rule 3 needs one call of the stage under way per member at a time:
 //!    a member's call takes its *turn* (step 0) before step 1 and gives it
 //!    back when it has read its result (or failed). Turns go in call
@@ -91,10 +123,13 @@
 //! flat algorithm over `L` members: a barrier costs ⌈log₂L⌉ α instead of
 //! ⌈log₂p⌉ α, an allreduce (⌊log₂L⌋ + 2) (α + nβ) instead of with `p`.
 //! Leaders wait for their slowest local member, and members for the whole
-//! network stage; the payload moves through a copy in the team (up to
-//! [`tuning::NODE_STAGE_MAX`] bytes by default). On 2 cores, waking the
-//! parked waiters costs far more than the memory traffic
-//! (docs/PERFORMANCE-STUDIES.md, "the per-node stage").
+//! network stage; the payload moves through a copy into the slots and one
+//! out. Below the slices' threshold the leader combines `q − 1` buffers
+//! alone, faster than the two extra meetings of the slices (each wakes
+//! every member); above it the `q` members combine at once, and a one-node
+//! broadcast's members copy at once
+//! (docs/PERFORMANCE-STUDIES.md, "the per-node stage" and "Collectives:
+//! the per-node stage for large messages").
 //!
 //! [`tuning`]: crate::group::tuning
 //! [`schedule`]: crate::group::schedule
