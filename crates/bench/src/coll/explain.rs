@@ -9,9 +9,10 @@
 
 use super::{Layout, Operation, Options};
 use threadwire::group::tuning::{
-    self, ALLGATHER_SHORT, ALLREDUCE_NODE_SLICES_MIN, ALLREDUCE_RING_PER_MEMBER, ALLREDUCE_SHORT,
-    ALLTOALL_SHORT, BCAST_CHAIN_MEMBERS, BCAST_CHAIN_SEGMENT, BCAST_NODE_COPIES_MIN, BCAST_SHORT,
-    NODE_STAGE_CHUNK,
+    self, ALLGATHER_SHORT, ALLREDUCE_NODE_SLICES_MIN, ALLREDUCE_NODE_STAGE_MAX,
+    ALLREDUCE_RING_PER_MEMBER, ALLREDUCE_SHORT, ALLTOALL_SHORT, BCAST_CHAIN_MEMBERS,
+    BCAST_CHAIN_SEGMENT, BCAST_NODE_COPIES_MIN, BCAST_NODE_STAGE_MAX, BCAST_SHORT,
+    NODE_STAGE_ANY_SIZE_NODES, NODE_STAGE_CHUNK,
 };
 use threadwire::group::{
     Algorithms, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm, BcastAlgorithm,
@@ -64,6 +65,12 @@ pub fn explain(options: &Options) -> Explanation {
             ("BCAST_CHAIN_SEGMENT", BCAST_CHAIN_SEGMENT),
             ("ALLGATHER_SHORT", ALLGATHER_SHORT),
             ("ALLTOALL_SHORT", ALLTOALL_SHORT),
+            (
+                "NODE_STAGE_ANY_SIZE_NODES (nodes)",
+                NODE_STAGE_ANY_SIZE_NODES,
+            ),
+            ("ALLREDUCE_NODE_STAGE_MAX", ALLREDUCE_NODE_STAGE_MAX),
+            ("BCAST_NODE_STAGE_MAX", BCAST_NODE_STAGE_MAX),
             ("ALLREDUCE_NODE_SLICES_MIN", ALLREDUCE_NODE_SLICES_MIN),
             ("NODE_STAGE_CHUNK", NODE_STAGE_CHUNK),
             ("BCAST_NODE_COPIES_MIN", BCAST_NODE_COPIES_MIN),
@@ -77,6 +84,11 @@ pub fn explain(options: &Options) -> Explanation {
 fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms) -> Choice {
     let p = layout.members() as usize;
     let per_node = layout.threads as usize;
+    let nodes = layout.nodes as usize;
+    let within = |bytes: usize, max: &str| match nodes <= NODE_STAGE_ANY_SIZE_NODES {
+        true => format!("nodes: {nodes} ≤ NODE_STAGE_ANY_SIZE_NODES"),
+        false => format!("{bytes} ≤ {max}"),
+    };
     // The benchmark's calls are blocking and its members consecutive.
     let staged = |how: String| {
         (
@@ -95,18 +107,16 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
         },
         Operation::Bcast => match forced.bcast {
             Some(a) => (a.name(), true, "forced".into()),
-            None if tuning::bcast_node_stage(per_node) => staged(match layout.nodes {
-                1 if tuning::bcast_by_copies(size) => {
-                    format!("one node, {size} ≥ BCAST_NODE_COPIES_MIN: copies from the root")
-                }
-                1 => {
-                    format!("one node, {size} < BCAST_NODE_COPIES_MIN: through the last to arrive")
-                }
-                nodes => format!(
-                    "{} among the {nodes} leaders",
-                    tuning::bcast(size, nodes as usize)
-                ),
-            }),
+            None if tuning::bcast_node_stage(size, nodes, per_node) => {
+                let how = match nodes {
+                    1 if tuning::bcast_by_copies(size) => {
+                        format!("{size} ≥ BCAST_NODE_COPIES_MIN: copies from the root")
+                    }
+                    1 => format!("{size} < BCAST_NODE_COPIES_MIN: through the last to arrive"),
+                    _ => format!("{} among the leaders", tuning::bcast(size, nodes)),
+                };
+                staged(format!("{}, {how}", within(size, "BCAST_NODE_STAGE_MAX")))
+            }
             None => {
                 let a = tuning::bcast(size, p);
                 let rule = match a {
@@ -127,11 +137,15 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
             let bytes = size.div_ceil(8).max(1) * 8;
             match forced.allreduce {
                 Some(a) => (a.name(), true, "forced".into()),
-                None if tuning::allreduce_node_stage(per_node, true) => {
-                    staged(match tuning::allreduce_by_slices(bytes) {
+                None if tuning::allreduce_node_stage(bytes, nodes, per_node, true) => {
+                    let how = match tuning::allreduce_by_slices(bytes) {
                         true => format!("{bytes} ≥ ALLREDUCE_NODE_SLICES_MIN: by slices"),
                         false => format!("{bytes} < ALLREDUCE_NODE_SLICES_MIN: at the leader"),
-                    })
+                    };
+                    staged(format!(
+                        "{}, {how}",
+                        within(bytes, "ALLREDUCE_NODE_STAGE_MAX")
+                    ))
                 }
                 None => {
                     let a = tuning::allreduce(bytes, p, true);
@@ -197,7 +211,9 @@ mod tests {
 
     #[test]
     fn the_rules_switch_at_the_thresholds() {
-        let e = explain(&options(vec![8, 64 << 10, 1 << 20]));
+        let mut o = options(vec![8, 64 << 10, 1 << 20]);
+        o.layouts.push("4x4".parse().unwrap());
+        let e = explain(&o);
         let at = |layout: &str, operation, size| {
             let layout: Layout = layout.parse().unwrap();
             e.choices
@@ -224,6 +240,9 @@ mod tests {
         assert_eq!(at("4x1", Operation::Barrier, 0), "dissemination");
         assert_eq!(at("2x8", Operation::Allreduce, 8), "hierarchical");
         assert_eq!(at("2x8", Operation::Bcast, 8), "hierarchical");
+        assert_eq!(at("4x4", Operation::Bcast, 8), "hierarchical");
+        assert_eq!(at("4x4", Operation::Bcast, 64 << 10), "chain");
+        assert_eq!(at("4x4", Operation::Allreduce, 1 << 20), "hierarchical");
     }
 
     #[test]

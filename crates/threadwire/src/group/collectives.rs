@@ -46,15 +46,14 @@ fn not_commutative(algorithm: &'static str) -> CollError {
 }
 
 /// The call's per-node stage, if it runs one: forced, or chosen by
-/// `by_default` (one of [`tuning`]'s `*_node_stage`, given the members on
-/// the busiest node and whether the operation combines in rank order
-/// there); blocking and nonblocking calls alike, so that members may mix
+/// `by_default` (one of [`tuning`]'s `*_node_stage`, given the stage and
+/// whether the operation combines in rank order there); blocking and nonblocking calls alike, so that members may mix
 /// the two forms for one call.
 fn node_stage(
     c: &Call,
     forced: Option<bool>,
     in_rank_order: bool,
-    by_default: impl FnOnce(usize, bool) -> bool,
+    by_default: impl FnOnce(&NodeStage, bool) -> bool,
 ) -> Result<Option<&NodeStage>, CollError> {
     let chosen = choose_node_stage(c, forced, in_rank_order, by_default);
     if !matches!(chosen, Ok(Some(_))) {
@@ -67,7 +66,7 @@ fn choose_node_stage(
     c: &Call,
     forced: Option<bool>,
     in_rank_order: bool,
-    by_default: impl FnOnce(usize, bool) -> bool,
+    by_default: impl FnOnce(&NodeStage, bool) -> bool,
 ) -> Result<Option<&NodeStage>, CollError> {
     let Some(stage) = c.comm.node_stage.as_ref() else {
         return Ok(None);
@@ -79,7 +78,7 @@ fn choose_node_stage(
             why: "the operation is not commutative and a node's ranks are not consecutive",
         }),
         Some(on) => Ok(on.then_some(stage)),
-        None => Ok(by_default(stage.most_on_a_node, ordered).then_some(stage)),
+        None => Ok(by_default(stage, ordered).then_some(stage)),
     }
 }
 
@@ -88,7 +87,7 @@ async fn barrier(c: &Call) -> Result<(), CollError> {
         .algorithms()
         .barrier
         .map(|a| a == BarrierAlgorithm::Hierarchical);
-    match node_stage(c, forced, true, |most, _| tuning::barrier_node_stage(most))? {
+    match node_stage(c, forced, true, |stage, _| tuning::barrier_node_stage(stage.most_on_a_node))? {
         Some(stage) => node_stage::barrier(c, stage).await,
         None => tree::barrier(c).await,
     }
@@ -98,7 +97,10 @@ async fn bcast<T: Element>(c: &Call, buf: &mut [T], root: usize) -> Result<(), C
     check_root(c, root)?;
     let forced = c.algorithms().bcast;
     let hierarchical = forced.map(|a| a == BcastAlgorithm::Hierarchical);
-    let by_default = |most, _| tuning::bcast_node_stage(most);
+    let bytes = std::mem::size_of_val(buf);
+    let by_default = |stage: &NodeStage, _| {
+        tuning::bcast_node_stage(bytes, stage.nodes, stage.most_on_a_node)
+    };
     if let Some(stage) = node_stage(c, hierarchical, true, by_default)? {
         return node_stage::bcast(c, stage, buf, root).await;
     }
@@ -134,7 +136,10 @@ pub(crate) async fn allreduce<T: Reducible>(
     op.check()?;
     let forced = c.algorithms().allreduce;
     let hierarchical = forced.map(|a| a == AllreduceAlgorithm::Hierarchical);
-    let by_default = tuning::allreduce_node_stage;
+    let bytes = buf.len() * T::SIZE;
+    let by_default = |stage: &NodeStage, ordered| {
+        tuning::allreduce_node_stage(bytes, stage.nodes, stage.most_on_a_node, ordered)
+    };
     if let Some(stage) = node_stage(c, hierarchical, op.is_commutative(), by_default)? {
         return node_stage::allreduce(c, stage, buf, op).await;
     }

@@ -178,23 +178,53 @@ pub fn barrier_node_stage(most_on_a_node: usize) -> bool {
     most_on_a_node > 1
 }
 
-/// Whether an allreduce runs the per-node stage: when some node has more
-/// than one member, at every size. `in_rank_order` is false for a
+/// Groups on up to this many nodes take the per-node stage for allreduce
+/// and bcast at every size ([`allreduce_node_stage`], [`bcast_node_stage`]);
+/// on more, up to [`ALLREDUCE_NODE_STAGE_MAX`] and [`BCAST_NODE_STAGE_MAX`].
+pub const NODE_STAGE_ANY_SIZE_NODES: usize = 2;
+/// The per-node stage for allreduce up to this many bytes on more than
+/// [`NODE_STAGE_ANY_SIZE_NODES`] nodes.
+pub const ALLREDUCE_NODE_STAGE_MAX: usize = 1 << 20;
+/// The per-node stage for bcast up to this many bytes on more than
+/// [`NODE_STAGE_ANY_SIZE_NODES`] nodes (the former `NODE_STAGE_MAX`).
+pub const BCAST_NODE_STAGE_MAX: usize = 4 << 10;
+
+/// Whether an allreduce of `bytes` runs the per-node stage among `nodes`
+/// nodes, with at most `most_on_a_node` members on one: when some node has
+/// more than one member, at every size on up to
+/// [`NODE_STAGE_ANY_SIZE_NODES`] nodes and up to
+/// [`ALLREDUCE_NODE_STAGE_MAX`] on more. `in_rank_order` is false for a
 /// non-commutative operation on a group whose nodes' ranks are not
 /// consecutive (which then runs flat).
 ///
-/// Measured up to 16 MiB (PERFORMANCE-STUDIES, "Collectives: the per-node
-/// stage for large messages"): with the slices from
-/// [`ALLREDUCE_NODE_SLICES_MIN`] the stage was faster than the flat
-/// algorithms at every size on 1x16, 2x8 and 4x4.
-pub fn allreduce_node_stage(most_on_a_node: usize, in_rank_order: bool) -> bool {
-    most_on_a_node > 1 && in_rank_order
+/// Measured up to 16 MiB (docs/PERFORMANCE-STUDIES.md, "Collectives: the
+/// per-node stage for large messages"; 2 cores, every node on one host):
+/// with the slices from [`ALLREDUCE_NODE_SLICES_MIN`] the stage was faster
+/// than the flat algorithms at every size on 1x16 (1 MiB: 1.3–2.6 ms
+/// against 4.2–4.4), up to 1 MiB on 2x8 and within noise above it, and on
+/// 4x4 faster up to 1 MiB but slower from 4 MiB (16 MiB: 120–148 ms
+/// against 100–101), where the members' copies cost more than the flat
+/// ring's messages between threads.
+pub fn allreduce_node_stage(
+    bytes: usize,
+    nodes: usize,
+    most_on_a_node: usize,
+    in_rank_order: bool,
+) -> bool {
+    let size_ok = nodes <= NODE_STAGE_ANY_SIZE_NODES || bytes <= ALLREDUCE_NODE_STAGE_MAX;
+    most_on_a_node > 1 && in_rank_order && size_ok
 }
 
-/// Whether a bcast runs the per-node stage: when some node has more than
-/// one member, at every size (measured as for [`allreduce_node_stage`]).
-pub fn bcast_node_stage(most_on_a_node: usize) -> bool {
-    most_on_a_node > 1
+/// Whether a bcast of `bytes` runs the per-node stage among `nodes` nodes:
+/// when some node has more than one member, at every size on up to
+/// [`NODE_STAGE_ANY_SIZE_NODES`] nodes and up to [`BCAST_NODE_STAGE_MAX`]
+/// on more. Measured as for [`allreduce_node_stage`]: faster than the flat
+/// chain at every size on 1x16 and 2x8 (1x16, 1 MiB: 0.50–0.72 ms against
+/// 1.11; 2x8: 0.65–0.90 against 1.32–1.91), slower on 4x4 from 16 KiB to
+/// 1 MiB (16 KiB: 74–75 µs against 40–50), where four leaders' chain and
+/// then their members' copies follow one another instead of one pipeline.
+pub fn bcast_node_stage(bytes: usize, nodes: usize, most_on_a_node: usize) -> bool {
+    most_on_a_node > 1 && (nodes <= NODE_STAGE_ANY_SIZE_NODES || bytes <= BCAST_NODE_STAGE_MAX)
 }
 
 /// Whether the per-node stage combines an allreduce of `bytes` by slices
@@ -453,11 +483,15 @@ mod tests {
     fn node_stage_with_members_sharing_a_node() {
         assert!(barrier_node_stage(2));
         assert!(!barrier_node_stage(1));
-        assert!(allreduce_node_stage(2, true));
-        assert!(!allreduce_node_stage(1, true));
-        assert!(!allreduce_node_stage(4, false));
-        assert!(bcast_node_stage(2));
-        assert!(!bcast_node_stage(1));
+        assert!(allreduce_node_stage(16 << 20, 2, 2, true));
+        assert!(allreduce_node_stage(ALLREDUCE_NODE_STAGE_MAX, 4, 2, true));
+        assert!(!allreduce_node_stage(ALLREDUCE_NODE_STAGE_MAX + 1, 4, 2, true));
+        assert!(!allreduce_node_stage(8, 1, 1, true));
+        assert!(!allreduce_node_stage(8, 2, 4, false));
+        assert!(bcast_node_stage(16 << 20, 1, 2));
+        assert!(bcast_node_stage(BCAST_NODE_STAGE_MAX, 3, 2));
+        assert!(!bcast_node_stage(BCAST_NODE_STAGE_MAX + 1, 3, 2));
+        assert!(!bcast_node_stage(8, 1, 1));
         assert!(!allreduce_by_slices(ALLREDUCE_NODE_SLICES_MIN - 1));
         assert!(allreduce_by_slices(ALLREDUCE_NODE_SLICES_MIN));
         assert!(!bcast_by_copies(BCAST_NODE_COPIES_MIN - 1));

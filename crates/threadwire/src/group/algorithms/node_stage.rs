@@ -232,6 +232,8 @@ pub(crate) struct NodeStage {
     one_node: bool,
     /// For each rank, the leaders' rank of its node.
     leader_of: Box<[usize]>,
+    /// Nodes with members.
+    pub(crate) nodes: usize,
     /// Members on the busiest node.
     pub(crate) most_on_a_node: usize,
     /// Whether every node's members are consecutive ranks.
@@ -287,6 +289,7 @@ impl NodeStage {
             threads: local.iter().map(|&r| members[r].thread).collect(),
             leaders,
             one_node: nodes.len() == 1,
+            nodes: nodes.len(),
             leader_of: leader_of.into(),
             most_on_a_node: counts.iter().copied().max().unwrap_or(1),
             consecutive,
