@@ -43,20 +43,21 @@ pub const ALLGATHER_SHORT: usize = 80 << 10;
 /// slice of the node's buffers at once, instead of the leader all of them.
 ///
 /// Measured (docs/PERFORMANCE-STUDIES.md, "Collectives: the per-node
-/// stage for large messages"; 2 cores; 1x16, 2x8, 4x4): below 128 KiB
+/// stage for large messages"; 2 cores; 1x16, 2x8, 4x4): up to 128 KiB
 /// the leader alone was faster (1x16, 64 KiB: 95 µs against 121), from
-/// 512 KiB the slices were (1x16, 512 KiB: 1.05 ms against 2.19); between,
-/// the two were within the machine's noise.
+/// 512 KiB the slices were (1x16, 512 KiB: 1.05 ms against 2.19); at
+/// 256 KiB the slices on 1x16 (all three pairs of runs), the leader on
+/// 2x8 and 4x4.
 pub const ALLREDUCE_NODE_SLICES_MIN: usize = 256 << 10;
 /// The allreduce by slices combines a chunk of this many bytes of the
 /// buffer a round, so that the node's published chunks stay in cache
-/// (1x16, 1 MiB in one round: 6.1 ms; in 128 KiB rounds: 1.9 ms; 64 and
-/// 256 KiB rounds were within noise of 128).
+/// (1x16, 1 MiB in one round: 5.8–6.3 ms; in 128 KiB rounds: 1.9–3.0 ms;
+/// 64 and 256 KiB rounds were within noise of 128).
 pub const NODE_STAGE_CHUNK: usize = 128 << 10;
 /// A broadcast among the members of one node copies from the root's slot
 /// at once from this many bytes ([`bcast_by_copies`]); below, through the
 /// team's result, released by the last to arrive (1x16, 16 KiB: 16 µs
-/// against 20; 32 KiB: 26 against 31; 64 KiB: 38 against 53).
+/// against 20; 32 KiB: 26 against 31; 64 KiB: 38 against 53; same study).
 pub const BCAST_NODE_COPIES_MIN: usize = 32 << 10;
 
 /// Barrier algorithms.
