@@ -9,8 +9,10 @@
 
 use super::{Layout, Operation, Options};
 use threadwire::group::tuning::{
-    self, ALLGATHER_SHORT, ALLREDUCE_RING_PER_MEMBER, ALLREDUCE_SHORT, ALLTOALL_SHORT,
-    BCAST_CHAIN_MEMBERS, BCAST_CHAIN_SEGMENT, BCAST_SHORT, HOST_STAGE_MAX, NODE_STAGE_MAX,
+    self, ALLGATHER_SHORT, ALLREDUCE_NODE_SLICES_MIN, ALLREDUCE_NODE_STAGE_MAX,
+    ALLREDUCE_RING_PER_MEMBER, ALLREDUCE_SHORT, ALLTOALL_SHORT, BCAST_CHAIN_MEMBERS,
+    BCAST_CHAIN_SEGMENT, BCAST_NODE_COPIES_MIN, BCAST_NODE_STAGE_MAX, BCAST_SHORT, HOST_STAGE_MAX,
+    NODE_STAGE_ANY_SIZE_NODES, NODE_STAGE_CHUNK,
 };
 use threadwire::group::{
     Algorithms, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm, BcastAlgorithm,
@@ -63,7 +65,15 @@ pub fn explain(options: &Options) -> Explanation {
             ("BCAST_CHAIN_SEGMENT", BCAST_CHAIN_SEGMENT),
             ("ALLGATHER_SHORT", ALLGATHER_SHORT),
             ("ALLTOALL_SHORT", ALLTOALL_SHORT),
-            ("NODE_STAGE_MAX", NODE_STAGE_MAX),
+            (
+                "NODE_STAGE_ANY_SIZE_NODES (nodes)",
+                NODE_STAGE_ANY_SIZE_NODES,
+            ),
+            ("ALLREDUCE_NODE_STAGE_MAX", ALLREDUCE_NODE_STAGE_MAX),
+            ("BCAST_NODE_STAGE_MAX", BCAST_NODE_STAGE_MAX),
+            ("ALLREDUCE_NODE_SLICES_MIN", ALLREDUCE_NODE_SLICES_MIN),
+            ("NODE_STAGE_CHUNK", NODE_STAGE_CHUNK),
+            ("BCAST_NODE_COPIES_MIN", BCAST_NODE_COPIES_MIN),
             ("HOST_STAGE_MAX", HOST_STAGE_MAX),
         ],
         choices,
@@ -75,15 +85,18 @@ pub fn explain(options: &Options) -> Explanation {
 fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms) -> Choice {
     let p = layout.members() as usize;
     let per_node = layout.threads as usize;
+    let nodes = layout.nodes as usize;
+    let within = |bytes: usize, max: &str| match nodes <= NODE_STAGE_ANY_SIZE_NODES {
+        true => format!("nodes: {nodes} ≤ NODE_STAGE_ANY_SIZE_NODES"),
+        false => format!("{bytes} ≤ {max}"),
+    };
     // The benchmark's calls are blocking and its members consecutive.
-    let node_stage = |bytes: usize| {
-        tuning::node_stage(bytes, per_node, true).then(|| {
-            (
-                "hierarchical",
-                false,
-                format!("{per_node} members a node, {bytes} ≤ NODE_STAGE_MAX"),
-            )
-        })
+    let staged = |how: String| {
+        (
+            "hierarchical",
+            false,
+            format!("{per_node} members a node, {how}"),
+        )
     };
     // The host stage, as on one host (the benchmark's nodes share one
     // unless `--link` puts them on emulated hosts) with shared memory.
@@ -99,15 +112,24 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
     let (algorithm, forced, rule) = match operation {
         Operation::Barrier => match forced.barrier {
             Some(a) => (a.name(), true, "forced".into()),
-            None => host_stage(0).or_else(|| node_stage(0)).unwrap_or((
-                "dissemination",
-                false,
-                "one member a node".into(),
-            )),
+            None if host_stage(0).is_some() => host_stage(0).expect("just checked"),
+            None if tuning::barrier_node_stage(per_node) => {
+                ("hierarchical", false, format!("{per_node} members a node"))
+            }
+            None => ("dissemination", false, "one member a node".into()),
         },
         Operation::Bcast => match forced.bcast {
             Some(a) => (a.name(), true, "forced".into()),
-            None if node_stage(size).is_some() => node_stage(size).expect("just checked"),
+            None if tuning::bcast_node_stage(size, nodes, per_node) => {
+                let how = match nodes {
+                    1 if tuning::bcast_by_copies(size) => {
+                        format!("{size} ≥ BCAST_NODE_COPIES_MIN: copies from the root")
+                    }
+                    1 => format!("{size} < BCAST_NODE_COPIES_MIN: through the last to arrive"),
+                    _ => format!("{} among the leaders", tuning::bcast(size, nodes)),
+                };
+                staged(format!("{}, {how}", within(size, "BCAST_NODE_STAGE_MAX")))
+            }
             None => {
                 let a = tuning::bcast(size, p);
                 let rule = match a {
@@ -129,7 +151,16 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
             match forced.allreduce {
                 Some(a) => (a.name(), true, "forced".into()),
                 None if host_stage(bytes).is_some() => host_stage(bytes).expect("just checked"),
-                None if node_stage(bytes).is_some() => node_stage(bytes).expect("just checked"),
+                None if tuning::allreduce_node_stage(bytes, nodes, per_node, true) => {
+                    let how = match tuning::allreduce_by_slices(bytes) {
+                        true => format!("{bytes} ≥ ALLREDUCE_NODE_SLICES_MIN: by slices"),
+                        false => format!("{bytes} < ALLREDUCE_NODE_SLICES_MIN: at the leader"),
+                    };
+                    staged(format!(
+                        "{}, {how}",
+                        within(bytes, "ALLREDUCE_NODE_STAGE_MAX")
+                    ))
+                }
                 None => {
                     let a = tuning::allreduce(bytes, p, true);
                     let rule = match a {
@@ -194,7 +225,9 @@ mod tests {
 
     #[test]
     fn the_rules_switch_at_the_thresholds() {
-        let e = explain(&options(vec![8, 64 << 10, 1 << 20]));
+        let mut o = options(vec![8, 64 << 10, 1 << 20]);
+        o.layouts.push("4x4".parse().unwrap());
+        let e = explain(&o);
         let at = |layout: &str, operation, size| {
             let layout: Layout = layout.parse().unwrap();
             e.choices
@@ -206,9 +239,12 @@ mod tests {
         assert_eq!(at("4x1", Operation::Allreduce, 8), "host-stage");
         assert_eq!(at("4x1", Operation::Allreduce, 64 << 10), "rabenseifner");
         assert_eq!(at("4x1", Operation::Allreduce, 1 << 20), "ring");
-        assert_eq!(at("1x16", Operation::Allreduce, 64 << 10), "rabenseifner");
+        assert_eq!(at("1x16", Operation::Allreduce, 64 << 10), "hierarchical");
+        assert_eq!(at("1x16", Operation::Allreduce, 1 << 20), "hierarchical");
+        assert_eq!(at("2x8", Operation::Allreduce, 1 << 20), "hierarchical");
         assert_eq!(at("4x1", Operation::Bcast, 8), "binomial");
-        assert_eq!(at("2x8", Operation::Bcast, 64 << 10), "chain");
+        assert_eq!(at("2x8", Operation::Bcast, 64 << 10), "hierarchical");
+        assert_eq!(at("1x16", Operation::Bcast, 1 << 20), "hierarchical");
         assert_eq!(at("4x1", Operation::Bcast, 64 << 10), "chain");
         assert_eq!(at("4x1", Operation::Alltoall, 8), "bruck");
         assert_eq!(at("4x1", Operation::Alltoall, 64 << 10), "pairwise");
@@ -218,6 +254,9 @@ mod tests {
         assert_eq!(at("4x1", Operation::Barrier, 0), "host-stage");
         assert_eq!(at("2x8", Operation::Allreduce, 8), "hierarchical");
         assert_eq!(at("2x8", Operation::Bcast, 8), "hierarchical");
+        assert_eq!(at("4x4", Operation::Bcast, 8), "hierarchical");
+        assert_eq!(at("4x4", Operation::Bcast, 64 << 10), "chain");
+        assert_eq!(at("4x4", Operation::Allreduce, 1 << 20), "hierarchical");
     }
 
     #[test]

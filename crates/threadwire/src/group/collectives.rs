@@ -46,15 +46,16 @@ fn not_commutative(algorithm: &'static str) -> CollError {
 }
 
 /// The call's per-node stage, if it runs one: forced, or chosen by
-/// [`tuning::node_stage`]; blocking and nonblocking calls alike, so that
-/// members may mix the two forms for one call.
+/// `by_default` (one of [`tuning`]'s `*_node_stage`, given the stage and
+/// whether the operation combines in rank order there); blocking and nonblocking calls alike, so that members may mix
+/// the two forms for one call.
 fn node_stage(
     c: &Call,
     forced: Option<bool>,
-    bytes: usize,
     in_rank_order: bool,
+    by_default: impl FnOnce(&NodeStage, bool) -> bool,
 ) -> Result<Option<&NodeStage>, CollError> {
-    let chosen = choose_node_stage(c, forced, bytes, in_rank_order);
+    let chosen = choose_node_stage(c, forced, in_rank_order, by_default);
     if !matches!(chosen, Ok(Some(_))) {
         c.leave_stage_queue();
     }
@@ -64,8 +65,8 @@ fn node_stage(
 fn choose_node_stage(
     c: &Call,
     forced: Option<bool>,
-    bytes: usize,
     in_rank_order: bool,
+    by_default: impl FnOnce(&NodeStage, bool) -> bool,
 ) -> Result<Option<&NodeStage>, CollError> {
     let Some(stage) = c.comm.node_stage.as_ref() else {
         return Ok(None);
@@ -77,7 +78,7 @@ fn choose_node_stage(
             why: "the operation is not commutative and a node's ranks are not consecutive",
         }),
         Some(on) => Ok(on.then_some(stage)),
-        None => Ok(tuning::node_stage(bytes, stage.most_on_a_node, ordered).then_some(stage)),
+        None => Ok(by_default(stage, ordered).then_some(stage)),
     }
 }
 
@@ -104,7 +105,7 @@ async fn barrier(c: &Call) -> Result<(), CollError> {
         true => Some(true),
         false => forced.map(|a| a != BarrierAlgorithm::Dissemination),
     };
-    match node_stage(c, forced, 0, true)? {
+    match node_stage(c, forced, true, |stage, _| tuning::barrier_node_stage(stage.most_on_a_node))? {
         Some(stage) => node_stage::barrier(c, stage).await,
         None => tree::barrier(c).await,
     }
@@ -113,9 +114,12 @@ async fn barrier(c: &Call) -> Result<(), CollError> {
 async fn bcast<T: Element>(c: &Call, buf: &mut [T], root: usize) -> Result<(), CollError> {
     check_root(c, root)?;
     let forced = c.algorithms().bcast;
-    let bytes = std::mem::size_of_val(buf);
     let hierarchical = forced.map(|a| a == BcastAlgorithm::Hierarchical);
-    if let Some(stage) = node_stage(c, hierarchical, bytes, true)? {
+    let bytes = std::mem::size_of_val(buf);
+    let by_default = |stage: &NodeStage, _| {
+        tuning::bcast_node_stage(bytes, stage.nodes, stage.most_on_a_node)
+    };
+    if let Some(stage) = node_stage(c, hierarchical, true, by_default)? {
         return node_stage::bcast(c, stage, buf, root).await;
     }
     bcast_flat(c, buf, root).await
@@ -155,7 +159,10 @@ pub(crate) async fn allreduce<T: Reducible>(
         true => Some(true),
         false => forced.map(AllreduceAlgorithm::is_staged),
     };
-    if let Some(stage) = node_stage(c, hierarchical, bytes, commutative)? {
+    let by_default = |stage: &NodeStage, ordered| {
+        tuning::allreduce_node_stage(bytes, stage.nodes, stage.most_on_a_node, ordered)
+    };
+    if let Some(stage) = node_stage(c, hierarchical, commutative, by_default)? {
         return node_stage::allreduce(c, stage, buf, op).await;
     }
     allreduce_flat(c, buf, op).await

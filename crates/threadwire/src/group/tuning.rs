@@ -38,11 +38,27 @@ pub const ALLTOALL_SHORT: usize = 256;
 pub const ALLGATHER_SHORT: usize = 80 << 10;
 
 /// The per-node stage (members of one node combining through memory, one
-/// leader per node on the network) for allreduce and bcast up to this many
-/// bytes; barriers always take it. Above, a copy through the node's slots
-/// costs more than the messages it saves, which move buffers between a
-/// node's threads without a copy.
-pub const NODE_STAGE_MAX: usize = 4 << 10;
+/// leader per node on the network) combines an allreduce by slices from
+/// this many bytes ([`allreduce_by_slices`]): every member combines its
+/// slice of the node's buffers at once, instead of the leader all of them.
+///
+/// Measured (docs/PERFORMANCE-STUDIES.md, "Collectives: the per-node
+/// stage for large messages"; 2 cores; 1x16, 2x8, 4x4): up to 128 KiB
+/// the leader alone was faster (1x16, 64 KiB: 95 µs against 121), from
+/// 512 KiB the slices were (1x16, 512 KiB: 1.05 ms against 2.19); at
+/// 256 KiB the slices on 1x16 (all three pairs of runs), the leader on
+/// 2x8 and 4x4.
+pub const ALLREDUCE_NODE_SLICES_MIN: usize = 256 << 10;
+/// The allreduce by slices combines a chunk of this many bytes of the
+/// buffer a round, so that the node's published chunks stay in cache
+/// (1x16, 1 MiB in one round: 5.8–6.3 ms; in 128 KiB rounds: 1.9–3.0 ms;
+/// 64 and 256 KiB rounds were within noise of 128).
+pub const NODE_STAGE_CHUNK: usize = 128 << 10;
+/// A broadcast among the members of one node copies from the root's slot
+/// at once from this many bytes ([`bcast_by_copies`]); below, through the
+/// team's result, released by the last to arrive (1x16, 16 KiB: 16 µs
+/// against 20; 32 KiB: 26 against 31; 64 KiB: 38 against 53; same study).
+pub const BCAST_NODE_COPIES_MIN: usize = 32 << 10;
 
 /// Barrier algorithms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,13 +187,71 @@ pub fn allreduce(bytes: usize, members: usize, commutative: bool) -> AllreduceAl
     }
 }
 
-/// Whether a blocking barrier, allreduce or bcast of `bytes` runs the
-/// per-node stage, with at most `most_on_a_node` members on one node:
-/// when some node has more than one and `bytes` ≤ [`NODE_STAGE_MAX`].
-/// `in_rank_order` is false for a non-commutative operation on a group
-/// whose nodes' ranks are not consecutive (which then runs flat).
-pub fn node_stage(bytes: usize, most_on_a_node: usize, in_rank_order: bool) -> bool {
-    most_on_a_node > 1 && bytes <= NODE_STAGE_MAX && in_rank_order
+/// Whether a barrier runs the per-node stage, with at most
+/// `most_on_a_node` members on one node: when some node has more than one.
+pub fn barrier_node_stage(most_on_a_node: usize) -> bool {
+    most_on_a_node > 1
+}
+
+/// Groups on up to this many nodes take the per-node stage for allreduce
+/// and bcast at every size ([`allreduce_node_stage`], [`bcast_node_stage`]);
+/// on more, up to [`ALLREDUCE_NODE_STAGE_MAX`] and [`BCAST_NODE_STAGE_MAX`].
+pub const NODE_STAGE_ANY_SIZE_NODES: usize = 2;
+/// The per-node stage for allreduce up to this many bytes on more than
+/// [`NODE_STAGE_ANY_SIZE_NODES`] nodes.
+pub const ALLREDUCE_NODE_STAGE_MAX: usize = 1 << 20;
+/// The per-node stage for bcast up to this many bytes on more than
+/// [`NODE_STAGE_ANY_SIZE_NODES`] nodes (the former `NODE_STAGE_MAX`).
+pub const BCAST_NODE_STAGE_MAX: usize = 4 << 10;
+
+/// Whether an allreduce of `bytes` runs the per-node stage among `nodes`
+/// nodes, with at most `most_on_a_node` members on one: when some node has
+/// more than one member, at every size on up to
+/// [`NODE_STAGE_ANY_SIZE_NODES`] nodes and up to
+/// [`ALLREDUCE_NODE_STAGE_MAX`] on more. `in_rank_order` is false for a
+/// non-commutative operation on a group whose nodes' ranks are not
+/// consecutive (which then runs flat).
+///
+/// Measured up to 16 MiB (docs/PERFORMANCE-STUDIES.md, "Collectives: the
+/// per-node stage for large messages"; 2 cores, every node on one host):
+/// with the slices from [`ALLREDUCE_NODE_SLICES_MIN`] the stage was faster
+/// than the flat algorithms at every size on 1x16 (1 MiB: 1.3–2.6 ms
+/// against 4.2–4.4), up to 1 MiB on 2x8 and within noise above it, and on
+/// 4x4 faster up to 1 MiB but slower from 4 MiB (16 MiB: 120–148 ms
+/// against 100–101), where the members' copies cost more than the flat
+/// ring's messages between threads.
+pub fn allreduce_node_stage(
+    bytes: usize,
+    nodes: usize,
+    most_on_a_node: usize,
+    in_rank_order: bool,
+) -> bool {
+    let size_ok = nodes <= NODE_STAGE_ANY_SIZE_NODES || bytes <= ALLREDUCE_NODE_STAGE_MAX;
+    most_on_a_node > 1 && in_rank_order && size_ok
+}
+
+/// Whether a bcast of `bytes` runs the per-node stage among `nodes` nodes:
+/// when some node has more than one member, at every size on up to
+/// [`NODE_STAGE_ANY_SIZE_NODES`] nodes and up to [`BCAST_NODE_STAGE_MAX`]
+/// on more. Measured as for [`allreduce_node_stage`]: faster than the flat
+/// chain at every size on 1x16 and 2x8 (1x16, 1 MiB: 0.50–0.72 ms against
+/// 1.11; 2x8: 0.65–0.90 against 1.32–1.91), slower on 4x4 from 16 KiB to
+/// 1 MiB (16 KiB: 74–75 µs against 40–50), where four leaders' chain and
+/// then their members' copies follow one another instead of one pipeline.
+pub fn bcast_node_stage(bytes: usize, nodes: usize, most_on_a_node: usize) -> bool {
+    most_on_a_node > 1 && (nodes <= NODE_STAGE_ANY_SIZE_NODES || bytes <= BCAST_NODE_STAGE_MAX)
+}
+
+/// Whether the per-node stage combines an allreduce of `bytes` by slices
+/// at every member: from [`ALLREDUCE_NODE_SLICES_MIN`].
+pub fn allreduce_by_slices(bytes: usize) -> bool {
+    bytes >= ALLREDUCE_NODE_SLICES_MIN
+}
+
+/// Whether a one-node per-node stage broadcasts `bytes` by every member
+/// copying from the root's slot: from [`BCAST_NODE_COPIES_MIN`].
+pub fn bcast_by_copies(bytes: usize) -> bool {
+    bytes >= BCAST_NODE_COPIES_MIN
 }
 
 /// The host stage (`group/algorithms/host_stage.rs`) carries allreduces up
@@ -441,11 +515,21 @@ mod tests {
     }
 
     #[test]
-    fn node_stage_for_small_calls_with_members_sharing_a_node() {
-        assert!(node_stage(8, 2, true));
-        assert!(node_stage(NODE_STAGE_MAX, 8, true));
-        assert!(!node_stage(NODE_STAGE_MAX + 1, 8, true));
-        assert!(!node_stage(8, 1, true));
-        assert!(!node_stage(8, 4, false));
+    fn node_stage_with_members_sharing_a_node() {
+        assert!(barrier_node_stage(2));
+        assert!(!barrier_node_stage(1));
+        assert!(allreduce_node_stage(16 << 20, 2, 2, true));
+        assert!(allreduce_node_stage(ALLREDUCE_NODE_STAGE_MAX, 4, 2, true));
+        assert!(!allreduce_node_stage(ALLREDUCE_NODE_STAGE_MAX + 1, 4, 2, true));
+        assert!(!allreduce_node_stage(8, 1, 1, true));
+        assert!(!allreduce_node_stage(8, 2, 4, false));
+        assert!(bcast_node_stage(16 << 20, 1, 2));
+        assert!(bcast_node_stage(BCAST_NODE_STAGE_MAX, 3, 2));
+        assert!(!bcast_node_stage(BCAST_NODE_STAGE_MAX + 1, 3, 2));
+        assert!(!bcast_node_stage(8, 1, 1));
+        assert!(!allreduce_by_slices(ALLREDUCE_NODE_SLICES_MIN - 1));
+        assert!(allreduce_by_slices(ALLREDUCE_NODE_SLICES_MIN));
+        assert!(!bcast_by_copies(BCAST_NODE_COPIES_MIN - 1));
+        assert!(bcast_by_copies(BCAST_NODE_COPIES_MIN));
     }
 }

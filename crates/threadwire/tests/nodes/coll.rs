@@ -99,7 +99,10 @@ fn fold<T: Copy>(
     })
 }
 
-const SIZES: [usize; 5] = [0, 1, 7, 600, 5000];
+/// The last above `tuning::ALLREDUCE_NODE_SLICES_MIN` in `i64`s (the
+/// per-node stage by slices, in three chunks of `NODE_STAGE_CHUNK`, the
+/// last short).
+const SIZES: [usize; 6] = [0, 1, 7, 600, 5000, 32771];
 /// For the largest layouts: below the allreduce thresholds (the forced
 /// algorithms still run).
 const SMALL_SIZES: [usize; 4] = [0, 1, 7, 300];
@@ -419,6 +422,23 @@ impl Checker<'_> {
             &fold(0..p, |q| data(q, n, salt), i64::wrapping_add).unwrap()
         );
         assert_eq!(results[1].as_ref().unwrap(), &data(p - 1, n, salt));
+        // Above the per-node stage's slices and copies thresholds, the
+        // later call waited first.
+        let big = 32771;
+        let sum = self.g.iallreduce(data(r, big, salt), Op::Sum);
+        let root = p / 2;
+        let own = if r == root {
+            data(root, big, salt)
+        } else {
+            vec![0; big]
+        };
+        let bcast = self.g.ibcast(own, root);
+        let results = wait_all(vec![bcast, sum]);
+        assert_eq!(results[0].as_ref().unwrap(), &data(root, big, salt));
+        assert_eq!(
+            results[1].as_ref().unwrap(),
+            &fold(0..p, |q| data(q, big, salt), i64::wrapping_add).unwrap()
+        );
         let mut gathered = gathered;
         while !gathered.test() {
             // A fiber that polls must let the others run.

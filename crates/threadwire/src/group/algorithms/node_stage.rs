@@ -34,6 +34,33 @@
 //! that see it at once, the one that raises the team's `combiner` word to
 //! `s`) does steps 2 and 4, so no leader is woken to do them.
 //!
+//! Large calls ([`tuning`]'s `allreduce_by_slices`, `bcast_by_copies`)
+//! spread the node's work over its members instead of its leader. An
+//! allreduce by slices, in rounds of a chunk of the buffer
+//! ([`tuning::NODE_STAGE_CHUNK`], so that the node's chunks stay in
+//! cache; round `r` of call `s` counts as [`tick`]`(s, r)`):
+//!
+//! S1. Every member (the leader too) writes its chunk into its slot's
+//!     data and stores `published`; all wait for every member's.
+//! S2. Member `i` combines slice `i` of the chunk (1/q of it) over the q
+//!     chunks in rank order (its own from its buffer), writes it into its
+//!     slot's part and stores `combined`; all wait for every member's.
+//! S3. On one node every member copies the others' parts into its
+//!     buffer; on several only the leader does.
+//! S4. Several nodes: the leader runs the flat allreduce among leaders on
+//!     the whole buffer and releases as in step 4; members copy the
+//!     result as in step 5.
+//!
+//! A one-node broadcast by copies:
+//!
+//! B1. The root writes its buffer into its slot's data, stores `arrived`
+//!     and wakes the others.
+//! B2. Each other member waits for the root's `arrived`, copies from its
+//!     slot (readers share the slot's read lock), then stores its own
+//!     `arrived`; the last wakes the root.
+//! B3. The root waits for every `arrived` (rule 3: its slot may then
+//!     change).
+//!
 //! Memory ordering:
 //!
 //! 1. `arrived` and `released` only grow (never reset): a waiter compares
@@ -44,9 +71,14 @@
 //! 3. A member writes its data for call `s + 1` only after it saw
 //!    `released ≥ s`, i.e. after the leader read its data for `s`; the
 //!    leader writes the result of `s + 1` only after every member arrived
-//!    at `s + 1`, i.e. after each read the result of `s`. So the data's
-//!    locks are never contended; they are there so that no `unsafe` is
-//!    needed, and cost an uncontended lock per access.
+//!    at `s + 1`, i.e. after each read the result of `s`. By slices, a
+//!    member writes its chunk of round `r + 1` after every member's
+//!    `combined` reached `r` (all read its chunk of `r`), and its part of
+//!    `r + 1` after every `published` reached `r + 1` (all copied the
+//!    parts of `r`); a broadcast's root waits for its readers (B3). So a
+//!    writer never meets a reader; the data's locks are read-write locks
+//!    so that no `unsafe` is needed and the readers of one slot (16
+//!    copying one root's buffer) do not take turns.
 //! 4. Rule 3 needs one call of the stage under way per member at a time:
 //!    a member's call takes its *turn* (step 0) before step 1 and gives it
 //!    back when it has read its result (or failed). Turns go in call
@@ -91,10 +123,13 @@
 //! flat algorithm over `L` members: a barrier costs ⌈log₂L⌉ α instead of
 //! ⌈log₂p⌉ α, an allreduce (⌊log₂L⌋ + 2) (α + nβ) instead of with `p`.
 //! Leaders wait for their slowest local member, and members for the whole
-//! network stage; the payload moves through a copy in the team (up to
-//! [`tuning::NODE_STAGE_MAX`] bytes by default). On 2 cores, waking the
-//! parked waiters costs far more than the memory traffic
-//! (docs/PERFORMANCE-STUDIES.md, "the per-node stage").
+//! network stage; the payload moves through a copy into the slots and one
+//! out. Below the slices' threshold the leader combines `q − 1` buffers
+//! alone, faster than the two extra meetings of the slices (each wakes
+//! every member); above it the `q` members combine at once, and a one-node
+//! broadcast's members copy at once
+//! (docs/PERFORMANCE-STUDIES.md, "the per-node stage" and "Collectives:
+//! the per-node stage for large messages").
 //!
 //! [`tuning`]: crate::group::tuning
 //! [`schedule`]: crate::group::schedule
@@ -102,24 +137,47 @@
 
 use crate::group::element::{Element, Reducible, Reduction};
 use crate::group::schedule::{Call, Comm};
-use crate::group::CollError;
+use crate::group::{tuning, CollError};
 use crate::{lock, Address, Endpoint};
+use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
+use std::ops::Range;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::task::Poll;
 
-/// One local member's line: its counters, then (behind a pointer) its data.
+/// One local member's line: its counters, then (behind pointers) its data.
 #[repr(align(128))]
 #[derive(Default)]
 struct Slot {
-    /// The member's calls whose contribution is in `data` (rule 1).
+    /// The member's calls whose contribution is in `data` (rule 1); in a
+    /// one-node broadcast by copies, whose copy of the root's is done.
     arrived: AtomicU64,
     /// The leader's slot only: the calls released (rule 1).
     released: AtomicU64,
-    data: Mutex<Vec<u8>>,
+    /// Allreduce by slices: the member's rounds ([`tick`]) whose chunk is
+    /// in `data`, and the buffer's length in elements.
+    published: AtomicU64,
+    length: AtomicUsize,
+    /// Allreduce by slices: the member's rounds whose slice of the chunk's
+    /// result is in `part`.
+    combined: AtomicU64,
+    data: RwLock<Vec<u8>>,
+    part: RwLock<Vec<u8>>,
+}
+
+fn arrived(slot: &Slot) -> &AtomicU64 {
+    &slot.arrived
+}
+
+fn published(slot: &Slot) -> &AtomicU64 {
+    &slot.published
+}
+
+fn combined(slot: &Slot) -> &AtomicU64 {
+    &slot.combined
 }
 
 /// The node-local structure of one group: one slot per member on this
@@ -129,7 +187,7 @@ pub(crate) struct NodeTeam {
     /// The last call a member combined for (one-node groups).
     combiner: AtomicU64,
     /// The result of the last call released.
-    result: Mutex<Vec<u8>>,
+    result: RwLock<Vec<u8>>,
     /// The last failed call and its error (step 4).
     outcome: Mutex<Option<(u64, CollError)>>,
 }
@@ -149,7 +207,7 @@ impl NodeTeams {
         let team = Arc::new(NodeTeam {
             slots: (0..members).map(|_| Slot::default()).collect(),
             combiner: AtomicU64::new(0),
-            result: Mutex::new(Vec::new()),
+            result: RwLock::new(Vec::new()),
             outcome: Mutex::new(None),
         });
         teams.insert(key, Arc::downgrade(&team));
@@ -174,6 +232,8 @@ pub(crate) struct NodeStage {
     one_node: bool,
     /// For each rank, the leaders' rank of its node.
     leader_of: Box<[usize]>,
+    /// Nodes with members.
+    pub(crate) nodes: usize,
     /// Members on the busiest node.
     pub(crate) most_on_a_node: usize,
     /// Whether every node's members are consecutive ranks.
@@ -229,6 +289,7 @@ impl NodeStage {
             threads: local.iter().map(|&r| members[r].thread).collect(),
             leaders,
             one_node: nodes.len() == 1,
+            nodes: nodes.len(),
             leader_of: leader_of.into(),
             most_on_a_node: counts.iter().copied().max().unwrap_or(1),
             consecutive,
@@ -277,6 +338,36 @@ impl NodeStage {
         }
     }
 
+    fn wake_others(&self, c: &Call) {
+        for i in (0..self.threads.len()).filter(|&i| i != self.index) {
+            self.wake(c, i);
+        }
+    }
+
+    /// Whether every local member's `counter` reached call `s` (rule 5's
+    /// `SeqCst`: of two members storing last at once, one sees both).
+    fn all_at(&self, s: u64, counter: fn(&Slot) -> &AtomicU64) -> bool {
+        self.team
+            .slots
+            .iter()
+            .all(|slot| counter(slot).load(Ordering::SeqCst) >= s)
+    }
+
+    /// Stores this member's `counter = tick` and waits for every local
+    /// member's; the last to store wakes the others (rule 5).
+    async fn meet(
+        &self,
+        c: &Call,
+        tick: u64,
+        counter: fn(&Slot) -> &AtomicU64,
+    ) -> Result<(), CollError> {
+        counter(&self.team.slots[self.index]).store(tick, Ordering::SeqCst);
+        if self.all_at(tick, counter) {
+            self.wake_others(c);
+        }
+        wait(c, || self.all_at(tick, counter)).await
+    }
+
     /// The leaders' call of the same tag, with the group's forced
     /// algorithms but no node stage.
     fn leaders_call(&self, c: &Call) -> Option<Call> {
@@ -294,62 +385,29 @@ impl NodeStage {
     }
 
     /// Steps 1 and 5 at a member that is not the leader: `mine` into its
-    /// slot, then `read` of the leader's result.
+    /// slot, then `read_result` of the leader's result.
     async fn member<R>(
         &self,
         c: &Call,
         s: u64,
         mine: Option<Vec<u8>>,
-        read: impl FnOnce(&[u8]) -> Result<R, CollError>,
+        read_result: impl FnOnce(&[u8]) -> Result<R, CollError>,
     ) -> Result<R, CollError> {
         let slot = &self.team.slots[self.index];
         if let Some(data) = mine {
-            *lock(&slot.data) = data;
+            *write(&slot.data) = data;
         }
         slot.arrived.store(s, Ordering::SeqCst);
         // Only the last to arrive wakes the leader (rule 5).
         if self.all_arrived(s) {
             self.wake(c, 0);
         }
-        let leader = &self.team.slots[0];
-        wait(c, || leader.released.load(Ordering::Acquire) >= s).await?;
-        if let Some((at, e)) = &*lock(&self.team.outcome) {
-            if *at == s {
-                c.heard_abort();
-                return Err(e.clone());
-            }
-        }
-        read(&lock(&self.team.result))
+        self.released(c, s).await?;
+        read_result(&read(&self.team.result))
     }
 
-    /// A one-node group's call: every member (the leader too) arrives
-    /// with its contribution, and the one that completes the node
-    /// combines and releases (steps 2 and 4 without waking a leader).
-    async fn by_last<R>(
-        &self,
-        c: &Call,
-        mine: Option<Vec<u8>>,
-        combine: impl FnOnce(&[Slot]) -> Result<Option<Vec<u8>>, CollError>,
-        read: impl FnOnce(&[u8]) -> Result<R, CollError>,
-    ) -> Result<R, CollError> {
-        let s = c.index;
-        let slot = &self.team.slots[self.index];
-        if let Some(data) = mine {
-            *lock(&slot.data) = data;
-        }
-        slot.arrived.store(s, Ordering::SeqCst);
-        let all = self
-            .team
-            .slots
-            .iter()
-            .all(|slot| slot.arrived.load(Ordering::SeqCst) >= s);
-        // Of the members that see every arrival, one combines.
-        if all && self.team.combiner.fetch_max(s, Ordering::SeqCst) < s {
-            let result = unless_aborted(c, combine(&self.team.slots));
-            self.release(c, s, &result);
-            result?;
-            return read(&lock(&self.team.result));
-        }
+    /// Step 5's wait: the release of call `s`, or its error.
+    async fn released(&self, c: &Call, s: u64) -> Result<(), CollError> {
         let released = &self.team.slots[0].released;
         wait(c, || released.load(Ordering::Acquire) >= s).await?;
         if let Some((at, e)) = &*lock(&self.team.outcome) {
@@ -358,7 +416,35 @@ impl NodeStage {
                 return Err(e.clone());
             }
         }
-        read(&lock(&self.team.result))
+        Ok(())
+    }
+
+    /// A one-node group's call: every member (the leader too) arrives
+    /// with its contribution, and the one that completes the node
+    /// `combine`s into the team's result and releases (steps 2 and 4
+    /// without waking a leader).
+    async fn by_last<R>(
+        &self,
+        c: &Call,
+        mine: Option<Vec<u8>>,
+        combine: impl FnOnce(&NodeTeam) -> Result<(), CollError>,
+        read_result: impl FnOnce(&[u8]) -> Result<R, CollError>,
+    ) -> Result<R, CollError> {
+        let s = c.index;
+        let slot = &self.team.slots[self.index];
+        if let Some(data) = mine {
+            *write(&slot.data) = data;
+        }
+        slot.arrived.store(s, Ordering::SeqCst);
+        // Of the members that see every arrival, one combines.
+        if self.all_at(s, arrived) && self.team.combiner.fetch_max(s, Ordering::SeqCst) < s {
+            let result = unless_aborted(c, combine(&self.team));
+            self.release(c, s, &result);
+            result?;
+        } else {
+            self.released(c, s).await?;
+        }
+        read_result(&read(&self.team.result))
     }
 
     fn all_arrived(&self, s: u64) -> bool {
@@ -372,17 +458,14 @@ impl NodeStage {
         wait(c, || self.all_arrived(s)).await
     }
 
-    /// Step 4: the result (or the error) out, the members released.
-    fn release(&self, c: &Call, s: u64, result: &Result<Option<Vec<u8>>, CollError>) {
-        match result {
-            Ok(Some(bytes)) => *lock(&self.team.result) = bytes.clone(),
-            Ok(None) => {}
-            Err(e) => *lock(&self.team.outcome) = Some((s, e.clone())),
+    /// Step 4: the error (if any) out, the members released; the result
+    /// is in the team's already.
+    fn release(&self, c: &Call, s: u64, result: &Result<(), CollError>) {
+        if let Err(e) = result {
+            *lock(&self.team.outcome) = Some((s, e.clone()));
         }
         self.team.slots[0].released.store(s, Ordering::Release);
-        for i in (0..self.threads.len()).filter(|&i| i != self.index) {
-            self.wake(c, i);
-        }
+        self.wake_others(c);
     }
 }
 
@@ -424,17 +507,54 @@ async fn wait(c: &Call, ready: impl Fn() -> bool) -> Result<(), CollError> {
     .await
 }
 
+// Rule 3 keeps writers and readers of one lock apart; readers share.
+fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|e| e.into_inner())
+}
+
 fn bytes_of<T: Element>(values: &[T]) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(std::mem::size_of_val(values));
     T::write(values, &mut bytes);
     bytes
 }
 
+/// `values` into `bytes`, reusing its allocation.
+fn write_into<T: Element>(bytes: &RwLock<Vec<u8>>, values: &[T]) {
+    let mut bytes = write(bytes);
+    bytes.clear();
+    T::write(values, &mut bytes);
+}
+
+/// `bytes` as elements: seen in place where the layout allows, else read.
+fn elements<T: Element>(bytes: &[u8]) -> Cow<'_, [T]> {
+    match T::view(bytes) {
+        Some(values) => Cow::Borrowed(values),
+        None => Cow::Owned(T::read_all(bytes)),
+    }
+}
+
+/// That a contribution holds `n` elements, or the error saying it does not.
+fn check_length<T: Element>(c: &Call, bytes: &[u8], n: usize) -> Result<(), CollError> {
+    if bytes.len() == n * T::SIZE {
+        return Ok(());
+    }
+    c.decode_bytes::<T>(bytes, Some(n)).map(|_| ())
+}
+
+/// Member `i`'s slice of `n` elements cut in `q`.
+fn slice(n: usize, q: usize, i: usize) -> Range<usize> {
+    i * n / q..(i + 1) * n / q
+}
+
 /// Barrier: steps 1–5 with no data, a dissemination barrier among leaders.
 pub(crate) async fn barrier(c: &Call, stage: &NodeStage) -> Result<(), CollError> {
     let _turn = stage.turn(c).await?;
     if stage.one_node {
-        return stage.by_last(c, None, |_| Ok(None), |_| Ok(())).await;
+        return stage.by_last(c, None, |_| Ok(()), |_| Ok(())).await;
     }
     let s = c.index;
     if stage.index != 0 {
@@ -447,16 +567,17 @@ pub(crate) async fn barrier(c: &Call, stage: &NodeStage) -> Result<(), CollError
         } else if let Some(lc) = stage.leaders_call(c) {
             super::tree::barrier(&lc).await?;
         }
-        Ok(None)
+        Ok(())
     }
     .await;
     let result = unless_aborted(c, result);
     stage.release(c, s, &result);
-    result.map(|_| ())
+    result
 }
 
-/// Allreduce: the node's buffers combined at the leader in rank order,
-/// then the flat allreduce among leaders.
+/// Allreduce: the node's buffers combined at the leader in rank order
+/// (by slices at every member from [`tuning::allreduce_by_slices`]), then
+/// the flat allreduce among leaders.
 pub(crate) async fn allreduce<T: Reducible>(
     c: &Call,
     stage: &NodeStage,
@@ -465,53 +586,170 @@ pub(crate) async fn allreduce<T: Reducible>(
 ) -> Result<(), CollError> {
     let n = buf.len();
     let _turn = stage.turn(c).await?;
+    if tuning::allreduce_by_slices(n * T::SIZE) {
+        return allreduce_sliced(c, stage, buf, op).await;
+    }
     if stage.one_node {
-        let combine = |slots: &[Slot]| {
-            let mut acc = c.decode_bytes::<T>(&lock(&slots[0].data), Some(n))?;
-            for slot in &slots[1..] {
-                op.apply(&mut acc, &c.decode_bytes::<T>(&lock(&slot.data), Some(n))?)?;
+        let combine = |team: &NodeTeam| {
+            let first = read(&team.slots[0].data);
+            check_length::<T>(c, &first, n)?;
+            let mut acc = elements::<T>(&first).into_owned();
+            for slot in &team.slots[1..] {
+                let data = read(&slot.data);
+                check_length::<T>(c, &data, n)?;
+                op.apply(&mut acc, &elements::<T>(&data))?;
             }
-            Ok(Some(bytes_of(&acc)))
+            write_into(&team.result, &acc);
+            Ok(())
         };
-        let got = stage
-            .by_last(c, Some(bytes_of(buf)), combine, |bytes| {
-                c.decode_bytes::<T>(bytes, Some(n))
-            })
-            .await?;
-        buf.copy_from_slice(&got);
-        return Ok(());
+        let mine = bytes_of(buf);
+        return stage
+            .by_last(c, Some(mine), combine, |bytes| c.decode_into(bytes, buf))
+            .await;
     }
     let s = c.index;
     if stage.index != 0 {
-        let got = stage
-            .member(c, s, Some(bytes_of(buf)), |bytes| {
-                c.decode_bytes::<T>(bytes, Some(buf.len()))
-            })
-            .await?;
-        buf.copy_from_slice(&got);
-        return Ok(());
+        let mine = bytes_of(buf);
+        return stage
+            .member(c, s, Some(mine), |bytes| c.decode_into(bytes, buf))
+            .await;
     }
     let result = async {
         stage.arrivals(c, s).await?;
         for slot in &stage.team.slots[1..] {
-            let other = c.decode_bytes::<T>(&lock(&slot.data), Some(buf.len()))?;
-            op.apply(buf, &other)?;
+            let data = read(&slot.data);
+            check_length::<T>(c, &data, n)?;
+            op.apply(buf, &elements::<T>(&data))?;
         }
         if c.on_host_stage.get() {
             super::host_stage::allreduce(c, buf, op).await?;
         } else if let Some(lc) = stage.leaders_call(c) {
             crate::group::collectives::allreduce_flat(&lc, buf, op).await?;
         }
-        Ok(Some(bytes_of(buf)))
+        write_into(&stage.team.result, buf);
+        Ok(())
     }
     .await;
     let result = unless_aborted(c, result);
     stage.release(c, s, &result);
-    result.map(|_| ())
+    result
+}
+
+/// Round `round` of call `s` of the allreduce by slices, as its counters
+/// count: growing with both, above every earlier call's rounds.
+fn tick(s: u64, round: usize) -> u64 {
+    (s << 24) + round as u64
+}
+
+/// Allreduce by slices (steps S1–S5 in the module docs), a chunk of
+/// [`tuning::NODE_STAGE_CHUNK`] bytes a round: every member publishes its
+/// chunk, combines its slice of all of them in rank order, then (one
+/// node) copies the others' slices out, or (several) the leader gathers
+/// them; then the leader runs the flat allreduce among leaders and
+/// releases.
+async fn allreduce_sliced<T: Reducible>(
+    c: &Call,
+    stage: &NodeStage,
+    buf: &mut [T],
+    op: &Reduction<T>,
+) -> Result<(), CollError> {
+    let (s, n, q) = (c.index, buf.len(), stage.team.slots.len());
+    let slots = &stage.team.slots;
+    let me = &slots[stage.index];
+    let chunk = (tuning::NODE_STAGE_CHUNK / T::SIZE).max(1);
+    let gathers = stage.one_node || stage.index == 0;
+    me.length.store(n, Ordering::Relaxed);
+    let combining = async {
+        for round in 0..n.div_ceil(chunk).max(1) {
+            let tick = tick(s, round);
+            let range = round * chunk..((round + 1) * chunk).min(n);
+            write_into(&me.data, &buf[range.clone()]);
+            stage.meet(c, tick, published).await?;
+            if let Some(found) = slots
+                .iter()
+                .map(|slot| slot.length.load(Ordering::Relaxed))
+                .find(|&length| length != n)
+            {
+                return Err(CollError::LengthMismatch {
+                    rank: c.rank(),
+                    expected: n,
+                    found,
+                });
+            }
+            let m = range.len();
+            let chunk = &mut buf[range];
+            let part = combine_slice(c, stage, chunk, op, slice(m, q, stage.index))?;
+            write_into(&me.part, &part);
+            stage.meet(c, tick, combined).await?;
+            if gathers {
+                for (j, slot) in slots.iter().enumerate() {
+                    let out = &mut chunk[slice(m, q, j)];
+                    match j == stage.index {
+                        true => out.copy_from_slice(&part),
+                        false => c.decode_into(&read(&slot.part), out)?,
+                    }
+                }
+            }
+        }
+        Ok(())
+    };
+    let combined = unless_aborted(c, combining.await);
+    if stage.one_node {
+        return combined;
+    }
+    if stage.index != 0 {
+        combined?;
+        stage.released(c, s).await?;
+        return c.decode_into(&read(&stage.team.result), buf);
+    }
+    let result = async {
+        combined?;
+        if let Some(lc) = stage.leaders_call(c) {
+            crate::group::collectives::allreduce_flat(&lc, buf, op).await?;
+        }
+        write_into(&stage.team.result, buf);
+        Ok(())
+    }
+    .await;
+    let result = unless_aborted(c, result);
+    stage.release(c, s, &result);
+    result
+}
+
+/// Slice `range` of the node's contributions combined in rank order: the
+/// member's own from `buf`, the others' seen in place in their slots.
+/// Every member checks every length, so all fail alike or none does.
+fn combine_slice<T: Reducible>(
+    c: &Call,
+    stage: &NodeStage,
+    buf: &[T],
+    op: &Reduction<T>,
+    range: Range<usize>,
+) -> Result<Vec<T>, CollError> {
+    let n = buf.len();
+    let data: Vec<_> = stage.team.slots.iter().map(|slot| read(&slot.data)).collect();
+    for bytes in &data {
+        check_length::<T>(c, bytes, n)?;
+    }
+    let bytes = range.start * T::SIZE..range.end * T::SIZE;
+    let mut acc: Option<Vec<T>> = None;
+    for (j, theirs) in data.iter().enumerate() {
+        let theirs = match j == stage.index {
+            true => Cow::Borrowed(&buf[range.clone()]),
+            false => elements::<T>(&theirs[bytes.clone()]),
+        };
+        match acc.as_mut() {
+            None => acc = Some(theirs.into_owned()),
+            Some(acc) => op.apply(acc, &theirs)?,
+        }
+    }
+    Ok(acc.unwrap_or_default())
 }
 
 /// Broadcast: the root's buffer to its node's leader (through its slot),
-/// the flat broadcast among leaders, then to every node's members.
+/// the flat broadcast among leaders, then to every node's members; on one
+/// node from [`tuning::bcast_by_copies`], every member copies from the
+/// root's slot at once.
 pub(crate) async fn bcast<T: Element>(
     c: &Call,
     stage: &NodeStage,
@@ -528,43 +766,71 @@ pub(crate) async fn bcast<T: Element>(
     };
     if stage.one_node {
         let root_slot = at(root).expect("one node: the root is on it");
-        let got = stage
-            .by_last(
-                c,
-                is_root.then(|| bytes_of(buf)),
-                |slots| Ok(Some(lock(&slots[root_slot].data).clone())),
-                |bytes| c.decode_bytes::<T>(bytes, Some(buf.len())),
-            )
-            .await?;
-        buf.copy_from_slice(&got);
-        return Ok(());
+        if tuning::bcast_by_copies(std::mem::size_of_val(buf)) {
+            return bcast_by_copies(c, stage, buf, root_slot).await;
+        }
+        let copy = |team: &NodeTeam| {
+            let data = read(&team.slots[root_slot].data);
+            let mut result = write(&team.result);
+            result.clear();
+            result.extend_from_slice(&data);
+            Ok(())
+        };
+        let mine = is_root.then(|| bytes_of(buf));
+        return stage
+            .by_last(c, mine, copy, |bytes| c.decode_into(bytes, buf))
+            .await;
     }
     let s = c.index;
     if stage.index != 0 {
         let mine = is_root.then(|| bytes_of(buf));
-        let got = stage
-            .member(c, s, mine, |bytes| {
-                c.decode_bytes::<T>(bytes, Some(buf.len()))
-            })
-            .await?;
-        buf.copy_from_slice(&got);
-        return Ok(());
+        return stage
+            .member(c, s, mine, |bytes| c.decode_into(bytes, buf))
+            .await;
     }
     let root_here = c.comm.members[root].node == c.comm.members[c.rank()].node;
     let result = async {
         stage.arrivals(c, s).await?;
         if root_here && !is_root {
             let at = at(root).expect("the root is on this node");
-            let got = c.decode_bytes::<T>(&lock(&stage.team.slots[at].data), Some(buf.len()))?;
-            buf.copy_from_slice(&got);
+            c.decode_into(&read(&stage.team.slots[at].data), buf)?;
         }
         if let Some(lc) = stage.leaders_call(c) {
             crate::group::collectives::bcast_flat(&lc, buf, stage.leader_of[root]).await?;
         }
-        Ok(Some(bytes_of(buf)))
+        write_into(&stage.team.result, buf);
+        Ok(())
     }
     .await;
     let result = unless_aborted(c, result);
     stage.release(c, s, &result);
-    result.map(|_| ())
+    result
+}
+
+/// A one-node broadcast by copies (steps B1–B3 in the module docs): the
+/// root publishes its buffer once, every other member copies it from the
+/// root's slot at once, and the root waits for their copies (rule 3).
+async fn bcast_by_copies<T: Element>(
+    c: &Call,
+    stage: &NodeStage,
+    buf: &mut [T],
+    root_slot: usize,
+) -> Result<(), CollError> {
+    let s = c.index;
+    let me = &stage.team.slots[stage.index];
+    if stage.index == root_slot {
+        write_into(&me.data, buf);
+        me.arrived.store(s, Ordering::SeqCst);
+        stage.wake_others(c);
+        let copied = wait(c, || stage.all_at(s, arrived)).await;
+        return unless_aborted(c, copied);
+    }
+    let root = &stage.team.slots[root_slot];
+    wait(c, || root.arrived.load(Ordering::Acquire) >= s).await?;
+    let copied = c.decode_into(&read(&root.data), buf);
+    me.arrived.store(s, Ordering::SeqCst);
+    if stage.all_at(s, arrived) {
+        stage.wake(c, root_slot);
+    }
+    unless_aborted(c, copied)
 }
