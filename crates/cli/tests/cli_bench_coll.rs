@@ -95,7 +95,7 @@ fn explain_names_the_thresholds_and_measures_nothing() {
     );
     assert!(ran.stdout.contains("ALLREDUCE_SHORT"));
     for (size, algorithm) in [
-        ("8", "recursive-doubling"),
+        ("8", "host-stage"),
         ("65536", "rabenseifner"),
         ("1048576", "ring"),
     ] {

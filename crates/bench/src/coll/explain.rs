@@ -65,10 +65,6 @@ pub fn explain(options: &Options) -> Explanation {
             ("BCAST_CHAIN_SEGMENT", BCAST_CHAIN_SEGMENT),
             ("ALLGATHER_SHORT", ALLGATHER_SHORT),
             ("ALLTOALL_SHORT", ALLTOALL_SHORT),
-            (
-                "NODE_STAGE_ANY_SIZE_NODES (nodes)",
-                NODE_STAGE_ANY_SIZE_NODES,
-            ),
             ("ALLREDUCE_NODE_STAGE_MAX", ALLREDUCE_NODE_STAGE_MAX),
             ("BCAST_NODE_STAGE_MAX", BCAST_NODE_STAGE_MAX),
             ("ALLREDUCE_NODE_SLICES_MIN", ALLREDUCE_NODE_SLICES_MIN),
