@@ -478,6 +478,10 @@ fn unless_aborted<R>(c: &Call, result: Result<R, CollError>) -> Result<R, CollEr
     }
 }
 
+/// How long an OS thread keeps yielding for a host-stage counter after its
+/// spin budget, before it sleeps in the engine's re-check rhythm.
+const YIELD_BEFORE_SLEEP: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Waits (in the collective's wait, re-checking as the progress engine's
 /// step 9 says) until `ready`, or a member's node is lost, or an abort of
 /// the call arrives (schedule rule 4).
@@ -494,6 +498,23 @@ async fn wait(c: &Call, ready: impl Fn() -> bool) -> Result<(), CollError> {
         while spin.spin() {
             if ready() {
                 return Ok(());
+            }
+        }
+        // The member it waits for is most likely a process the scheduler
+        // has not run yet: keep handing it the core rather than sleep
+        // through a re-check period.
+        let until = std::time::Instant::now() + YIELD_BEFORE_SLEEP;
+        let mut rounds = 0u32;
+        while std::time::Instant::now() < until {
+            std::thread::yield_now();
+            if ready() {
+                return Ok(());
+            }
+            rounds = rounds.wrapping_add(1);
+            if rounds.is_multiple_of(64) {
+                if let Some(e) = c.interrupted() {
+                    return Err(e);
+                }
             }
         }
     }
