@@ -74,10 +74,12 @@
 //!
 //! Nothing wakes a wait here when another process stores a counter. On an
 //! OS thread it first checks the lines in a loop that spins 2 µs and then
-//! yields the core, for the spin budget, with no system call between
-//! checks (so a `test` of a nonblocking call in the stage may take up to
-//! that budget); a fiber parks at once, so its worker runs the node's
-//! other fibers. Then it is the collective's ordinary wait, and while it
+//! yields the core, for the spin budget, then yields for 1 ms more
+//! (checking for lost members and aborts every 64 rounds), with no system
+//! call but the yields between checks (so a `test` of a nonblocking call
+//! in the stage may take that long); a fiber parks at once, so its worker
+//! runs the node's other fibers. Then it is the collective's ordinary
+//! wait, and while it
 //! lasts the node's waits re-check every 100 µs once their spin is spent
 //! (the progress engine's step 9). It also ends on a member's node lost (the schedule's rule 4:
 //! a dead node on this host never arrives, one elsewhere fails the host
