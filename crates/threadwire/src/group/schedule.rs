@@ -109,6 +109,9 @@ pub(crate) struct Comm {
     pub(crate) checks: Cell<bool>,
     /// The per-node stage, for groups with members on this node.
     pub(crate) node_stage: Option<NodeStage>,
+    /// Inside [`block_on`]: a wait may keep the core busy (yielding) where
+    /// a `test` must return.
+    pub(crate) blocking: Cell<bool>,
     /// The host stage, for groups whose nodes share hosts (set once built).
     pub(crate) host_stage: std::cell::OnceCell<HostStage>,
     /// Nonblocking calls not known to be complete, in call order (rule 5).
@@ -177,6 +180,7 @@ impl Comm {
             algorithms: Cell::new(Algorithms::default()),
             checks: Cell::new(super::check::default_on()),
             node_stage: None,
+            blocking: Cell::new(false),
             host_stage: std::cell::OnceCell::new(),
             in_flight: RefCell::new(Vec::new()),
             lease: None,
@@ -576,8 +580,15 @@ fn poll_once<F: Future + ?Sized>(fut: Pin<&mut F>) -> Poll<F::Output> {
 pub(crate) fn block_on<F: Future + ?Sized>(
     comm: &Comm,
     first: u64,
-    mut fut: Pin<&mut F>,
+    fut: Pin<&mut F>,
 ) -> F::Output {
+    let was_blocking = comm.blocking.replace(true);
+    let out = block_on_inner(comm, first, fut);
+    comm.blocking.set(was_blocking);
+    out
+}
+
+fn block_on_inner<F: Future + ?Sized>(comm: &Comm, first: u64, mut fut: Pin<&mut F>) -> F::Output {
     let mut poll = || {
         comm.advance_before(first);
         poll_once(fut.as_mut())

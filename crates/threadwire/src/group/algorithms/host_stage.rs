@@ -74,10 +74,11 @@
 //!
 //! Nothing wakes a wait here when another process stores a counter. On an
 //! OS thread it first checks the lines in a loop that spins 2 µs and then
-//! yields the core, for the spin budget, then yields for 1 ms more
-//! (checking for lost members and aborts every 64 rounds), with no system
-//! call but the yields between checks (so a `test` of a nonblocking call
-//! in the stage may take that long); a fiber parks at once, so its worker
+//! yields the core, for the spin budget, then in a blocking wait yields
+//! for 1 ms more (checking for lost members and aborts every 64 rounds),
+//! with no system call but the yields between checks (so a `test` of a
+//! nonblocking call in the stage may take up to the spin budget); a fiber
+//! parks at once, so its worker
 //! runs the node's other fibers. Then it is the collective's ordinary
 //! wait, and while it
 //! lasts the node's waits re-check every 100 µs once their spin is spent
@@ -504,8 +505,13 @@ async fn wait(c: &Call, ready: impl Fn() -> bool) -> Result<(), CollError> {
         }
         // The member it waits for is most likely a process the scheduler
         // has not run yet: keep handing it the core rather than sleep
-        // through a re-check period.
-        let until = std::time::Instant::now() + YIELD_BEFORE_SLEEP;
+        // through a re-check period — in a blocking wait only, as a
+        // nonblocking call's `test` must return.
+        let yield_for = match c.comm.blocking.get() {
+            true => YIELD_BEFORE_SLEEP,
+            false => std::time::Duration::ZERO,
+        };
+        let until = std::time::Instant::now() + yield_for;
         let mut rounds = 0u32;
         while std::time::Instant::now() < until {
             std::thread::yield_now();
