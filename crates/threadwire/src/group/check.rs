@@ -208,7 +208,7 @@ async fn verdict(check: &Call, call: &Call, args: Args) -> Result<(), CollError>
         record.extend(words);
     }
     let op = Reduction::commutative(combine_records);
-    super::collectives::allreduce(check, &mut record, &op).await?;
+    super::dispatch::allreduce(check, &mut record, &op).await?;
     let verdict = if record[2] != NO_RANK {
         let failed = record[2] as usize;
         match error {

@@ -146,6 +146,7 @@ pub mod context;
 mod element;
 mod error;
 mod collectives;
+mod dispatch;
 pub mod named;
 pub mod schedule;
 pub mod tuning;

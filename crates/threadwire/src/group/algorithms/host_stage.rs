@@ -618,7 +618,7 @@ pub(crate) async fn allreduce<T: Reducible>(
             }
         }
         if let Some(lc) = side.leaders_call(c) {
-            crate::group::collectives::allreduce_flat(&lc, buf, op).await?;
+            crate::group::dispatch::allreduce_flat(&lc, buf, op).await?;
         }
         Ok(words_of(buf))
     }

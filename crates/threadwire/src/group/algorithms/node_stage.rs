@@ -624,7 +624,7 @@ pub(crate) async fn allreduce<T: Reducible>(
         if c.on_host_stage.get() {
             super::host_stage::allreduce(c, buf, op).await?;
         } else if let Some(lc) = stage.leaders_call(c) {
-            crate::group::collectives::allreduce_flat(&lc, buf, op).await?;
+            crate::group::dispatch::allreduce_flat(&lc, buf, op).await?;
         }
         write_into(&stage.team.result, buf);
         Ok(())
@@ -705,7 +705,7 @@ async fn allreduce_sliced<T: Reducible>(
     let result = async {
         combined?;
         if let Some(lc) = stage.leaders_call(c) {
-            crate::group::collectives::allreduce_flat(&lc, buf, op).await?;
+            crate::group::dispatch::allreduce_flat(&lc, buf, op).await?;
         }
         write_into(&stage.team.result, buf);
         Ok(())
@@ -796,7 +796,7 @@ pub(crate) async fn bcast<T: Element>(
             c.decode_into(&read(&stage.team.slots[at].data), buf)?;
         }
         if let Some(lc) = stage.leaders_call(c) {
-            crate::group::collectives::bcast_flat(&lc, buf, stage.leader_of[root]).await?;
+            crate::group::dispatch::bcast_flat(&lc, buf, stage.leader_of[root]).await?;
         }
         write_into(&stage.team.result, buf);
         Ok(())
