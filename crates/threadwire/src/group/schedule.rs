@@ -465,7 +465,12 @@ impl Call {
         Ok(())
     }
 
-    fn check_length<T: Element>(&self, bytes: &[u8], count: Option<usize>) -> Result<(), CollError> {
+    /// That `bytes` hold whole elements, `count` of them if given.
+    pub(crate) fn check_length<T: Element>(
+        &self,
+        bytes: &[u8],
+        count: Option<usize>,
+    ) -> Result<(), CollError> {
         let found = bytes.len() / T::SIZE;
         let whole = bytes.len().is_multiple_of(T::SIZE);
         if !whole || count.is_some_and(|c| c != found) {
