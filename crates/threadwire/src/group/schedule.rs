@@ -61,34 +61,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use threadwire_wire::Payload;
 
-/// A received message's elements: its bytes seen in place, or decoded
-/// where they cannot be (a big-endian host, misaligned bytes,
-/// [`ValueLoc`](crate::ValueLoc)).
-pub(crate) enum Received<T> {
-    /// Bytes [`Element::view`] accepts.
-    InPlace(Vec<u8>, std::marker::PhantomData<T>),
-    Decoded(Vec<T>),
-}
+mod received;
 
-impl<T: Element> std::ops::Deref for Received<T> {
-    type Target = [T];
-    fn deref(&self) -> &[T] {
-        match self {
-            Received::InPlace(bytes, _) => T::view(bytes).expect("checked when received"),
-            Received::Decoded(values) => values,
-        }
-    }
-}
-
-impl<T: Element> Received<T> {
-    /// The elements, owned.
-    pub(crate) fn into_vec(self) -> Vec<T> {
-        match self {
-            Received::InPlace(..) => self.to_vec(),
-            Received::Decoded(values) => values,
-        }
-    }
-}
+pub(crate) use received::Received;
 
 /// A group as its collectives see it: members, contexts, sequence.
 pub(crate) struct Comm {
