@@ -263,6 +263,45 @@ impl Endpoint {
         self.irecv(from, tag).wait()
     }
 
+    /// Receives the first message matching `from` and `tag` into `buf`,
+    /// blocking only the calling thread, and returns its status (`len` is
+    /// the bytes written). A message longer than `buf` fills it, is
+    /// consumed, and fails with [`RecvError::Truncated`] carrying its real
+    /// length.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let me = threadwire::init()?;
+    /// let mut buf = vec![0u8; 1 << 20];
+    /// let status = me.recv_into(threadwire::ANY_SOURCE, 7, &mut buf)?;
+    /// println!("{} bytes from {}", status.len, status.source);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn recv_into(
+        &self,
+        from: impl Into<Source>,
+        tag: impl Into<TagMatch>,
+        buf: &mut [u8],
+    ) -> Result<Status, RecvError> {
+        let message = self.recv(from, tag)?;
+        crate::request::fill(message, buf)
+    }
+
+    /// Starts a receive into `buf` (its length is the most the message may
+    /// have); the request gives the buffer back with the status, or with
+    /// the error ([`RecvIntoError`](crate::RecvIntoError)), so nothing is
+    /// lost.
+    pub fn irecv_into(
+        &self,
+        from: impl Into<Source>,
+        tag: impl Into<TagMatch>,
+        buf: Vec<u8>,
+    ) -> crate::RecvIntoRequest {
+        let receive = self.irecv(from, tag);
+        crate::request::into_buffer(self.node.shared.clone(), receive, buf)
+    }
+
     /// [`recv`](Self::recv) in `context`. For the group module.
     pub(crate) fn recv_in(
         &self,

@@ -119,6 +119,16 @@ pub enum RecvError {
     /// This node has finalized.
     #[error("receive after finalize")]
     Finalized,
+    /// The message matched was longer than the caller's buffer: the buffer
+    /// holds its first bytes and the message is consumed (as MPI's
+    /// `MPI_ERR_TRUNCATE`).
+    #[error("receive: message of {} bytes from {} (tag {}) truncated to the buffer's {capacity}", status.len, status.source, status.tag)]
+    Truncated {
+        /// The message's sender, tag and real length.
+        status: crate::Status,
+        /// The buffer's length.
+        capacity: usize,
+    },
 }
 
 /// Why a thread could not be started, or made an endpoint.

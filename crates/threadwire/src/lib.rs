@@ -86,7 +86,9 @@ pub use mcast::McastError;
 pub use message::{Message, Status};
 pub use node::{init, Node, ThreadHandle};
 pub use report::ReportError;
-pub use request::{wait_all, wait_any, Completion, RecvRequest, Request, SendRequest};
+pub use request::{
+    wait_all, wait_any, Completion, RecvIntoError, RecvIntoRequest, RecvRequest, Request, SendRequest,
+};
 pub use stats::Stats;
 
 /// Locks `m`, ignoring poisoning: every critical section in this crate leaves

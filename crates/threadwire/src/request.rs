@@ -4,7 +4,7 @@ use crate::error::{RecvError, SendError};
 use crate::mailbox::RecvSlot;
 use crate::node::NodeShared;
 use crate::progress::Origin;
-use crate::Message;
+use crate::{Message, Status};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -46,6 +46,21 @@ pub struct Request<T, E> {
 pub type SendRequest = Request<(), SendError>;
 /// A receive under way.
 pub type RecvRequest = Request<Message, RecvError>;
+/// A receive into the caller's buffer under way
+/// ([`Endpoint::irecv_into`](crate::Endpoint::irecv_into)): the buffer
+/// comes back with the status, or with the error.
+pub type RecvIntoRequest = Request<(Vec<u8>, Status), RecvIntoError>;
+
+/// Why a receive into a buffer failed, with the buffer given back.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct RecvIntoError {
+    /// What went wrong.
+    pub error: RecvError,
+    /// The caller's buffer (for [`RecvError::Truncated`], holding the
+    /// message's first bytes).
+    pub buffer: Vec<u8>,
+}
 
 impl<T, E> std::fmt::Debug for Request<T, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -96,6 +111,12 @@ impl Completion for Result<Message, RecvError> {
 impl Completion for Result<(), SendError> {
     fn from_slot(_: Result<Message, RecvError>) -> Self {
         unreachable!("sends complete at once")
+    }
+}
+
+impl Completion for Result<(Vec<u8>, Status), RecvIntoError> {
+    fn from_slot(_: Result<Message, RecvError>) -> Self {
+        unreachable!("receives into a buffer complete through their schedule")
     }
 }
 
@@ -236,4 +257,69 @@ where
     });
     let i = found.expect("wait ended on a completed request");
     Some((i, requests.remove(i).take()))
+}
+
+/// Copies a received message into `buf`: its status, or
+/// [`RecvError::Truncated`] with `buf` holding the first bytes.
+pub(crate) fn fill(message: Message, buf: &mut [u8]) -> Result<Status, RecvError> {
+    let status = message.status();
+    let mut at = 0;
+    for segment in message.payload().segments() {
+        let n = segment.len().min(buf.len() - at);
+        buf[at..at + n].copy_from_slice(&segment[..n]);
+        at += n;
+    }
+    if status.len > buf.len() {
+        return Err(RecvError::Truncated {
+            status,
+            capacity: buf.len(),
+        });
+    }
+    Ok(status)
+}
+
+/// A receive whose message lands in the caller's buffer.
+struct IntoBuffer {
+    shared: Arc<NodeShared>,
+    receive: Option<RecvRequest>,
+    buffer: Vec<u8>,
+}
+
+impl IntoBuffer {
+    fn finish(&mut self, r: Result<Message, RecvError>) -> Result<(Vec<u8>, Status), RecvIntoError> {
+        let mut buffer = std::mem::take(&mut self.buffer);
+        match r.and_then(|m| fill(m, &mut buffer)) {
+            Ok(status) => Ok((buffer, status)),
+            Err(error) => Err(RecvIntoError { error, buffer }),
+        }
+    }
+}
+
+impl Schedule<(Vec<u8>, Status), RecvIntoError> for IntoBuffer {
+    fn poll(&mut self) -> Option<Result<(Vec<u8>, Status), RecvIntoError>> {
+        let receive = self.receive.as_mut()?;
+        if !receive.test() {
+            return None;
+        }
+        let r = self.receive.take()?.take();
+        Some(self.finish(r))
+    }
+
+    fn block(&mut self) -> Result<(Vec<u8>, Status), RecvIntoError> {
+        let receive = self.receive.take().expect("blocked on once");
+        let r = receive.wait();
+        self.finish(r)
+    }
+
+    fn node(&self) -> &Arc<NodeShared> {
+        &self.shared
+    }
+}
+
+pub(crate) fn into_buffer(shared: Arc<NodeShared>, receive: RecvRequest, buffer: Vec<u8>) -> RecvIntoRequest {
+    Request::scheduled(Box::new(IntoBuffer {
+        shared,
+        receive: Some(receive),
+        buffer,
+    }))
 }
