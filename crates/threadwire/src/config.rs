@@ -8,6 +8,10 @@ use threadwire_transport::shm::ShmConfig;
 
 /// Default largest frame accepted from a peer: 1 GiB.
 pub const DEFAULT_MAX_FRAME: u64 = 1 << 30;
+/// Default eager budget per peer node: 32 MiB.
+pub const DEFAULT_EAGER_BUDGET: usize = 32 << 20;
+/// Default longest eager message, on either channel: 256 KiB.
+const DEFAULT_EAGER_LIMIT: usize = 256 << 10;
 
 /// How to join a job.
 #[derive(Clone, Debug)]
@@ -18,6 +22,7 @@ pub struct Config {
     max_frame: Option<u64>,
     channel: Option<ChannelChoice>,
     tune_allocator: Option<bool>,
+    eager_budget: Option<usize>,
     pub(crate) log: bool,
 }
 
@@ -28,6 +33,9 @@ pub(crate) struct Settings {
     pub(crate) channel: ChannelChoice,
     pub(crate) shm: ShmConfig,
     pub(crate) tune_allocator: bool,
+    pub(crate) eager_budget: usize,
+    pub(crate) eager_shm: usize,
+    pub(crate) eager_tcp: usize,
 }
 
 impl Default for Config {
@@ -46,6 +54,7 @@ impl Config {
             max_frame: None,
             channel: None,
             tune_allocator: None,
+            eager_budget: None,
             log: false,
         }
     }
@@ -89,6 +98,23 @@ impl Config {
     /// docs/PERFORMANCE.md; no effect off glibc.
     pub fn tune_allocator(mut self, yes: bool) -> Config {
         self.tune_allocator = Some(yes);
+        self
+    }
+
+    /// Bytes of eager messages this node may hold per peer node — sent to
+    /// it and not yet taken by a receive there — before further sends to
+    /// it are announced and wait for their receive (default
+    /// `THREADWIRE_EAGER_BUDGET`, else [`DEFAULT_EAGER_BUDGET`]). Bounds
+    /// the memory a flood of sends costs both nodes; see the module docs
+    /// of the runtime's rendezvous for which programs may then wait.
+    ///
+    /// ```no_run
+    /// let node = threadwire::Config::new().eager_budget(8 << 20);
+    /// let me = node.init()?;
+    /// # Ok::<(), threadwire::InitError>(())
+    /// ```
+    pub fn eager_budget(mut self, bytes: usize) -> Config {
+        self.eager_budget = Some(bytes);
         self
     }
 
@@ -150,6 +176,12 @@ impl Config {
                 .tune_allocator
                 .or_else(|| var::<u8>(crate::env::MALLOC_TUNE).map(|v| v != 0))
                 .unwrap_or(true),
+            eager_budget: self
+                .eager_budget
+                .or_else(|| var(crate::env::EAGER_BUDGET))
+                .unwrap_or(DEFAULT_EAGER_BUDGET),
+            eager_shm: var(crate::env::EAGER_SHM).unwrap_or(DEFAULT_EAGER_LIMIT),
+            eager_tcp: var(crate::env::EAGER_TCP).unwrap_or(DEFAULT_EAGER_LIMIT),
         })
     }
 }

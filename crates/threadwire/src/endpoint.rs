@@ -4,13 +4,28 @@ use crate::error::{
     Failure, InitError, InitErrorKind, LossCause, RecvError, SendError, SpawnError,
 };
 use crate::mailbox::{Mailbox, Posting, MAX_THREADS};
+use crate::message::Tail;
 use crate::progress::Origin;
+use crate::receive::{Dest, Got, Receive};
+use crate::rendezvous::{self, Done, Fetch, Outbound, OVERHEAD};
 use crate::request::{RecvRequest, Request, SendRequest, State};
 use crate::{Address, Message, Node, Source, Status, Tag, TagMatch};
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use threadwire_transport::SendOutcome;
-use threadwire_wire::{FrameHeader, Payload};
+use threadwire_wire::{FrameHeader, FrameKind, Payload};
+
+/// How a send hands its message over (`rendezvous`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Eagerly if short enough and the budget has room, else announced.
+    Standard,
+    /// Eagerly whatever its length and the budget.
+    Eager,
+    /// Announced; complete once received.
+    Sync,
+}
 
 /// A thread endpoint `(node, thread)`: sends, receives and probes on behalf
 /// of the thread that owns it. An `Endpoint` stays on its thread (it is not
@@ -88,8 +103,37 @@ impl Endpoint {
     /// moves without a copy — to a thread of this node straight into its
     /// mailbox — and borrowed bytes are copied once. Messages from one
     /// thread to another arrive in the order sent.
+    ///
+    /// A message to another node goes eagerly when it is short enough
+    /// and the peer's budget ([`Config::eager_budget`](crate::Config::eager_budget))
+    /// has room; a longer one is announced, its bytes moving once a
+    /// receive has matched it, straight into the receiver's buffer. `send`
+    /// returns at once while the budget holds the message, and otherwise
+    /// waits until a receive has matched it (as MPI's standard mode
+    /// allows), so memory stays bounded.
     pub fn send(&self, to: Address, tag: Tag, data: impl Into<Payload>) -> Result<(), SendError> {
         self.send_in(0, to, tag, data.into())
+    }
+
+    /// Sends `data` and returns only once a receive has matched it (MPI's
+    /// `MPI_Ssend`): to a thread of this node as to any other.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let me = threadwire::init()?;
+    /// let peer = threadwire::Address::new(1, 0);
+    /// me.ssend(peer, 3, &b"are you there?"[..])?; // returns once n1.t0 received it
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn ssend(&self, to: Address, tag: Tag, data: impl Into<Payload>) -> Result<(), SendError> {
+        self.issend(to, tag, data).wait()
+    }
+
+    /// Starts a synchronous send: the request completes once a receive
+    /// has matched the message.
+    pub fn issend(&self, to: Address, tag: Tag, data: impl Into<Payload>) -> SendRequest {
+        self.post_send(0, to, tag, data.into(), Mode::Sync)
     }
 
     /// [`send`](Self::send) in `context` (0: plain point-to-point); only
@@ -102,13 +146,59 @@ impl Endpoint {
         tag: Tag,
         payload: Payload,
     ) -> Result<(), SendError> {
+        self.post_send(context, to, tag, payload, Mode::Standard).wait()
+    }
+
+    /// [`send_in`](Self::send_in), eager at any length and whatever the
+    /// budget: for the steps of a collective, whose sends must not wait
+    /// for their receives (every member sends before it receives).
+    #[inline]
+    pub(crate) fn send_eager_in(
+        &self,
+        context: u32,
+        to: Address,
+        tag: Tag,
+        payload: Payload,
+    ) -> Result<(), SendError> {
+        self.post_send(context, to, tag, payload, Mode::Eager).wait()
+    }
+
+    /// Starts a send: complete at once when the message went eagerly (or
+    /// to this node), else once a receive has matched it. A request
+    /// dropped before completion lets the send finish on its own.
+    pub fn isend(&self, to: Address, tag: Tag, data: impl Into<Payload>) -> SendRequest {
+        self.post_send(0, to, tag, data.into(), Mode::Standard)
+    }
+
+    /// [`isend`](Self::isend) in `context`. For the group module.
+    pub(crate) fn isend_in(
+        &self,
+        context: u32,
+        to: Address,
+        tag: Tag,
+        payload: Payload,
+    ) -> SendRequest {
+        self.post_send(context, to, tag, payload, Mode::Standard)
+    }
+
+    /// Hands a message over as `mode` says: eagerly (the request is
+    /// complete), or announced (the request completes with the receive).
+    #[inline]
+    fn post_send(
+        &self,
+        context: u32,
+        to: Address,
+        tag: Tag,
+        payload: Payload,
+        mode: Mode,
+    ) -> SendRequest {
         let node = &*self.node.shared;
         let s = &node.router;
         if s.finalized.load(Ordering::Relaxed) {
-            return Err(SendError::Finalized);
+            return Request::ready(Err(SendError::Finalized));
         }
         if to.node >= s.nodes || to.thread >= MAX_THREADS {
-            return Err(SendError::NoSuchEndpoint { to, payload });
+            return Request::ready(Err(SendError::NoSuchEndpoint { to, payload }));
         }
         let len = payload.len();
         if to.node == s.id {
@@ -117,29 +207,63 @@ impl Endpoint {
                 .mailboxes
                 .get(to.thread)
                 .expect("thread below MAX_THREADS");
+            let done = (mode == Mode::Sync).then(|| Arc::new(Done::new()));
             mailbox.deliver(Message {
                 source: self.address,
                 context,
                 tag,
                 payload,
+                tail: match &done {
+                    Some(d) => Tail::Sync(d.clone()),
+                    None => Tail::None,
+                },
             });
-            return Ok(());
+            return match done {
+                Some(done) => self.sending(done, to),
+                None => Request::ready(Ok(())),
+            };
         }
         let peer = &s.peers[to.node as usize];
         if let Some(lost) = peer.lost() {
-            return Err(SendError::PeerLost {
+            return Request::ready(Err(SendError::PeerLost {
                 to,
                 lost: lost.clone(),
                 payload,
-            });
+            }));
         }
         if len as u64 > s.max_frame {
-            return Err(SendError::TooLarge {
+            return Request::ready(Err(SendError::TooLarge {
                 to,
                 len,
                 max: s.max_frame,
                 payload,
-            });
+            }));
+        }
+        let rendezvous = &s.rendezvous;
+        let limit = rendezvous.limits.for_peer(peer);
+        let cost = len + OVERHEAD;
+        let eager = match mode {
+            Mode::Eager => {
+                rendezvous.budget.force_take(to.node, cost);
+                true
+            }
+            Mode::Standard => len <= limit && rendezvous.budget.try_take(to.node, cost),
+            Mode::Sync => false,
+        };
+        if !eager {
+            // Synchronous sends of what would go eagerly travel inline;
+            // standard ones are buffered while the budget has room.
+            let fits = || rendezvous.budget.try_take(to.node, cost);
+            let inline = mode == Mode::Sync && len <= limit && fits();
+            let held = match mode == Mode::Standard && fits() {
+                true => cost,
+                false => 0,
+            };
+            return match self.announce(context, to, tag, payload, inline, held) {
+                Ok(_) if held > 0 => Request::ready(Ok(())),
+                Ok(done) => self.sending(done, to),
+                Err(e) => Request::ready(Err(e)),
+            };
         }
         let header = FrameHeader::data_in(
             context,
@@ -155,32 +279,116 @@ impl Endpoint {
                 if outcome == SendOutcome::Queued {
                     node.engine.try_progress(s);
                 }
-                Ok(())
+                Request::ready(Ok(()))
             }
-            Err((e, payload)) => {
-                s.lose_peer(to.node, LossCause::Failed(Failure::Channel(e.to_string())));
-                let lost = peer.lost().cloned().expect("just marked lost");
-                Err(SendError::PeerLost { to, lost, payload })
-            }
+            Err((e, payload)) => Request::ready(Err(self.send_failed(to, e, payload))),
         }
     }
 
-    /// Starts a send. Sends are eager — the data is handed to the channel
-    /// at once — so the request is complete on return; it exists so that
-    /// code written against MPI-style requests reads naturally.
-    pub fn isend(&self, to: Address, tag: Tag, data: impl Into<Payload>) -> SendRequest {
-        Request::ready(self.send(to, tag, data))
-    }
-
-    /// [`isend`](Self::isend) in `context`. For the group module.
-    pub(crate) fn isend_in(
+    /// Rendezvous step 1: keeps the payload under a send id and sends the
+    /// announcement.
+    fn announce(
         &self,
         context: u32,
         to: Address,
         tag: Tag,
         payload: Payload,
-    ) -> SendRequest {
-        Request::ready(self.send_in(context, to, tag, payload))
+        inline: bool,
+        held: usize,
+    ) -> Result<Arc<Done>, SendError> {
+        let node = &*self.node.shared;
+        let s = &node.router;
+        let peer = &s.peers[to.node as usize];
+        let len = payload.len();
+        let format = payload.format();
+        let fetch = match peer.shm() {
+            _ if inline => Fetch::Inline(Vec::new()),
+            Some(shm)
+                if shm.uses_cross_memory()
+                    && payload.segments().count() <= rendezvous::MAX_SEGMENTS =>
+            {
+                Fetch::Pull(
+                    payload
+                        .segments()
+                        .map(|b| (b.as_ptr() as u64, b.len() as u64))
+                        .collect(),
+                )
+            }
+            _ => Fetch::Push,
+        };
+        let id = s.rendezvous.sends.next_id();
+        let mut rts = Payload::from_wire(format, rendezvous::encode_rts(len, id, &fetch));
+        let kept = match inline {
+            true => {
+                rts.push_bytes(payload.into_vec());
+                None
+            }
+            false => Some(payload),
+        };
+        let done = Arc::new(Done::new());
+        // Registered first: the answer may come before `send` returns.
+        s.rendezvous.sends.insert(
+            id,
+            Outbound {
+                node: to.node,
+                source_thread: self.address.thread,
+                dest_thread: to.thread,
+                payload: kept,
+                held,
+                done: done.clone(),
+            },
+        );
+        let header = FrameHeader::addressed(
+            FrameKind::Rts,
+            self.address.thread,
+            to.thread,
+            tag,
+            context,
+            format,
+            rts.len() as u64,
+        );
+        match peer.send(&header, rts) {
+            Ok(outcome) => {
+                self.mailbox().counters.sent(len);
+                if outcome == SendOutcome::Queued {
+                    node.engine.try_progress(s);
+                }
+                Ok(done)
+            }
+            Err((e, _)) => {
+                s.rendezvous.budget.returned(to.node, held as u64);
+                let kept = s.rendezvous.sends.remove(id).and_then(|o| o.payload);
+                let payload = kept.unwrap_or_else(|| Payload::from_vec(Vec::new()));
+                Err(self.send_failed(to, e, payload))
+            }
+        }
+    }
+
+    fn sending(&self, done: Arc<Done>, to: Address) -> SendRequest {
+        Request {
+            state: State::Sending {
+                shared: self.node.shared.clone(),
+                done,
+                to,
+            },
+            _not_send: PhantomData,
+        }
+    }
+
+    /// A channel refused a frame: the peer is lost.
+    fn send_failed(
+        &self,
+        to: Address,
+        e: threadwire_transport::ChannelError,
+        payload: Payload,
+    ) -> SendError {
+        let s = &self.node.shared.router;
+        s.lose_peer(to.node, LossCause::Failed(Failure::Channel(e.to_string())));
+        let lost = s.peers[to.node as usize]
+            .lost()
+            .cloned()
+            .expect("just marked lost");
+        SendError::PeerLost { to, lost, payload }
     }
 
     fn check_source(&self, from: Source) -> Result<(), RecvError> {
@@ -221,31 +429,42 @@ impl Endpoint {
     /// it. For the group module.
     #[inline]
     pub(crate) fn irecv_in(&self, context: u32, from: Source, tag: TagMatch) -> RecvRequest {
-        if let Err(e) = self.check_source(from) {
-            return Request::ready(Err(e));
+        match self.receive(context, from, tag, Dest::Owned) {
+            Ok(r) => Request {
+                state: State::Receiving(r),
+                _not_send: PhantomData,
+            },
+            Err(e) => Request::ready(Err(e)),
         }
+    }
+
+    /// Posts a receive of `context` whose bytes go to `dest`.
+    #[inline]
+    fn receive(
+        &self,
+        context: u32,
+        from: Source,
+        tag: TagMatch,
+        dest: Dest,
+    ) -> Result<Receive, RecvError> {
+        self.check_source(from)?;
         let mailbox = self.mailbox();
-        match mailbox.post(context, from, tag) {
-            Posting::Matched(m) => Request::ready(Ok(m)),
-            Posting::Pending(slot) => {
-                if let Some(e) = self.loss_of(from) {
+        let shared = self.node.shared.clone();
+        let thread = self.address.thread;
+        let posting = match mailbox.post(context, from, tag) {
+            Posting::Pending(slot) => match self.loss_of(from) {
+                None => Posting::Pending(slot),
+                Some(e) => {
                     mailbox.cancel(&slot);
-                    if let Some(m) = mailbox.try_take(context, from, tag) {
-                        return Request::ready(Ok(m));
+                    match mailbox.try_take(context, from, tag) {
+                        Some(m) => Posting::Matched(m),
+                        None => return Err(e),
                     }
-                    return Request::ready(Err(e));
                 }
-                Request {
-                    state: State::Receiving {
-                        shared: self.node.shared.clone(),
-                        thread: self.address.thread,
-                        slot,
-                        origin: self.origin(from),
-                    },
-                    _not_send: PhantomData,
-                }
-            }
-        }
+            },
+            matched => matched,
+        };
+        Ok(Receive::new(shared, thread, self.origin(from), posting, dest))
     }
 
     /// Receives the first message matching `from` and `tag`, blocking only
@@ -284,8 +503,16 @@ impl Endpoint {
         tag: impl Into<TagMatch>,
         buf: &mut [u8],
     ) -> Result<Status, RecvError> {
-        let message = self.recv(from, tag)?;
-        crate::request::fill(message, buf)
+        let dest = Dest::Slice {
+            ptr: buf.as_mut_ptr(),
+            len: buf.len(),
+        };
+        // Held here and finished or dropped before `buf`'s borrow ends.
+        let mut receive = self.receive(0, from.into(), tag.into(), dest)?;
+        match receive.take()? {
+            Got::Status(status) => Ok(status),
+            Got::Message(_) => unreachable!("a receive into a buffer gets a status"),
+        }
     }
 
     /// Starts a receive into `buf` (its length is the most the message may
@@ -298,8 +525,16 @@ impl Endpoint {
         tag: impl Into<TagMatch>,
         buf: Vec<u8>,
     ) -> crate::RecvIntoRequest {
-        let receive = self.irecv(from, tag);
-        crate::request::into_buffer(self.node.shared.clone(), receive, buf)
+        match self.receive(0, from.into(), tag.into(), Dest::Buffer(buf)) {
+            Ok(r) => Request {
+                state: State::Receiving(r),
+                _not_send: PhantomData,
+            },
+            Err(error) => Request::ready(Err(crate::RecvIntoError {
+                error,
+                buffer: Vec::new(),
+            })),
+        }
     }
 
     /// [`recv`](Self::recv) in `context`. For the group module.

@@ -26,6 +26,9 @@
 //! | `THREADWIRE_SHM_CMA`     | `1` (default) lets large frames between nodes on one host go by one cross-memory copy where the kernel allows it; `0` sends them in chunks through the rings |
 //! | `THREADWIRE_SHM_CMA_MIN` | payload bytes from which frames go by cross-memory copy (default 524288) |
 //! | `THREADWIRE_SHM_CHUNK`   | bytes per ring record for frames sent in chunks (default 65536) |
+//! | `THREADWIRE_EAGER_BUDGET` | bytes of eager messages a node may hold per peer node before its sends are announced instead (default 33554432; `rendezvous` module) |
+//! | `THREADWIRE_EAGER_SHM`   | longest message sent eagerly to a node of this host; longer ones by rendezvous (default 262144) |
+//! | `THREADWIRE_EAGER_TCP`   | longest message sent eagerly over TCP (default 262144) |
 //! | `THREADWIRE_HOST_STAGE`  | `0`: groups get no host stage (nodes of one host combining small collectives through one shared segment); `1`: barriers and small allreduces take it wherever a group has one; default: as tuning chooses (`group/algorithms/host_stage.rs`) |
 //! | `THREADWIRE_COLL_CHECKS` | `1` or `0`: whether collectives first check that every member passed the same arguments (default: on in debug builds, off in release; `group/check.rs`) |
 
@@ -61,6 +64,12 @@ pub const SHM_CMA_MIN: &str = "THREADWIRE_SHM_CMA_MIN";
 pub const SHM_CHUNK: &str = "THREADWIRE_SHM_CHUNK";
 /// `0` leaves the C allocator's settings alone ([`Config::tune_allocator`](crate::Config::tune_allocator)).
 pub const MALLOC_TUNE: &str = "THREADWIRE_MALLOC_TUNE";
+/// Name of the eager budget variable ([`Config::eager_budget`](crate::Config::eager_budget)).
+pub const EAGER_BUDGET: &str = "THREADWIRE_EAGER_BUDGET";
+/// Name of the shared-memory eager limit variable.
+pub const EAGER_SHM: &str = "THREADWIRE_EAGER_SHM";
+/// Name of the TCP eager limit variable.
+pub const EAGER_TCP: &str = "THREADWIRE_EAGER_TCP";
 /// Name of the collectives' host stage switch.
 pub const HOST_STAGE: &str = "THREADWIRE_HOST_STAGE";
 /// Name of the collectives' argument check switch.

@@ -72,13 +72,17 @@ mod message;
 mod node;
 mod peer;
 mod progress;
+mod receive;
+mod rendezvous;
 mod report;
 mod request;
 mod router;
 mod stats;
 
 pub use address::{Address, ParseAddressError, Source, Tag, TagMatch, ANY_SOURCE, ANY_TAG};
-pub use config::{ChannelChoice, Config, ParseChannelChoiceError, DEFAULT_MAX_FRAME};
+pub use config::{
+    ChannelChoice, Config, ParseChannelChoiceError, DEFAULT_EAGER_BUDGET, DEFAULT_MAX_FRAME,
+};
 pub use endpoint::Endpoint;
 pub use group::{CollError, CollRequest, GroupError, Element, Group, Op, Reducible, Reduction, ValueLoc};
 pub use error::{Failure, InitError, LossCause, PeerLost, RecvError, SendError, SpawnError};

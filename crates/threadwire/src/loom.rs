@@ -29,4 +29,10 @@ impl<T> UnsafeCell<T> {
     pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
         f(self.0.get())
     }
+
+    /// Calls `f` with a pointer for reading the value.
+    #[inline]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        f(self.0.get())
+    }
 }

@@ -1,6 +1,8 @@
 //! Received messages and their status.
 
+use crate::rendezvous::{Announced, Done};
 use crate::{Address, Tag};
+use std::sync::Arc;
 use threadwire_wire::{Payload, UnpackError, Unpacker};
 
 /// What is known of a message before it is received: sender, tag, length.
@@ -23,6 +25,23 @@ pub struct Message {
     pub(crate) context: u32,
     pub(crate) tag: Tag,
     pub(crate) payload: Payload,
+    /// What its receipt must still do.
+    pub(crate) tail: Tail,
+}
+
+/// What receiving a message must still do, besides handing it over.
+#[derive(Debug)]
+pub(crate) enum Tail {
+    /// Nothing: a message of this node.
+    None,
+    /// An eager message from another node: these bytes go back to its
+    /// sender's budget.
+    Eager(u32),
+    /// The bytes are still to be fetched (`rendezvous`, step 3); the
+    /// payload is empty until then.
+    Announced(Box<Announced>),
+    /// A synchronous send of this node waits for its receipt.
+    Sync(Arc<Done>),
 }
 
 impl Message {
@@ -38,12 +57,15 @@ impl Message {
 
     /// Payload length in bytes.
     pub fn len(&self) -> usize {
-        self.payload.len()
+        match &self.tail {
+            Tail::Announced(a) => a.len,
+            _ => self.payload.len(),
+        }
     }
 
     /// Whether the payload is empty.
     pub fn is_empty(&self) -> bool {
-        self.payload.is_empty()
+        self.len() == 0
     }
 
     /// Sender, tag and length.
@@ -51,7 +73,7 @@ impl Message {
         Status {
             source: self.source,
             tag: self.tag,
-            len: self.payload.len(),
+            len: self.len(),
         }
     }
 

@@ -1,10 +1,11 @@
 //! Non-blocking operations: requests and the ways to complete them.
 
 use crate::error::{RecvError, SendError};
-use crate::mailbox::RecvSlot;
 use crate::node::NodeShared;
 use crate::progress::Origin;
-use crate::{Message, Status};
+use crate::receive::{Got, Receive};
+use crate::rendezvous::Done;
+use crate::{Address, Message, Status};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -22,11 +23,12 @@ pub(crate) trait Schedule<T, E> {
 pub(crate) enum State<T, E> {
     Ready(Result<T, E>),
     Scheduled(Box<dyn Schedule<T, E>>),
-    Receiving {
+    Receiving(Receive),
+    /// An announced send waiting for its receiver (`rendezvous`).
+    Sending {
         shared: Arc<NodeShared>,
-        thread: u32,
-        slot: Arc<RecvSlot>,
-        origin: Origin,
+        done: Arc<Done>,
+        to: Address,
     },
     Taken,
 }
@@ -66,8 +68,9 @@ impl<T, E> std::fmt::Debug for Request<T, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = match &self.state {
             State::Ready(_) => "complete",
-            State::Receiving { slot, .. } if slot.is_done() => "complete",
-            State::Receiving { .. } | State::Scheduled(_) => "pending",
+            State::Receiving(r) if r.is_ready() => "complete",
+            State::Sending { done, .. } if done.is_done() => "complete",
+            State::Receiving(_) | State::Sending { .. } | State::Scheduled(_) => "pending",
             State::Taken => "taken",
         };
         write!(f, "Request({state})")
@@ -96,67 +99,107 @@ impl<T, E> Request<T, E> {
     }
 }
 
-/// How a request's result is taken out of a completed receive slot.
+/// How a request's result is taken out of the operation that completed.
 pub trait Completion: Sized {
     #[doc(hidden)]
-    fn from_slot(r: Result<Message, RecvError>) -> Self;
+    #[allow(private_interfaces)]
+    fn from_receive(r: &mut Receive) -> Self;
+    #[doc(hidden)]
+    fn from_send(r: Result<(), SendError>) -> Self;
 }
 
 impl Completion for Result<Message, RecvError> {
-    fn from_slot(r: Result<Message, RecvError>) -> Self {
-        r
+    #[allow(private_interfaces)]
+    fn from_receive(r: &mut Receive) -> Self {
+        match r.take()? {
+            Got::Message(m) => Ok(m),
+            Got::Status(_) => unreachable!("an owned receive gets a message"),
+        }
+    }
+    fn from_send(_: Result<(), SendError>) -> Self {
+        unreachable!("a receive is no send")
     }
 }
 
 impl Completion for Result<(), SendError> {
-    fn from_slot(_: Result<Message, RecvError>) -> Self {
-        unreachable!("sends complete at once")
+    #[allow(private_interfaces)]
+    fn from_receive(_: &mut Receive) -> Self {
+        unreachable!("a send is no receive")
+    }
+    fn from_send(r: Result<(), SendError>) -> Self {
+        r
     }
 }
 
 impl Completion for Result<(Vec<u8>, Status), RecvIntoError> {
-    fn from_slot(_: Result<Message, RecvError>) -> Self {
-        unreachable!("receives into a buffer complete through their schedule")
+    #[allow(private_interfaces)]
+    fn from_receive(r: &mut Receive) -> Self {
+        let got = r.take();
+        let buffer = r.take_buffer();
+        match got {
+            Ok(Got::Status(status)) => Ok((buffer, status)),
+            Ok(Got::Message(_)) => unreachable!("a receive into a buffer gets a status"),
+            Err(error) => Err(RecvIntoError { error, buffer }),
+        }
+    }
+    fn from_send(_: Result<(), SendError>) -> Self {
+        unreachable!("a receive is no send")
     }
 }
 
 impl<T> Completion for Result<T, crate::CollError> {
-    fn from_slot(_: Result<Message, RecvError>) -> Self {
+    #[allow(private_interfaces)]
+    fn from_receive(_: &mut Receive) -> Self {
         unreachable!("collectives complete through their schedule")
     }
+    fn from_send(_: Result<(), SendError>) -> Self {
+        unreachable!("collectives complete through their schedule")
+    }
+}
+
+/// The outcome of an announced send to `to`, once `done`.
+pub(crate) fn send_outcome(done: &Done, to: Address) -> Result<(), SendError> {
+    done.outcome().map_err(|lost| SendError::PeerLost {
+        to,
+        lost,
+        payload: threadwire_wire::Payload::from_vec(Vec::new()),
+    })
 }
 
 impl<T, E> Request<T, E>
 where
     Result<T, E>: Completion,
 {
-    pub(crate) fn is_done(&self) -> bool {
-        match &self.state {
+    /// Whether complete, advancing the operation first (a schedule's
+    /// steps, a receive's fetch) without waiting.
+    pub(crate) fn advance(&mut self) -> bool {
+        match &mut self.state {
             State::Ready(_) | State::Taken => true,
-            State::Receiving { slot, .. } => slot.is_done(),
-            State::Scheduled(_) => false,
+            State::Receiving(r) => r.advance(),
+            State::Sending { done, .. } => done.is_done(),
+            State::Scheduled(s) => match s.poll() {
+                Some(r) => {
+                    self.state = State::Ready(r);
+                    true
+                }
+                None => false,
+            },
         }
-    }
-
-    /// [`is_done`](Self::is_done), advancing a schedule first.
-    fn advance(&mut self) -> bool {
-        if let State::Scheduled(s) = &mut self.state {
-            match s.poll() {
-                Some(r) => self.state = State::Ready(r),
-                None => return false,
-            }
-        }
-        self.is_done()
     }
 
     pub(crate) fn take(&mut self) -> Result<T, E> {
         match std::mem::replace(&mut self.state, State::Taken) {
             State::Ready(r) => r,
-            State::Receiving { slot, .. } => {
-                // SAFETY: a request belongs to the thread that posted the
-                // receive (it is not `Send`): the slot's owner.
-                let r = unsafe { slot.take() }.expect("a done slot holds its result");
-                <Result<T, E>>::from_slot(r)
+            State::Receiving(mut r) => <Result<T, E>>::from_receive(&mut r),
+            State::Sending { shared, done, to } => {
+                let origin = match to.node == shared.router.id {
+                    true => Origin::Local,
+                    false => Origin::Peer(to.node),
+                };
+                shared
+                    .engine
+                    .wait_until(&shared.router, origin, || done.is_done());
+                <Result<T, E>>::from_send(send_outcome(&done, to))
             }
             State::Scheduled(mut s) => s.block(),
             State::Taken => panic!("request result already taken"),
@@ -164,8 +207,11 @@ where
     }
 
     fn origin(&self) -> Origin {
-        match self.state {
-            State::Receiving { origin, .. } => origin,
+        match &self.state {
+            State::Receiving(r) => r.origin,
+            State::Sending { shared, to, .. } if to.node != shared.router.id => {
+                Origin::Peer(to.node)
+            }
             State::Scheduled(_) => Origin::Anywhere,
             _ => Origin::Local,
         }
@@ -173,7 +219,8 @@ where
 
     fn shared(&self) -> Option<&Arc<NodeShared>> {
         match &self.state {
-            State::Receiving { shared, .. } => Some(shared),
+            State::Receiving(r) => Some(&r.shared),
+            State::Sending { shared, .. } => Some(shared),
             State::Scheduled(s) => Some(s.node()),
             _ => None,
         }
@@ -181,18 +228,8 @@ where
 
     /// Blocks the calling thread until the operation completes.
     pub fn wait(mut self) -> Result<T, E> {
-        // Borrowed, not cloned: an `Arc` clone is two locked instructions
-        // on the latency path.
-        if let State::Receiving {
-            shared,
-            slot,
-            origin,
-            ..
-        } = &self.state
-        {
-            shared
-                .engine
-                .wait_until(&shared.router, *origin, || slot.is_done());
+        if let State::Receiving(r) = &mut self.state {
+            r.wait();
         }
         self.take()
     }
@@ -200,28 +237,13 @@ where
     /// Makes progress without blocking; `true` when complete (then `wait`
     /// returns at once).
     pub fn test(&mut self) -> bool {
-        if !self.is_done() {
-            if let Some(shared) = self.shared().cloned() {
-                shared.engine.try_progress(&shared.router);
-            }
+        if self.advance() {
+            return true;
+        }
+        if let Some(shared) = self.shared().cloned() {
+            shared.engine.try_progress(&shared.router);
         }
         self.advance()
-    }
-}
-
-impl<T, E> Drop for Request<T, E> {
-    fn drop(&mut self) {
-        if let State::Receiving {
-            shared,
-            thread,
-            slot,
-            ..
-        } = &self.state
-        {
-            if let Some(mailbox) = shared.router.mailboxes.get(*thread) {
-                mailbox.cancel(slot);
-            }
-        }
     }
 }
 
@@ -278,48 +300,3 @@ pub(crate) fn fill(message: Message, buf: &mut [u8]) -> Result<Status, RecvError
     Ok(status)
 }
 
-/// A receive whose message lands in the caller's buffer.
-struct IntoBuffer {
-    shared: Arc<NodeShared>,
-    receive: Option<RecvRequest>,
-    buffer: Vec<u8>,
-}
-
-impl IntoBuffer {
-    fn finish(&mut self, r: Result<Message, RecvError>) -> Result<(Vec<u8>, Status), RecvIntoError> {
-        let mut buffer = std::mem::take(&mut self.buffer);
-        match r.and_then(|m| fill(m, &mut buffer)) {
-            Ok(status) => Ok((buffer, status)),
-            Err(error) => Err(RecvIntoError { error, buffer }),
-        }
-    }
-}
-
-impl Schedule<(Vec<u8>, Status), RecvIntoError> for IntoBuffer {
-    fn poll(&mut self) -> Option<Result<(Vec<u8>, Status), RecvIntoError>> {
-        let receive = self.receive.as_mut()?;
-        if !receive.test() {
-            return None;
-        }
-        let r = self.receive.take()?.take();
-        Some(self.finish(r))
-    }
-
-    fn block(&mut self) -> Result<(Vec<u8>, Status), RecvIntoError> {
-        let receive = self.receive.take().expect("blocked on once");
-        let r = receive.wait();
-        self.finish(r)
-    }
-
-    fn node(&self) -> &Arc<NodeShared> {
-        &self.shared
-    }
-}
-
-pub(crate) fn into_buffer(shared: Arc<NodeShared>, receive: RecvRequest, buffer: Vec<u8>) -> RecvIntoRequest {
-    Request::scheduled(Box::new(IntoBuffer {
-        shared,
-        receive: Some(receive),
-        buffer,
-    }))
-}

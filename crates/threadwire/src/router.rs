@@ -12,6 +12,8 @@ use crate::config::{ChannelChoice, Settings};
 use crate::error::{Failure, LossCause, PeerLost};
 use crate::lock;
 use crate::mailbox::{remote_message, MailboxTable, MAX_THREADS};
+use crate::message::Tail;
+use crate::rendezvous::{codec, Outbound, RendezvousError, OVERHEAD};
 use crate::peer::{Peer, SetupContext, ShmSetupError};
 use crate::Stats;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -37,6 +39,10 @@ pub(crate) enum ProtocolError {
     McastList(#[from] McastListError),
     #[error(transparent)]
     Named(#[from] crate::group::named::protocol::DecodeError),
+    #[error(transparent)]
+    Rendezvous(#[from] crate::rendezvous::RendezvousError),
+    #[error("bulk frame of {len} bytes for a buffer of fewer")]
+    BulkOverrun { len: u64 },
 }
 
 pub(crate) struct Router {
@@ -60,6 +66,8 @@ pub(crate) struct Router {
     pub(crate) named: crate::group::named::HomeTable,
     /// The number of this node's next request to a name's home.
     pub(crate) named_requests: std::sync::atomic::AtomicU32,
+    /// Announced messages, fetches and the eager budget.
+    pub(crate) rendezvous: crate::rendezvous::Rendezvous,
 }
 
 impl Router {
@@ -80,6 +88,7 @@ impl Router {
             subscribers: Mutex::new(Vec::new()),
             named: Default::default(),
             named_requests: Default::default(),
+            rendezvous: crate::rendezvous::Rendezvous::new(nodes, settings),
         }
     }
 
@@ -97,13 +106,24 @@ impl Router {
                     return Err(ProtocolError::NoSuchThread(h.dest_thread));
                 };
                 let payload = Payload::from_wire(h.format, frame.payload);
-                mailbox.deliver(remote_message(
-                    peer,
-                    h.source_thread,
-                    h.aux,
-                    h.tag,
-                    payload,
-                ));
+                let mut m = remote_message(peer, h.source_thread, h.aux, h.tag, payload);
+                m.tail = Tail::Eager((h.len as usize + OVERHEAD) as u32);
+                mailbox.deliver(m);
+                Ok(())
+            }
+            FrameKind::Rts => self.on_rts(peer, frame),
+            FrameKind::Cts => self.on_cts(peer, frame),
+            FrameKind::Fin => {
+                let (send_id, returns) = codec::decode_fin(&frame.payload)?;
+                self.rendezvous.budget.returned(peer, returns);
+                let out = self.take_send(peer, send_id)?;
+                out.done.succeed();
+                Ok(())
+            }
+            FrameKind::Bulk => self.on_bulk(frame),
+            FrameKind::Credit => {
+                let returns = codec::decode_credit(&frame.payload)?;
+                self.rendezvous.budget.returned(peer, returns);
                 Ok(())
             }
             FrameKind::Bye => {
@@ -122,6 +142,86 @@ impl Router {
             FrameKind::Doorbell => Ok(()),
             FrameKind::Control => Err(ProtocolError::ControlFrame),
         }
+    }
+
+    /// Rendezvous step 2: an announcement into its thread's mailbox.
+    fn on_rts(&self, peer: u32, frame: Frame) -> Result<(), ProtocolError> {
+        let h = frame.header;
+        let Some(mailbox) = self.mailboxes.get(h.dest_thread) else {
+            return Err(ProtocolError::NoSuchThread(h.dest_thread));
+        };
+        let announced = codec::decode_rts(frame.payload, h.format, self.max_frame)?;
+        let mut m = remote_message(peer, h.source_thread, h.aux, h.tag, Payload::from_vec(Vec::new()));
+        m.tail = Tail::Announced(Box::new(announced));
+        mailbox.deliver(m);
+        Ok(())
+    }
+
+    /// Rendezvous step 4 on a `Cts`: the payload as one `Bulk` frame, and
+    /// the send is complete.
+    fn on_cts(&self, peer: u32, frame: Frame) -> Result<(), ProtocolError> {
+        let (send_id, recv_id, want, returns) = codec::decode_cts(&frame.payload)?;
+        self.rendezvous.budget.returned(peer, returns);
+        let out = self.take_send(peer, send_id)?;
+        let mut payload = out.payload.unwrap_or_else(|| Payload::from_vec(Vec::new()));
+        if want < payload.len() as u64 {
+            // A truncated receive: only what fits travels.
+            let mut bytes = payload.to_vec();
+            bytes.truncate(want as usize);
+            payload = Payload::from_wire(payload.format(), bytes);
+        }
+        let header = FrameHeader::bulk(
+            out.source_thread,
+            out.dest_thread,
+            recv_id,
+            payload.format(),
+            payload.len() as u64,
+        );
+        match self.peers[peer as usize].send(&header, payload) {
+            Ok(_) => out.done.succeed(),
+            Err((e, _)) => {
+                self.lose_peer(peer, LossCause::Failed(Failure::Channel(e.to_string())));
+                if let Some(lost) = self.peers[peer as usize].lost() {
+                    out.done.fail(lost);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The announced send `send_id` to `peer`, answered.
+    fn take_send(&self, peer: u32, send_id: u64) -> Result<Outbound, ProtocolError> {
+        match self.rendezvous.sends.remove(send_id) {
+            Some(out) if out.node == peer => {
+                self.rendezvous.budget.returned(peer, out.held as u64);
+                Ok(out)
+            }
+            Some(out) => {
+                self.rendezvous.sends.insert(send_id, out);
+                Err(RendezvousError::UnknownSend(send_id).into())
+            }
+            None => Err(RendezvousError::UnknownSend(send_id).into()),
+        }
+    }
+
+    /// Rendezvous step 5: the bytes of a fetch have arrived — placed by the
+    /// channel (an empty payload) or in the frame, copied now. A fetch
+    /// given up meanwhile drops them.
+    fn on_bulk(&self, frame: Frame) -> Result<(), ProtocolError> {
+        let h = frame.header;
+        let Some(entry) = self.rendezvous.fetches.remove(h.bulk_id()) else {
+            return Ok(());
+        };
+        let placed = frame.payload.len() as u64 != h.len;
+        if !placed && !entry.fill(&frame.payload) {
+            entry.done.fail(&PeerLost {
+                node: entry.node,
+                cause: LossCause::Failed(Failure::Channel("bulk frame overran its buffer".into())),
+            });
+            return Err(ProtocolError::BulkOverrun { len: h.len });
+        }
+        entry.done.succeed();
+        Ok(())
     }
 
     /// A multicast frame: a copy of the data to each listed thread (the
@@ -158,6 +258,10 @@ impl Router {
         let (op, name) = decode_request(&frame.payload)?;
         let from = crate::Address::new(peer, h.source_thread);
         let reply = encode_reply(&self.named.apply(op, name, from));
+        // An eager message like any: its receipt returns the bytes.
+        self.rendezvous
+            .budget
+            .force_take(peer, reply.len() + OVERHEAD);
         let header = FrameHeader::data_in(
             REPLY_CONTEXT,
             0,
@@ -188,6 +292,7 @@ impl Router {
             }
         }
         self.named.remove_node(peer);
+        self.rendezvous.lose(&lost);
         self.mailboxes.for_each(|m| m.fail_for(&lost));
         let subscribers = lock(&self.subscribers).clone();
         for s in subscribers {

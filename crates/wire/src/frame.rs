@@ -58,6 +58,26 @@ pub enum FrameKind {
     /// requester, `tag` the request's number; payload defined by the
     /// runtime's named-group protocol).
     Named = 7,
+    /// A message announced instead of sent (rendezvous, synchronous
+    /// sends): addressed as a data frame (`aux` the context, `format` the
+    /// message's), its payload a descriptor defined by the runtime's
+    /// rendezvous protocol (length, send id, and the data inline or where
+    /// to fetch it).
+    Rts = 8,
+    /// The receiver matched an announced message and asks for its bytes
+    /// (payload defined by the runtime's rendezvous protocol).
+    Cts = 9,
+    /// The receiver is done with an announced message (payload defined by
+    /// the runtime's rendezvous protocol).
+    Fin = 10,
+    /// An announced message's bytes, sent after its [`Cts`](Self::Cts):
+    /// `tag` and `aux` are the receive's id (low and high word),
+    /// `dest_thread` the receiving thread. A TCP channel reads them
+    /// straight into the buffer registered for that id.
+    Bulk = 11,
+    /// The receiver took eager messages and returns their bytes to the
+    /// sender's budget (payload: the byte count, u64 little-endian).
+    Credit = 12,
 }
 
 impl FrameKind {
@@ -70,6 +90,11 @@ impl FrameKind {
             5 => Some(FrameKind::Doorbell),
             6 => Some(FrameKind::Mcast),
             7 => Some(FrameKind::Named),
+            8 => Some(FrameKind::Rts),
+            9 => Some(FrameKind::Cts),
+            10 => Some(FrameKind::Fin),
+            11 => Some(FrameKind::Bulk),
+            12 => Some(FrameKind::Credit),
             _ => None,
         }
     }
@@ -173,6 +198,48 @@ impl FrameHeader {
             aux: context,
             len,
         }
+    }
+
+    /// A header of `kind` addressed like a data frame: the protocol frames
+    /// of a rendezvous.
+    pub fn addressed(
+        kind: FrameKind,
+        source_thread: u32,
+        dest_thread: u32,
+        tag: u32,
+        aux: u32,
+        format: Format,
+        len: u64,
+    ) -> Self {
+        FrameHeader {
+            kind,
+            format,
+            source_thread,
+            dest_thread,
+            tag,
+            aux,
+            len,
+        }
+    }
+
+    /// The header of an announced message's bytes for receive `id`
+    /// ([`FrameKind::Bulk`]: the id's low word in `tag`, its high word in
+    /// `aux`).
+    pub fn bulk(source_thread: u32, dest_thread: u32, id: u64, format: Format, len: u64) -> Self {
+        FrameHeader::addressed(
+            FrameKind::Bulk,
+            source_thread,
+            dest_thread,
+            id as u32,
+            (id >> 32) as u32,
+            format,
+            len,
+        )
+    }
+
+    /// The receive id of a [`bulk`](Self::bulk) header.
+    pub fn bulk_id(&self) -> u64 {
+        (u64::from(self.aux) << 32) | u64::from(self.tag)
     }
 
     /// A header of `kind` with no addressing and a payload of `len` bytes.

@@ -343,7 +343,7 @@ impl Call {
     /// Sends raw bytes to member `to`.
     pub(crate) fn send_bytes(&self, to: usize, bytes: Vec<u8>) -> Result<(), CollError> {
         let c = &self.comm;
-        c.ep.send_in(c.collective, c.members[to], self.tag, Payload::from_vec(bytes))
+        c.ep.send_eager_in(c.collective, c.members[to], self.tag, Payload::from_vec(bytes))
             .map_err(CollError::from)
     }
 
@@ -501,7 +501,7 @@ impl Call {
                 let bytes = e.encode(c.rank);
                 for (i, &a) in c.members.iter().enumerate() {
                     if i != c.rank {
-                        let _ = c.ep.send_in(
+                        let _ = c.ep.send_eager_in(
                             c.abort,
                             a,
                             self.tag,
@@ -526,7 +526,7 @@ impl Future for Recv<'_> {
 
     fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        if this.request.is_done() {
+        if this.request.advance() {
             return Poll::Ready(match this.request.take() {
                 Ok(m) => Ok(m),
                 // A member that finished left because of the failure that

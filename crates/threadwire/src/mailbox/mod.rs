@@ -257,6 +257,7 @@ pub(crate) fn remote_message(
         context,
         tag,
         payload,
+        tail: crate::message::Tail::None,
     }
 }
 

@@ -81,6 +81,21 @@ impl<T> Slot<T> {
         self.result.with_mut(|r| unsafe { (*r).take() })
     }
 
+    /// The result, left in place, once [`is_done`](Self::is_done).
+    ///
+    /// # Safety
+    ///
+    /// As [`take`](Self::take): only the owner, never from two threads at
+    /// once, and the reference is dropped before the owner takes it.
+    pub unsafe fn peek(&self) -> Option<&T> {
+        if !self.is_done() {
+            return None;
+        }
+        // SAFETY: `done` was seen, so the one write is complete and
+        // visible and nobody writes any more; the owner alone reads.
+        self.result.with(|r| unsafe { (*r).as_ref() })
+    }
+
     /// The arrival stamp stored by [`complete`](Self::complete).
     pub fn arrival(&self) -> u64 {
         self.arrival.load(Ordering::Relaxed)

@@ -139,7 +139,10 @@ impl Receiver {
 }
 
 /// Sends everything this thread owes, draining arrivals in between, then
-/// receives the rest. Returns (messages, bytes) received.
+/// receives the rest. Returns (messages, bytes) received. Sends are
+/// `isend`s completed at the end: large messages are announced and wait
+/// for their receives, so blocking sends from every thread before any
+/// receives would rely on buffering (as under MPI).
 fn exchange(ep: &Endpoint, plan: Plan) -> Result<(u64, u64), String> {
     let me = ep.address();
     let everyone: Vec<Address> = (0..plan.nodes)
@@ -154,13 +157,13 @@ fn exchange(ep: &Endpoint, plan: Plan) -> Result<(u64, u64), String> {
         bytes: 0,
     };
     let mut rng = StdRng::seed_from_u64(splitmix(plan.seed ^ key(me)));
+    let mut sends = Vec::new();
     for seq in 0..plan.per_pair {
         let mut order = others.clone();
         order.shuffle(&mut rng);
         for to in order {
             let (tag, len) = params(plan, me, to, seq);
-            ep.send(to, tag, payload(plan, me, to, seq, len))
-                .map_err(|e| format!("{me}: {e}"))?;
+            sends.push(ep.isend(to, tag, payload(plan, me, to, seq, len)));
             while ep
                 .iprobe(ANY_SOURCE, ANY_TAG)
                 .map_err(|e| format!("{me}: {e}"))?
@@ -179,6 +182,9 @@ fn exchange(ep: &Endpoint, plan: Plan) -> Result<(u64, u64), String> {
             .recv(ANY_SOURCE, ANY_TAG)
             .map_err(|e| format!("{me}: {e}"))?;
         rx.check(m)?;
+    }
+    for r in threadwire::wait_all(sends) {
+        r.map_err(|e| format!("{me}: {e}"))?;
     }
     if let Some((from, n)) = rx.next_seq.iter().find(|(_, &n)| n != plan.per_pair) {
         return Err(format!(

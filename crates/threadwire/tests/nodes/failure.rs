@@ -9,7 +9,8 @@
 //!   so that only the launcher can end the job.
 //!
 //! Every node prints `pid <pid>` first. n2.t0 waits until every survivor
-//! thread says it is about to wait on node 2, starts a 4 MiB send, and
+//! thread says it is about to wait on node 2, starts a 4 MiB send (an
+//! announced one: a rendezvous the dead node can never finish), and
 //! kills itself while n2.t1 streams small messages to n0.t1. Survivors
 //! print one line per check, `<address>: <what>: <result>`.
 
@@ -165,9 +166,11 @@ fn die(ep: &Endpoint) {
     // Let the survivors settle into their receives; they must not depend
     // on it (a receive posted after the loss fails at once).
     std::thread::sleep(Duration::from_millis(50));
-    // Most likely still being written when the process dies.
-    ep.send(Address::new(1, 0), BIG, big_payload())
-        .expect("4 MiB send");
+    // Announced (it is above the eager limit): n1.t0 receives it only
+    // after its receive of NEVER has failed, by when this process is gone,
+    // so its fetch fails with the loss instead of hanging. A blocking send
+    // would wait for that receive, and never return.
+    let _pending = ep.isend(Address::new(1, 0), BIG, big_payload());
     println!("n2: killing myself");
     // SAFETY: kill(2) with our own pid; SIGKILL ends the process here.
     unsafe {

@@ -266,6 +266,20 @@ impl ShmChannel {
         self.peer_reads
     }
 
+    /// Fills `buffer` from the peer's memory at `segments` (address,
+    /// length) with one `process_vm_readv`: the runtime's rendezvous pull.
+    /// Fails if the peer's memory cannot be read or holds fewer bytes.
+    pub fn pull(&self, segments: &[(u64, u64)], buffer: &mut [u8]) -> io::Result<()> {
+        let n = cma::read_into(self.peer_pid, segments, buffer)?;
+        if n != buffer.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("read {n} of {} bytes from the peer", buffer.len()),
+            ));
+        }
+        Ok(())
+    }
+
     /// Sends one frame: into the ring if it fits now, else into the
     /// backlog behind everything queued before it, and rings the doorbell
     /// if the peer needs it. Never blocks and never fails (a dead peer

@@ -68,7 +68,7 @@ fn huge_pages(v: &mut Vec<u8>) {
 /// Fills `buffer` from `segments` of process `pid`, continuing after
 /// partial transfers; returns the bytes read (less than `buffer.len()` only
 /// if the segments hold less).
-fn read_into(pid: u32, segments: &[(u64, u64)], buffer: &mut [u8]) -> io::Result<usize> {
+pub(super) fn read_into(pid: u32, segments: &[(u64, u64)], buffer: &mut [u8]) -> io::Result<usize> {
     let mut done = 0usize;
     let mut seg = 0usize;
     let mut seg_off = 0u64;

@@ -30,7 +30,9 @@
 //!
 //! Receiving is done by the progress engine alone ([`TcpChannel::receive`]);
 //! small frames are parsed out of one 64 KiB buffer per read, large payloads
-//! are read straight into their own allocation.
+//! are read straight into their own allocation, and the bulk frame of a
+//! rendezvous straight into the buffer its receiver registered
+//! ([`TcpChannel::place`]).
 
 mod reader;
 mod writer;
@@ -203,6 +205,32 @@ impl TcpChannel {
     /// Reads available frames and hands each to `on_frame`.
     pub fn receive(&self, on_frame: impl FnMut(Frame)) -> Result<ReadOutcome, ChannelError> {
         lock(&self.reader).receive(&self.stream, on_frame)
+    }
+
+    /// Registers `len` bytes at `buffer` for the bulk frame
+    /// ([`FrameKind::Bulk`](threadwire_wire::FrameKind::Bulk)) of receive
+    /// `id`: its payload is read straight into them, and
+    /// [`receive`](Self::receive) reports the frame with an empty payload
+    /// (`header.len` bytes placed). A bulk frame longer than `len` fails
+    /// the channel; one with no buffer registered arrives as any frame.
+    ///
+    /// # Safety
+    ///
+    /// The `len` bytes at `buffer` must stay valid for writes, and be
+    /// neither read nor written by anyone else, until the frame has been
+    /// reported or [`unplace`](Self::unplace) with the same id has
+    /// returned.
+    pub unsafe fn place(&self, id: u64, buffer: *mut u8, len: usize) {
+        // SAFETY: the caller's contract is the placement's.
+        let placement = unsafe { reader::Placement::new(buffer, len) };
+        lock(&self.reader).place(id, placement);
+    }
+
+    /// Withdraws the buffer of receive `id`: once this returns nothing
+    /// writes to it any more (what of its frame is still to come is read
+    /// and dropped).
+    pub fn unplace(&self, id: u64) {
+        lock(&self.reader).unplace(id);
     }
 
     /// Closes both directions; the peer sees end of stream.

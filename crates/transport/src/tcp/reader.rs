@@ -2,19 +2,53 @@
 
 use super::{ChannelError, Frame, ReadOutcome};
 use mio::net::TcpStream;
+use std::collections::HashMap;
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;
-use threadwire_wire::{FrameHeader, HEADER_LEN};
+use threadwire_wire::{FrameHeader, FrameKind, HEADER_LEN};
 
 const BUFFER: usize = 64 * 1024;
 /// Bytes read per call before yielding to the engine's other connections.
 const READ_BUDGET: usize = 4 * 1024 * 1024;
 
-/// A frame whose payload is read straight into its own allocation;
-/// `payload.len()` is the part received, its capacity the whole payload.
-struct Partial {
-    header: FrameHeader,
-    payload: Vec<u8>,
+/// A caller's buffer registered for the bulk frame of one receive id
+/// ([`TcpChannel::place`](super::TcpChannel::place)).
+pub(super) struct Placement {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: a placement is a buffer its registrant hands over for writing
+// until it withdraws it under the reader's lock (`place`'s contract);
+// only the thread holding that lock writes through it.
+unsafe impl Send for Placement {}
+
+impl Placement {
+    /// # Safety
+    ///
+    /// As [`TcpChannel::place`](super::TcpChannel::place).
+    pub(super) unsafe fn new(ptr: *mut u8, len: usize) -> Placement {
+        Placement { ptr, len }
+    }
+}
+
+/// A frame whose payload is still arriving.
+enum Partial {
+    /// Read straight into its own allocation; `payload.len()` is the part
+    /// received, its capacity the whole payload.
+    Owned {
+        header: FrameHeader,
+        payload: Vec<u8>,
+    },
+    /// A bulk frame read straight into its registered buffer.
+    Placed {
+        header: FrameHeader,
+        placement: Placement,
+        id: u64,
+        got: usize,
+    },
+    /// A bulk frame whose buffer was withdrawn while it arrived.
+    Discard { left: usize },
 }
 
 pub(super) struct FrameReader {
@@ -22,6 +56,8 @@ pub(super) struct FrameReader {
     start: usize,
     end: usize,
     partial: Option<Partial>,
+    /// Buffers waiting for their bulk frame, by receive id.
+    placements: HashMap<u64, Placement>,
     max_frame: u64,
 }
 
@@ -32,7 +68,30 @@ impl FrameReader {
             start: 0,
             end: 0,
             partial: None,
+            placements: HashMap::new(),
             max_frame,
+        }
+    }
+
+    pub(super) fn place(&mut self, id: u64, placement: Placement) {
+        self.placements.insert(id, placement);
+    }
+
+    /// Withdraws the buffer of `id`: whatever of its frame is still to
+    /// come is read and dropped.
+    pub(super) fn unplace(&mut self, id: u64) {
+        self.placements.remove(&id);
+        if let Some(Partial::Placed {
+            id: current,
+            header,
+            got,
+            ..
+        }) = &self.partial
+        {
+            if *current == id {
+                let left = header.len as usize - got;
+                self.partial = Some(Partial::Discard { left });
+            }
         }
     }
 
@@ -49,19 +108,56 @@ impl FrameReader {
         let mut budget = READ_BUDGET;
         loop {
             if let Some(p) = &mut self.partial {
-                let want = p.payload.capacity() - p.payload.len();
-                let n = match read_uninit(stream, &mut p.payload)? {
+                let (want, got) = match p {
+                    Partial::Owned { payload, .. } => {
+                        let want = payload.capacity() - payload.len();
+                        (want, read_uninit(stream, payload)?)
+                    }
+                    Partial::Placed {
+                        header,
+                        placement,
+                        got,
+                        ..
+                    } => {
+                        let want = header.len as usize - *got;
+                        // SAFETY: the placement's buffer is ours to write
+                        // until withdrawn under this reader's lock (held);
+                        // `got + want` is the frame's length, checked
+                        // against the buffer's when the frame began.
+                        let rest = unsafe {
+                            std::slice::from_raw_parts_mut(placement.ptr.add(*got), want)
+                        };
+                        let n = read(&mut stream, rest)?;
+                        if let Some(n) = n {
+                            *got += n;
+                        }
+                        (want, n)
+                    }
+                    Partial::Discard { left } => {
+                        let want = *left;
+                        let scratch = want.min(self.buf.len());
+                        let n = read(&mut stream, &mut self.buf[..scratch])?;
+                        if let Some(n) = n {
+                            *left -= n;
+                        }
+                        (want, n)
+                    }
+                };
+                let n = match got {
                     Some(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
                     Some(n) => n,
                     None => return Ok(drained(budget)),
                 };
                 budget = budget.saturating_sub(n);
-                if p.payload.len() == p.payload.capacity() {
-                    let p = self.partial.take().expect("partial frame present");
-                    on_frame(Frame {
-                        header: p.header,
-                        payload: p.payload,
-                    });
+                if p.complete() {
+                    match self.partial.take().expect("partial frame present") {
+                        Partial::Owned { header, payload } => on_frame(Frame { header, payload }),
+                        Partial::Placed { header, .. } => on_frame(Frame {
+                            header,
+                            payload: Vec::new(),
+                        }),
+                        Partial::Discard { .. } => {}
+                    }
                 }
                 if n < want {
                     return Ok(drained(budget));
@@ -112,6 +208,45 @@ impl FrameReader {
             let len = header.len as usize;
             let body = self.start + HEADER_LEN;
             let available = self.end - body;
+            if header.kind == FrameKind::Bulk {
+                let id = header.bulk_id();
+                if let Some(placement) = self.placements.remove(&id) {
+                    if len > placement.len {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!(
+                                "bulk frame of {len} bytes for a buffer of {}",
+                                placement.len
+                            ),
+                        )
+                        .into());
+                    }
+                    let now = available.min(len);
+                    // SAFETY: the placement's buffer is ours to write until
+                    // withdrawn under this reader's lock (held), and holds
+                    // at least `len` bytes (checked above).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(self.buf[body..].as_ptr(), placement.ptr, now)
+                    };
+                    self.start = body + now;
+                    if now == len {
+                        on_frame(Frame {
+                            header,
+                            payload: Vec::new(),
+                        });
+                    } else {
+                        self.partial = Some(Partial::Placed {
+                            header,
+                            placement,
+                            id,
+                            got: now,
+                        });
+                        self.start = 0;
+                        self.end = 0;
+                    }
+                    continue;
+                }
+            }
             if available >= len {
                 let payload = self.buf[body..body + len].to_vec();
                 self.start = body + len;
@@ -120,7 +255,7 @@ impl FrameReader {
                 // Not zeroed: the kernel writes every byte before it is read.
                 let mut payload = Vec::with_capacity(len);
                 payload.extend_from_slice(&self.buf[body..self.end]);
-                self.partial = Some(Partial { header, payload });
+                self.partial = Some(Partial::Owned { header, payload });
                 self.start = 0;
                 self.end = 0;
             } else {
@@ -132,6 +267,16 @@ impl FrameReader {
             self.end = 0;
         }
         Ok(())
+    }
+}
+
+impl Partial {
+    fn complete(&self) -> bool {
+        match self {
+            Partial::Owned { payload, .. } => payload.len() == payload.capacity(),
+            Partial::Placed { header, got, .. } => *got == header.len as usize,
+            Partial::Discard { left } => *left == 0,
+        }
     }
 }
 
