@@ -16,7 +16,7 @@
 //!
 //! Nothing a node measures is printed and parsed back.
 
-use crate::pingpong::Sample;
+use crate::pingpong::{Receive, Sample};
 use crate::{coll, comm, rate};
 use serde::{Deserialize, Serialize};
 use threadwire::ReportError;
@@ -29,6 +29,9 @@ pub enum NodeResult {
     Pingpong {
         /// `thread`, `shm` or `tcp`.
         path: String,
+        /// How the sides received.
+        #[serde(default)]
+        receive: Receive,
         /// The one-way times.
         sample: Sample,
     },
@@ -101,6 +104,7 @@ mod tests {
         let results = [
             NodeResult::Pingpong {
                 path: "shm".into(),
+                receive: Receive::Into,
                 sample,
             },
             NodeResult::Rate(rate::Sample {

@@ -248,6 +248,11 @@ pub struct PingpongArgs {
     /// shm, NPtcp and NPopenmpi over TCP beside tcp.
     #[arg(long)]
     pub peers: bool,
+    /// Also measure every size receiving into a reused buffer, as NetPIPE
+    /// does (recv_into; sent back from the same buffer): a second row per
+    /// size, `into` beside `owned`; the peers are then compared with it.
+    #[arg(long)]
+    pub into: bool,
     #[command(flatten)]
     pub link: OnLink,
     #[command(flatten)]

@@ -66,6 +66,7 @@ pub fn run(bench: Bench) -> Result<Outcome> {
                 paths: a.paths,
                 budget: Budget::from_millis(a.repetitions, a.ms),
                 peers: a.peers,
+                into: a.into,
                 program,
                 args,
             };
