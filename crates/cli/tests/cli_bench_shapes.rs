@@ -130,6 +130,59 @@ fn pingpong_into_shape() {
     );
 }
 
+/// The JSON keys of `bench flood`'s rows, without peers.
+const FLOOD_KEYS: [&str; 21] = [
+    "benchmark",
+    "count",
+    "size",
+    "delay_seconds",
+    "receive",
+    "rows",
+    "rows[].source",
+    "rows[].path",
+    "rows[].flood_seconds",
+    "rows[].mbps",
+    "rows[].sender",
+    "rows[].sender.messages",
+    "rows[].sender.seconds",
+    "rows[].sender.start_bytes",
+    "rows[].sender.peak_bytes",
+    "rows[].receiver",
+    "rows[].receiver.messages",
+    "rows[].receiver.seconds",
+    "rows[].receiver.start_bytes",
+    "rows[].receiver.peak_bytes",
+    "peers",
+];
+
+#[test]
+fn flood_shape() {
+    assert_shape(
+        &[
+            "bench", "flood", "--count", "50", "--size", "65536", "--delay", "0.2",
+        ],
+        &FLOOD_KEYS[..FLOOD_KEYS.len() - 1],
+        &[
+            "source",
+            "path",
+            "messages",
+            "sender_start_bytes",
+            "sender_peak_bytes",
+            "sender_seconds",
+            "receiver_start_bytes",
+            "receiver_peak_bytes",
+            "flood_seconds",
+            "mbps",
+        ],
+        &[
+            "peak = VmHWM at the end, start = VmHWM before the flood; MiB = 2^20 B; the flood \
+             is timed from the receiver's start to its last receive",
+            "source      path  sender peak MiB    (start MiB) recver peak MiB    (start MiB)   \
+             sends s  flood s       MB/s messages",
+        ],
+    );
+}
+
 #[test]
 fn rate_shape() {
     let args = ["--threads", "1", "--messages", "200", "--repetitions", "1"];
