@@ -177,7 +177,7 @@ fn flood_shape() {
         &[
             "peak = VmHWM at the end, start = VmHWM before the flood; MiB = 2^20 B; the flood \
              is timed from the receiver's start to its last receive",
-            "source      path  sender peak MiB    (start MiB) recver peak MiB    (start MiB)   \
+            "source      path  sender peak MiB  (start MiB) receiver peak MiB  (start MiB)   \
              sends s  flood s       MB/s messages",
         ],
     );

@@ -168,12 +168,12 @@ impl crate::report::Report for Report {
         )?;
         writeln!(
             out,
-            "{:<11} {:<5} {:>15} {:>14} {:>15} {:>14} {:>9} {:>8} {:>10} {:>8}",
+            "{:<11} {:<5} {:>15} {:>12} {:>17} {:>12} {:>9} {:>8} {:>10} {:>8}",
             "source",
             "path",
             "sender peak MiB",
             "(start MiB)",
-            "recver peak MiB",
+            "receiver peak MiB",
             "(start MiB)",
             "sends s",
             "flood s",
@@ -183,7 +183,7 @@ impl crate::report::Report for Report {
         for r in &self.rows {
             writeln!(
                 out,
-                "{:<11} {:<5} {:>15.1} {:>14} {:>15.1} {:>14} {:>9.3} {:>8.3} {:>10} {:>8}",
+                "{:<11} {:<5} {:>15.1} {:>12} {:>17.1} {:>12} {:>9.3} {:>8.3} {:>10} {:>8}",
                 r.source,
                 r.path,
                 mib(r.sender.peak_bytes),
