@@ -117,30 +117,40 @@ pub enum Error {
     #[error("starting the flood job")]
     Launch(#[source] LaunchError),
     /// A job failed.
-    #[error("the flood job over {path} failed with status {status}{}", failure.as_ref().map(|f| format!(": {f}")).unwrap_or_default())]
+    #[error("the flood job over {path} failed with status {status}: {failure}")]
     JobFailed {
         /// The path.
         path: String,
         /// Its exit status.
         status: i32,
-        /// The first failing node and its cause.
-        failure: Option<String>,
+        /// The first failing node and its cause, or that none was named.
+        failure: String,
     },
-    /// A node ended without its report, or reported the wrong count.
-    #[error("over {path}, node {node} reported {reported:?} messages of the {expected} sent")]
+    /// A node of a job that succeeded never reported: the program does
+    /// not call [`node`].
+    #[error("over {path}, node n{node} ended without reporting its side of the flood")]
+    NoReport {
+        /// The path.
+        path: String,
+        /// The node.
+        node: u32,
+    },
+    /// A node reported another count than was sent.
+    #[error("over {path}, node n{node} reported {reported} messages of the {expected} sent")]
     Count {
         /// The path.
         path: String,
         /// The node.
         node: u32,
-        /// Its count, if it reported one.
-        reported: Option<u64>,
+        /// Its count.
+        reported: u64,
         /// `count`.
         expected: u64,
     },
 }
 
-/// The results of [`run`]: a row per path, then each peer's.
+/// The steps of [`run`], for progress: a row per path, and with the
+/// peers one more per path.
 pub fn steps(options: &Options) -> usize {
     options.paths.len() * if options.peers { 2 } else { 1 }
 }
@@ -169,19 +179,24 @@ pub fn run(
             return Err(Error::JobFailed {
                 path: path.clone(),
                 status: report.status,
-                failure: report
-                    .failure
-                    .map(|(node, cause)| format!("n{node}: {cause}")),
+                failure: report.failure.map_or_else(
+                    || "no node named as failing".to_string(),
+                    |(node, cause)| format!("n{node}: {cause}"),
+                ),
             });
         }
-        let side = |node: u32| {
-            let side = sides[node as usize].filter(|s| s.messages == options.count);
-            side.ok_or_else(|| Error::Count {
+        let side = |node: u32| match sides[node as usize] {
+            Some(side) if side.messages == options.count => Ok(side),
+            Some(side) => Err(Error::Count {
                 path: path.clone(),
                 node,
-                reported: sides[node as usize].map(|s| s.messages),
+                reported: side.messages,
                 expected: options.count,
-            })
+            }),
+            None => Err(Error::NoReport {
+                path: path.clone(),
+                node,
+            }),
         };
         rows.push(Row {
             source: report::THREADWIRE.to_string(),
