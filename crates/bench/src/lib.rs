@@ -8,6 +8,9 @@
 //!   in each encoding (raw, portable, in-place, receiver-makes-right).
 //! - [`fit`]: Hockney's t(n) = α + β·n through a ping-pong sweep: start-up
 //!   latency, asymptotic bandwidth r∞ and n½.
+//! - [`flood`]: the memory of a sender flooding a late receiver (N
+//!   blocking sends of one 1 MiB buffer), each end's peak resident set,
+//!   beside Open MPI's.
 //! - [`floors`]: the physical floors of this machine that the other
 //!   benchmarks are judged against: a cache line between cores, a
 //!   thread's wake-up, memcpy bandwidth and loopback TCP.
@@ -45,6 +48,7 @@ pub mod coll;
 pub mod comm;
 pub mod encodings;
 pub mod fit;
+pub mod flood;
 pub mod floors;
 pub mod node_result;
 pub mod peers;

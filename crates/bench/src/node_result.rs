@@ -16,8 +16,8 @@
 //!
 //! Nothing a node measures is printed and parsed back.
 
-use crate::pingpong::Sample;
-use crate::{coll, comm, rate};
+use crate::pingpong::{Receive, Sample};
+use crate::{coll, comm, flood, rate};
 use serde::{Deserialize, Serialize};
 use threadwire::ReportError;
 use threadwire_launch::Event;
@@ -29,6 +29,9 @@ pub enum NodeResult {
     Pingpong {
         /// `thread`, `shm` or `tcp`.
         path: String,
+        /// How the sides received.
+        #[serde(default)]
+        receive: Receive,
         /// The one-way times.
         sample: Sample,
     },
@@ -51,6 +54,8 @@ pub enum NodeResult {
     /// `bench coll`: one operation at one size, the slowest member's
     /// times (the layout is the job's).
     Coll(coll::Sample),
+    /// `bench flood`: one end's counts, time and peak resident set.
+    Flood(flood::Side),
     /// `bench spawn`: a node of a process row has joined, on its clock
     /// (`CLOCK_MONOTONIC`, ns): when its code started and when it was past
     /// `init`. The launcher's reading on arrival is the third time.
@@ -101,6 +106,7 @@ mod tests {
         let results = [
             NodeResult::Pingpong {
                 path: "shm".into(),
+                receive: Receive::Into,
                 sample,
             },
             NodeResult::Rate(rate::Sample {
@@ -142,6 +148,13 @@ mod tests {
                 started_ns: u64::MAX,
                 joined_ns: 1,
             },
+            NodeResult::Flood(flood::Side {
+                role: flood::Role::Sender,
+                messages: 2000,
+                time: Duration::from_millis(910),
+                start_bytes: 12 << 20,
+                peak_bytes: 2100 << 20,
+            }),
         ];
         for result in results {
             assert_eq!(NodeResult::decode(&event(&result)), Some((1, result)));

@@ -20,7 +20,8 @@
 //! process group (mpirun and its ranks), so it cannot hang the benchmark.
 //!
 //! [`coll`] is the peers of `bench coll`: the collectives of Open MPI and
-//! MPICH, timed by a program of ours built with each MPI's `mpicc`.
+//! MPICH, timed by a program of ours built with each MPI's `mpicc`;
+//! [`flood`] is the peer of `bench flood`, built and run the same way.
 
 use std::io;
 use std::net::{Ipv4Addr, TcpListener};
@@ -29,6 +30,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 pub mod coll;
+pub mod flood;
 mod mpi;
 pub(crate) mod process;
 pub mod pvm;

@@ -189,6 +189,15 @@ pub fn plan(args: &Options) -> Vec<Step> {
         coll.push("--peers");
     }
     add("coll", &coll, None);
+    // Issue 13's flood: 2000 × 1 MiB to a receiver 3 s late, beside Open MPI.
+    let mut flood = vec!["bench", "flood"];
+    if quick {
+        flood.extend(["--count", "50", "--size", "65536", "--delay", "0.2"]);
+    }
+    if peers {
+        flood.push("--peers");
+    }
+    add("flood", &flood, None);
     steps
 }
 

@@ -76,3 +76,30 @@ pub(crate) fn process_cpu_time() -> io::Result<Duration> {
     };
     Ok(time(usage.ru_utime) + time(usage.ru_stime))
 }
+
+/// The peak resident set of this process (`VmHWM` of `/proc/self/status`),
+/// in bytes.
+pub(crate) fn peak_resident_bytes() -> io::Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    parse_vm_hwm(&status).ok_or_else(|| io::Error::other("no VmHWM line in /proc/self/status"))
+}
+
+/// The `VmHWM:  1234 kB` line of a `/proc/PID/status` text, in bytes.
+fn parse_vm_hwm(status: &str) -> Option<u64> {
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod peak_tests {
+    use super::*;
+
+    #[test]
+    fn the_peak_is_read_in_bytes() {
+        let status = "Name:\tx\nVmPeak:\t  99 kB\nVmHWM:\t    1234 kB\nVmRSS:\t 1 kB\n";
+        assert_eq!(parse_vm_hwm(status), Some(1234 * 1024));
+        assert_eq!(parse_vm_hwm("VmRSS: 1 kB\n"), None);
+        assert!(peak_resident_bytes().is_ok_and(|b| b > 0));
+    }
+}

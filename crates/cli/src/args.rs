@@ -153,6 +153,34 @@ pub enum Bench {
     /// Collective latency (barrier, bcast, allreduce, allgather, alltoall) among
     /// nodes × fibers, OSU-style; with --peers beside Open MPI and MPICH.
     Coll(CollArgs),
+    /// The memory of a flooding sender: node 0 sends N messages of one reused
+    /// buffer to node 1, whose receiver starts late; each end's peak resident set.
+    Flood(FloodArgs),
+}
+
+#[derive(Args)]
+pub struct FloodArgs {
+    /// Messages node 0 sends.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: u64,
+    /// Bytes per message (one buffer, reused for every send).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub size: usize,
+    /// Seconds node 1's receiving thread starts late.
+    #[arg(long, default_value_t = 3.0)]
+    pub delay: f64,
+    /// Receive into one reused buffer (recv_into) instead of owned messages (recv).
+    #[arg(long)]
+    pub into: bool,
+    /// Paths, comma-separated, one job each: `shm`, `tcp`.
+    #[arg(long, value_delimiter = ',', default_value = "shm,tcp", value_parser = ["shm", "tcp"])]
+    pub paths: Vec<String>,
+    /// Also run the same flood in Open MPI (bench-peers/flood/flood.c, mpicc)
+    /// on the same paths: its default selection for shm, --mca btl self,tcp for tcp.
+    #[arg(long)]
+    pub peers: bool,
+    #[command(flatten)]
+    pub output: MachineReadable,
 }
 
 #[derive(Args)]
@@ -248,6 +276,11 @@ pub struct PingpongArgs {
     /// shm, NPtcp and NPopenmpi over TCP beside tcp.
     #[arg(long)]
     pub peers: bool,
+    /// Also measure every size receiving into a reused buffer, as NetPIPE
+    /// does (recv_into; sent back from the same buffer): a second row per
+    /// size, `into` beside `owned`; the peers are then compared with it.
+    #[arg(long)]
+    pub into: bool,
     #[command(flatten)]
     pub link: OnLink,
     #[command(flatten)]

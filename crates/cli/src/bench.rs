@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use threadwire_bench::pingpong::{self, Budget};
 use threadwire_bench::report::{Format, Report};
-use threadwire_bench::{coll, comm, encodings, floors, rate, spawn, threads};
+use threadwire_bench::{coll, comm, encodings, flood, floors, rate, spawn, threads};
 use threadwire_testbed::interrupt;
 use threadwire_testbed::net::ScopedNet;
 
@@ -66,6 +66,7 @@ pub fn run(bench: Bench) -> Result<Outcome> {
                 paths: a.paths,
                 budget: Budget::from_millis(a.repetitions, a.ms),
                 peers: a.peers,
+                into: a.into,
                 program,
                 args,
             };
@@ -259,6 +260,38 @@ pub fn run(bench: Bench) -> Result<Outcome> {
                 }
                 Ok(report)
             })
+        }
+        Bench::Flood(a) => {
+            let (program, args) = own_command()?;
+            let options = flood::Options {
+                count: a.count,
+                size: a.size,
+                delay: Duration::try_from_secs_f64(a.delay).context("--delay")?,
+                receive: match a.into {
+                    true => pingpong::Receive::Into,
+                    false => pingpong::Receive::Owned,
+                },
+                paths: a.paths,
+                peers: a.peers,
+                ..flood::Options::new(program, args)
+            };
+            if under_launcher() {
+                flood::node(&options)?;
+                return exit(0);
+            }
+            interrupt::install(crate::progress::report_interrupt);
+            measured(
+                "bench flood",
+                flood::steps(&options),
+                a.output,
+                |progress| {
+                    Ok(flood::run(
+                        &options,
+                        || progress.step(),
+                        |e| progress.aside(e),
+                    )?)
+                },
+            )
         }
         Bench::Floors(a) => {
             let options = floors::Options {

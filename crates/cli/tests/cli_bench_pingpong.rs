@@ -89,6 +89,62 @@ fn bench_pingpong_csv_has_a_header_and_every_size() {
     }
 }
 
+/// `--into`: every size of every path twice, owned receives then receives
+/// into a reused buffer, each with positive figures, and a fit for each.
+#[test]
+fn bench_pingpong_into_has_both_receives_at_every_size() {
+    let ran = run_bench_ok(&mut bench_pingpong(&[
+        "--paths",
+        "thread,shm",
+        "--sizes",
+        "8,100000",
+        "--into",
+        "--json",
+    ]));
+    let doc = json_doc(&ran);
+    let found: Vec<(&str, &str, u64)> = rows(&doc)
+        .iter()
+        .map(|r| {
+            for key in ["median_ns", "min_ns", "max_ns", "mbps"] {
+                assert_positive(r.get(key).and_then(Value::as_f64), key, &ran);
+            }
+            (
+                r.get("path").and_then(Value::as_str).unwrap_or_default(),
+                r.get("receive").and_then(Value::as_str).unwrap_or_default(),
+                r.get("size").and_then(Value::as_u64).unwrap_or_default(),
+            )
+        })
+        .collect();
+    let mut expected = Vec::new();
+    for path in ["thread", "shm"] {
+        for size in [8, 100_000] {
+            expected.push((path, "owned", size));
+            expected.push((path, "into", size));
+        }
+    }
+    assert_eq!(found, expected, "{}", ran.show());
+    let fits: Vec<(&str, &str)> = array(&doc, "fits")
+        .iter()
+        .map(|f| {
+            (
+                f.get("path").and_then(Value::as_str).unwrap_or_default(),
+                f.get("receive").and_then(Value::as_str).unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        fits,
+        [
+            ("thread", "owned"),
+            ("thread", "into"),
+            ("shm", "owned"),
+            ("shm", "into")
+        ],
+        "{}",
+        ran.show()
+    );
+}
+
 /// `bench pingpong --plot DIR` creates DIR and writes each chart as SVG
 /// and PNG; what the charts show is not checked here.
 #[test]

@@ -55,6 +55,28 @@ fn assert_shape(args: &[&str], keys: &[&str], columns: &[&str], lines: &[&str]) 
     assert_eq!(csv_fields(header), columns, "CSV header of {args:?}");
 }
 
+/// The JSON keys of `bench pingpong` without peers, with or without `--into`.
+const PINGPONG_KEYS: [&str; 18] = [
+    "benchmark",
+    "rows",
+    "rows[].path",
+    "rows[].receive",
+    "rows[].size",
+    "rows[].median_ns",
+    "rows[].min_ns",
+    "rows[].max_ns",
+    "rows[].mbps",
+    "fits",
+    "fits[].path",
+    "fits[].receive",
+    "fits[].sizes",
+    "fits[].startup_ns",
+    "fits[].ns_per_byte",
+    "fits[].bandwidth_mbps",
+    "fits[].half_bandwidth_bytes",
+    "fits[].rms_relative_error",
+];
+
 #[test]
 fn pingpong_shape() {
     assert_shape(
@@ -69,30 +91,94 @@ fn pingpong_shape() {
         .into_iter()
         .chain(["--repetitions", "1", "--ms", "2"])
         .collect::<Vec<_>>(),
-        &[
-            "benchmark",
-            "rows",
-            "rows[].path",
-            "rows[].size",
-            "rows[].median_ns",
-            "rows[].min_ns",
-            "rows[].max_ns",
-            "rows[].mbps",
-            "fits",
-            "fits[].path",
-            "fits[].sizes",
-            "fits[].startup_ns",
-            "fits[].ns_per_byte",
-            "fits[].bandwidth_mbps",
-            "fits[].half_bandwidth_bytes",
-            "fits[].rms_relative_error",
-        ],
+        &PINGPONG_KEYS,
         &["path", "size", "median_ns", "min_ns", "max_ns", "mbps"],
         &[
             "path           size (B)   one-way µs             min–max µs         MB/s",
             "Hockney's t(n) = α + β·n, least squares over all sizes weighted by 1/t² \
              (threadwire_bench::fit):",
             "path            start-up α µs      r∞ = 1/β MB/s     n½ = α/β B  rms error",
+        ],
+    );
+}
+
+/// `--into`: the same JSON keys, and a `receive` column in the CSV and
+/// the table.
+#[test]
+fn pingpong_into_shape() {
+    assert_shape(
+        &[
+            "bench", "pingpong", "--paths", "shm", "--sizes", "8,64", "--into",
+        ]
+        .into_iter()
+        .chain(["--repetitions", "1", "--ms", "2"])
+        .collect::<Vec<_>>(),
+        &PINGPONG_KEYS,
+        &[
+            "path",
+            "receive",
+            "size",
+            "median_ns",
+            "min_ns",
+            "max_ns",
+            "mbps",
+        ],
+        &[
+            "path         receive   size (B)   one-way µs             min–max µs         MB/s",
+            "path         receive    start-up α µs      r∞ = 1/β MB/s     n½ = α/β B  rms error",
+        ],
+    );
+}
+
+/// The JSON keys of `bench flood`'s rows, without peers.
+const FLOOD_KEYS: [&str; 21] = [
+    "benchmark",
+    "count",
+    "size",
+    "delay_seconds",
+    "receive",
+    "rows",
+    "rows[].source",
+    "rows[].path",
+    "rows[].flood_seconds",
+    "rows[].mbps",
+    "rows[].sender",
+    "rows[].sender.messages",
+    "rows[].sender.seconds",
+    "rows[].sender.start_bytes",
+    "rows[].sender.peak_bytes",
+    "rows[].receiver",
+    "rows[].receiver.messages",
+    "rows[].receiver.seconds",
+    "rows[].receiver.start_bytes",
+    "rows[].receiver.peak_bytes",
+    "peers",
+];
+
+#[test]
+fn flood_shape() {
+    assert_shape(
+        &[
+            "bench", "flood", "--count", "50", "--size", "65536", "--delay", "0.2",
+        ],
+        &FLOOD_KEYS[..FLOOD_KEYS.len() - 1],
+        &[
+            "source",
+            "path",
+            "messages",
+            "sender_start_bytes",
+            "sender_peak_bytes",
+            "sender_seconds",
+            "receiver_start_bytes",
+            "receiver_peak_bytes",
+            "flood_seconds",
+            "mbps",
+        ],
+        &[
+            "peak = VmHWM at the end, start = VmHWM before the flood; MiB = 2^20 B; the flood \
+             is timed from the receiver's start to its last receive",
+            "source      path  sender peak MiB  (start MiB) receiver peak MiB  (start MiB)   \
+             sends s  flood s       MB/s messages",
         ],
     );
 }

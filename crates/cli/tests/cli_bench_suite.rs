@@ -37,6 +37,7 @@ fn bench_suite_quick_reports_every_step() {
         "rate-none",
         "threads",
         "coll",
+        "flood",
     ];
     for step in steps {
         let section = report

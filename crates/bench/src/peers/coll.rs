@@ -293,10 +293,12 @@ pub enum Error {
         source: io::Error,
     },
     /// The compiler failed.
-    #[error("{compiler} could not build coll.c ({status}):\n{log}")]
+    #[error("{compiler} could not build {program}.c ({status}):\n{log}")]
     Build {
         /// The compiler wrapper.
         compiler: &'static str,
+        /// The program's name (`coll`, `flood`).
+        program: &'static str,
         /// Its exit status.
         status: ExitStatus,
         /// The end of its output.

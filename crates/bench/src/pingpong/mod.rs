@@ -42,6 +42,9 @@ pub struct Options {
     pub budget: Budget,
     /// Also run the NetPIPE peers on the same paths.
     pub peers: bool,
+    /// Also measure each size receiving into a reused buffer
+    /// ([`Receive::Into`]), beside the owned receives.
+    pub into: bool,
     /// The node program; under the launcher it must call [`node`] with the
     /// same sizes and budget.
     pub program: PathBuf,
@@ -66,7 +69,40 @@ pub enum SweepError {
 
 /// The number of results a sweep of `options` measures, for progress.
 pub fn steps(options: &Options) -> usize {
-    options.sizes.len() * options.paths.len()
+    options.sizes.len() * options.paths.len() * options.receives().len()
+}
+
+/// How a side of the ping-pong receives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Receive {
+    /// `recv`: each message arrives as a buffer of its own, which is sent
+    /// back as it is ([`run`]).
+    #[default]
+    Owned,
+    /// `recv_into` one buffer per side, reused for every round trip and
+    /// sent from by reference, as NetPIPE does ([`run_into`]).
+    Into,
+}
+
+impl Receive {
+    /// Its name in reports: `owned`, `into`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Receive::Owned => "owned",
+            Receive::Into => "into",
+        }
+    }
+}
+
+impl Options {
+    /// The receives measured at each size, in report order.
+    pub fn receives(&self) -> &'static [Receive] {
+        match self.into {
+            true => &[Receive::Owned, Receive::Into],
+            false => &[Receive::Owned],
+        }
+    }
 }
 
 /// The paths of this node's job, if it was started by [`sweep`].
@@ -113,8 +149,19 @@ pub fn sweep(
             spec = spec.hosts(net.launch_hosts());
         }
         let report = threadwire_launch::run(&spec, |ev| match NodeResult::decode(ev) {
-            Some((_, NodeResult::Pingpong { path, sample })) => {
-                rows.push(Row { path, sample });
+            Some((
+                _,
+                NodeResult::Pingpong {
+                    path,
+                    receive,
+                    sample,
+                },
+            )) => {
+                rows.push(Row {
+                    path,
+                    receive,
+                    sample,
+                });
                 on_step();
             }
             _ => on_event(ev),
@@ -147,9 +194,11 @@ fn run_peers(
 ) -> Vec<crate::peers::Report> {
     use crate::peers::{self, Placement};
     let largest = options.sizes.iter().copied().max().unwrap_or(0);
+    let compared = report::compared_receive(rows);
     let ours = |transport: peers::Transport| {
         let path = transport.name();
         rows.iter()
+            .filter(|r| r.receive == compared)
             .find(|r| r.sample.size == largest && r.path.split('/').next() == Some(path))
             .map(|r| r.sample.one_way)
             .filter(|t| !t.is_zero())
@@ -171,11 +220,20 @@ fn run_peers(
 /// figures and the peers' up to half again our largest size, into `dir`
 /// ([`crate::plot::pingpong`]); returns the files written.
 pub fn plot(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, crate::plot::PlotError> {
+    let labels_of_rows: Vec<String> = report
+        .rows
+        .iter()
+        .map(|r| match r.receive {
+            Receive::Owned => r.path.clone(),
+            Receive::Into => format!("{} (into)", r.path),
+        })
+        .collect();
     let points: Vec<_> = report
         .rows
         .iter()
-        .map(|r| crate::plot::Point {
-            path: &r.path,
+        .zip(&labels_of_rows)
+        .map(|(r, label)| crate::plot::Point {
+            path: label,
             size: r.sample.size,
             one_way_seconds: r.sample.one_way.as_secs_f64(),
         })
@@ -381,55 +439,134 @@ pub fn run_with<B: Bounce>(
     for &size in sizes {
         // The leader's data between round trips; the partner holds nothing
         // between an echo and the next.
-        let mut held = leader.then(|| bounce.initial(size));
-        // Warm up, then calibrate: the leader times a few round trips and
-        // tells the partner how many rounds fill a repetition. Small sizes
-        // (microseconds each) first run untimed and are calibrated over
-        // more rounds: the first round trips after a job starts or a path
-        // changes are far slower (cold caches, a partner still waking), and
-        // calibrating on them made repetitions much shorter than the budget.
-        // Large sizes keep 4 rounds: on a 10 Mbit/s link one takes seconds.
-        let (warm_up, calibrate) = if size < 64 * 1024 { (32, 32) } else { (0, 4) };
-        for _ in 0..warm_up {
-            held = step(ep, partner, bounce, held)?;
-        }
-        let rounds = if leader {
-            let t = Instant::now();
-            for _ in 0..calibrate {
-                held = step(ep, partner, bounce, held)?;
-            }
-            let per = t.elapsed() / calibrate;
-            let rounds = (budget.per_repetition.as_secs_f64() / per.as_secs_f64().max(1e-9))
-                .clamp(2.0, 1e6) as u64;
-            ep.send(partner, TAG + 1, rounds.to_le_bytes().to_vec())
-                .map_err(Error::Send)?;
-            rounds
-        } else {
-            for _ in 0..calibrate {
-                held = step(ep, partner, bounce, held)?;
-            }
-            let m = ep.recv(partner, TAG + 1).map_err(Error::Recv)?.into_vec();
-            u64::from_le_bytes(m.try_into().unwrap_or([0; 8]))
-        };
-        let mut reps = Vec::new();
-        for _ in 0..budget.repetitions {
-            let t = Instant::now();
-            for _ in 0..rounds {
-                held = step(ep, partner, bounce, held)?;
-            }
-            reps.push(t.elapsed() / (2 * rounds as u32));
-        }
-        if leader {
-            let (one_way, min, max) = crate::spread(&mut reps);
-            samples.push(Sample {
-                size,
-                one_way,
-                min,
-                max,
-            });
-        }
+        let held = leader.then(|| bounce.initial(size));
+        let mut round = Bouncing { bounce, held };
+        samples.extend(measure(ep, partner, leader, size, budget, &mut round)?);
     }
     Ok(samples)
+}
+
+/// [`run`] receiving as NetPIPE does ([`Receive::Into`]): each side keeps
+/// one buffer of the size, sends from it by reference and receives into
+/// it with [`Endpoint::recv_into`]. Both sides must pass the same sizes
+/// and budget.
+pub fn run_into(
+    ep: &Endpoint,
+    partner: Address,
+    leader: bool,
+    sizes: &[usize],
+    budget: Budget,
+) -> Result<Vec<Sample>, Error> {
+    let mut samples = Vec::new();
+    for &size in sizes {
+        let mut round = IntoBuffer {
+            buf: vec![0u8; size],
+            leader,
+        };
+        samples.extend(measure(ep, partner, leader, size, budget, &mut round)?);
+    }
+    Ok(samples)
+}
+
+/// One round trip of a ping-pong, from either side.
+trait Round {
+    fn round(&mut self, ep: &Endpoint, partner: Address) -> Result<(), Error>;
+}
+
+/// The rounds of [`run_with`]: the leader holds data between rounds.
+struct Bouncing<'a, B: Bounce> {
+    bounce: &'a mut B,
+    held: Option<B::Held>,
+}
+
+impl<B: Bounce> Round for Bouncing<'_, B> {
+    fn round(&mut self, ep: &Endpoint, partner: Address) -> Result<(), Error> {
+        self.held = step(ep, partner, self.bounce, self.held.take())?;
+        Ok(())
+    }
+}
+
+/// The rounds of [`run_into`]: one buffer per side, reused.
+struct IntoBuffer {
+    buf: Vec<u8>,
+    leader: bool,
+}
+
+impl Round for IntoBuffer {
+    fn round(&mut self, ep: &Endpoint, partner: Address) -> Result<(), Error> {
+        let receive = |buf: &mut [u8]| {
+            ep.recv_into(partner, TAG, buf)
+                .map(drop)
+                .map_err(Error::Recv)
+        };
+        let send = |buf: &[u8]| ep.send(partner, TAG, buf).map_err(Error::Send);
+        if self.leader {
+            send(&self.buf)?;
+            receive(&mut self.buf)
+        } else {
+            receive(&mut self.buf)?;
+            send(&self.buf)
+        }
+    }
+}
+
+/// Times `round` at `size`: warm-up, calibration, the repetitions; the
+/// leader returns the sample.
+fn measure(
+    ep: &Endpoint,
+    partner: Address,
+    leader: bool,
+    size: usize,
+    budget: Budget,
+    round: &mut impl Round,
+) -> Result<Option<Sample>, Error> {
+    // Warm up, then calibrate: the leader times a few round trips and
+    // tells the partner how many rounds fill a repetition. Small sizes
+    // (microseconds each) first run untimed and are calibrated over
+    // more rounds: the first round trips after a job starts or a path
+    // changes are far slower (cold caches, a partner still waking), and
+    // calibrating on them made repetitions much shorter than the budget.
+    // Large sizes keep 4 rounds: on a 10 Mbit/s link one takes seconds.
+    let (warm_up, calibrate) = if size < 64 * 1024 { (32, 32) } else { (0, 4) };
+    for _ in 0..warm_up {
+        round.round(ep, partner)?;
+    }
+    let rounds = if leader {
+        let t = Instant::now();
+        for _ in 0..calibrate {
+            round.round(ep, partner)?;
+        }
+        let per = t.elapsed() / calibrate;
+        let rounds = (budget.per_repetition.as_secs_f64() / per.as_secs_f64().max(1e-9))
+            .clamp(2.0, 1e6) as u64;
+        ep.send(partner, TAG + 1, rounds.to_le_bytes().to_vec())
+            .map_err(Error::Send)?;
+        rounds
+    } else {
+        for _ in 0..calibrate {
+            round.round(ep, partner)?;
+        }
+        let m = ep.recv(partner, TAG + 1).map_err(Error::Recv)?.into_vec();
+        u64::from_le_bytes(m.try_into().unwrap_or([0; 8]))
+    };
+    let mut reps = Vec::new();
+    for _ in 0..budget.repetitions {
+        let t = Instant::now();
+        for _ in 0..rounds {
+            round.round(ep, partner)?;
+        }
+        reps.push(t.elapsed() / (2 * rounds as u32));
+    }
+    if !leader {
+        return Ok(None);
+    }
+    let (one_way, min, max) = crate::spread(&mut reps);
+    Ok(Some(Sample {
+        size,
+        one_way,
+        min,
+        max,
+    }))
 }
 
 /// One round: the leader (holding data) sends and receives, the partner

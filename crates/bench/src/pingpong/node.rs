@@ -1,9 +1,11 @@
 //! The node side of `bench pingpong`: thread to thread inside node 0
 //! (path `thread`), then node 0 to node 1 over the job's channel (path
 //! `shm` or `tcp`, as the launcher set `THREADWIRE_CHANNEL`); node 0
-//! reports each size's sample as it is measured ([`NodeResult`]).
+//! reports each size's sample as it is measured ([`NodeResult`]). With
+//! [`Options::into`] each size runs twice, owned receives then receives
+//! into a reused buffer, on both sides in the same order.
 
-use super::{Budget, Error, Options, Sample};
+use super::{Budget, Error, Options, Receive, Sample};
 use crate::node_result::NodeResult;
 use threadwire::{Address, Endpoint, InitError, ReportError};
 
@@ -35,14 +37,16 @@ pub fn node(options: &Options) -> Result<(), NodeError> {
     let (sizes, budget) = (&options.sizes, options.budget);
     let channel = paths.iter().find(|p| *p != "thread");
     if me.node == 0 && paths.iter().any(|p| p == "thread") {
-        let sizes_owned = sizes.clone();
+        let (sizes_owned, receives) = (sizes.clone(), options.receives());
         let partner = ep
             .node()
-            .spawn(move |ep| super::run(&ep, Address::new(0, 0), false, &sizes_owned, budget));
+            .spawn(move |ep| partner_side(&ep, Address::new(0, 0), &sizes_owned, receives, budget));
         // A size at a time, each reported at once: the launcher shows
         // progress as the results come.
         for &size in sizes {
-            leader(&ep, partner.address(), "thread", size, budget)?;
+            for &receive in options.receives() {
+                leader(&ep, partner.address(), "thread", receive, size, budget)?;
+            }
         }
         partner
             .join()
@@ -52,14 +56,47 @@ pub fn node(options: &Options) -> Result<(), NodeError> {
     if let Some(channel) = channel {
         if me.node == 0 {
             for &size in sizes {
-                leader(&ep, Address::new(1, 0), channel, size, budget)?;
+                for &receive in options.receives() {
+                    leader(&ep, Address::new(1, 0), channel, receive, size, budget)?;
+                }
             }
         } else if me.node == 1 {
-            super::run(&ep, Address::new(0, 0), false, sizes, budget)
+            partner_side(&ep, Address::new(0, 0), sizes, options.receives(), budget)
                 .map_err(NodeError::Pingpong)?;
         }
     }
     Ok(())
+}
+
+/// The partner's side of the leader's loop: per size, each receive.
+fn partner_side(
+    ep: &Endpoint,
+    leader: Address,
+    sizes: &[usize],
+    receives: &[Receive],
+    budget: Budget,
+) -> Result<(), Error> {
+    for &size in sizes {
+        for &receive in receives {
+            one(ep, leader, false, receive, size, budget)?;
+        }
+    }
+    Ok(())
+}
+
+/// One size with `partner`, receiving as `receive` says.
+fn one(
+    ep: &Endpoint,
+    partner: Address,
+    leader: bool,
+    receive: Receive,
+    size: usize,
+    budget: Budget,
+) -> Result<Vec<Sample>, Error> {
+    match receive {
+        Receive::Owned => super::run(ep, partner, leader, &[size], budget),
+        Receive::Into => super::run_into(ep, partner, leader, &[size], budget),
+    }
 }
 
 /// Measures one size with `partner` and reports it as `path`'s.
@@ -67,14 +104,15 @@ fn leader(
     ep: &Endpoint,
     partner: Address,
     path: &str,
+    receive: Receive,
     size: usize,
     budget: Budget,
 ) -> Result<(), NodeError> {
-    let samples: Vec<Sample> =
-        super::run(ep, partner, true, &[size], budget).map_err(NodeError::Pingpong)?;
+    let samples = one(ep, partner, true, receive, size, budget).map_err(NodeError::Pingpong)?;
     for sample in samples {
         NodeResult::Pingpong {
             path: path.to_string(),
+            receive,
             sample,
         }
         .send(ep.node())

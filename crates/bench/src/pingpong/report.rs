@@ -1,7 +1,14 @@
 //! The report of `bench pingpong`: a row per path and size, the Hockney
 //! fit per path and, with `--peers`, NetPIPE's figures beside ours.
+//!
+//! With `--into` each size has two rows, owned receives then receives into
+//! a reused buffer, told apart by `receive` (`owned`, `into`): a field of
+//! every JSON row and fit, and a column of the CSV and the table only when
+//! there are `into` rows. The fits are per path and receive, and the peers
+//! (NetPIPE receives into a reused buffer) are compared with our `into`
+//! rows when there are some.
 
-use super::Sample;
+use super::{Receive, Sample};
 use crate::fit::Fit;
 use crate::peers;
 use crate::report::{mbps, write_csv, write_json, Figure};
@@ -14,6 +21,8 @@ use std::time::Duration;
 pub struct Row {
     /// `thread`, `shm`, `tcp` or `tcp/LINK`.
     pub path: String,
+    /// How the sides received.
+    pub receive: Receive,
     /// The one-way times.
     pub sample: Sample,
 }
@@ -27,26 +36,40 @@ pub struct Report {
     pub peers: Vec<peers::Report>,
 }
 
-/// Each path of `rows`, in the order they first appear, with the line
-/// t(n) = α + β·n through its medians (`None` below two sizes).
-pub fn fits(rows: &[Row]) -> Vec<(&str, Option<Fit>)> {
-    let mut paths: Vec<&str> = Vec::new();
+/// Each path and receive of `rows`, in the order they first appear, with
+/// the line t(n) = α + β·n through its medians (`None` below two sizes).
+pub fn fits(rows: &[Row]) -> Vec<(&str, Receive, Option<Fit>)> {
+    let mut lines: Vec<(&str, Receive)> = Vec::new();
     for r in rows {
-        if !paths.contains(&r.path.as_str()) {
-            paths.push(&r.path);
+        if !lines.contains(&(r.path.as_str(), r.receive)) {
+            lines.push((&r.path, r.receive));
         }
     }
-    paths
+    lines
         .into_iter()
-        .map(|path| {
+        .map(|(path, receive)| {
             let samples: Vec<Sample> = rows
                 .iter()
-                .filter(|r| r.path == path)
+                .filter(|r| r.path == path && r.receive == receive)
                 .map(|r| r.sample)
                 .collect();
-            (path, super::fit(&samples))
+            (path, receive, super::fit(&samples))
         })
         .collect()
+}
+
+/// Whether `rows` have receives into a buffer (`--into`).
+pub fn has_into(rows: &[Row]) -> bool {
+    rows.iter().any(|r| r.receive == Receive::Into)
+}
+
+/// The receive of ours the peers are compared with: NetPIPE receives into
+/// a reused buffer, so ours into one where measured, else owned.
+pub fn compared_receive(rows: &[Row]) -> Receive {
+    match has_into(rows) {
+        true => Receive::Into,
+        false => Receive::Owned,
+    }
 }
 
 /// One line of the peers' table: a size of ours, the peer's row there
@@ -67,8 +90,9 @@ pub fn peer_rows(rows: &[Row], report: &peers::Report) -> Vec<PeerRow> {
     let Ok(measured) = &report.result else {
         return Vec::new();
     };
+    let compared = compared_receive(rows);
     rows.iter()
-        .filter(|r| r.path == report.path)
+        .filter(|r| r.path == report.path && r.receive == compared)
         .filter_map(|r| {
             let peer = measured.at(r.sample.size)?;
             let peer_ns_per_byte =
@@ -84,8 +108,9 @@ pub fn peer_rows(rows: &[Row], report: &peers::Report) -> Vec<PeerRow> {
         .collect()
 }
 
-/// `--json`: `rows` (path, size, median, min and max one-way ns, MB/s at
-/// the median), per path the Hockney `fits` and, with `--peers`, the
+/// `--json`: `rows` (path, receive, size, median, min and max one-way ns,
+/// MB/s at the median), per path and receive the Hockney `fits` and, with
+/// `--peers`, the
 /// `peers`: per peer its `error` (null when it ran) and per size of ours
 /// the peer's row there or the nearest (`peer_size`, `exact`), its best
 /// one-way ns and MB/s, our fastest repetition and `threadwire_over_peer`,
@@ -102,6 +127,7 @@ struct Document<'a> {
 #[derive(Serialize)]
 struct JsonRow<'a> {
     path: &'a str,
+    receive: &'static str,
     size: usize,
     median_ns: u64,
     min_ns: u64,
@@ -112,6 +138,7 @@ struct JsonRow<'a> {
 #[derive(Serialize)]
 struct JsonFit<'a> {
     path: &'a str,
+    receive: &'static str,
     sizes: usize,
     startup_ns: Figure,
     ns_per_byte: Figure,
@@ -139,7 +166,8 @@ struct JsonPeerRow {
     threadwire_over_peer: Figure,
 }
 
-/// `--csv`: the table's rows. With `--peers`, a first column `source`
+/// `--csv`: the table's rows. With `--into`, a column `receive` after
+/// `path` (NetPIPE's rows are `into`). With `--peers`, a first column `source`
 /// (`threadwire` or the peer) and, per peer, the NetPIPE rows taken for our
 /// sizes at the peer's own size, its best time as `min_ns` (NetPIPE
 /// reports no median or maximum); a peer without figures is one row with
@@ -149,6 +177,8 @@ struct CsvRow<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     source: Option<&'a str>,
     path: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    receive: Option<&'static str>,
     size: Option<usize>,
     median_ns: Option<u64>,
     min_ns: Figure,
@@ -177,6 +207,7 @@ impl crate::report::Report for Report {
                 .iter()
                 .map(|r| JsonRow {
                     path: &r.path,
+                    receive: r.receive.name(),
                     size: r.sample.size,
                     median_ns: nanos(r.sample.one_way),
                     min_ns: nanos(r.sample.min),
@@ -186,10 +217,11 @@ impl crate::report::Report for Report {
                 .collect(),
             fits: fits(rows)
                 .into_iter()
-                .map(|(path, fit)| {
+                .map(|(path, receive, fit)| {
                     let figure = |f: fn(&Fit) -> Option<f64>| Figure::of(fit.as_ref().and_then(f));
                     JsonFit {
                         path,
+                        receive: receive.name(),
                         sizes: fit.map_or(0, |f| f.points),
                         startup_ns: figure(|f| Some(f.startup_seconds * 1e9)),
                         ns_per_byte: figure(|f| Some(f.seconds_per_byte * 1e9)),
@@ -227,7 +259,12 @@ impl crate::report::Report for Report {
     fn csv(&self, out: &mut dyn Write) -> io::Result<()> {
         let with_source = !self.peers.is_empty();
         let source = |name| with_source.then_some(name);
+        let with_receive = has_into(&self.rows);
+        let receive = |r: Receive| with_receive.then_some(r.name());
         let mut header = Vec::from(CSV_HEADER);
+        if with_receive {
+            header.insert(1, "receive");
+        }
         if with_source {
             header.insert(0, "source");
         }
@@ -237,6 +274,7 @@ impl crate::report::Report for Report {
             .map(|r| CsvRow {
                 source: source("threadwire"),
                 path: &r.path,
+                receive: receive(r.receive),
                 size: Some(r.sample.size),
                 median_ns: Some(nanos(r.sample.one_way)),
                 min_ns: Figure(nanos(r.sample.min) as f64),
@@ -250,6 +288,7 @@ impl crate::report::Report for Report {
                 lines.push(CsvRow {
                     source: source(report.peer.name()),
                     path: &report.path,
+                    receive: receive(Receive::Into),
                     size: None,
                     median_ns: None,
                     min_ns: Figure(f64::NAN),
@@ -266,6 +305,7 @@ impl crate::report::Report for Report {
                 lines.push(CsvRow {
                     source: source(report.peer.name()),
                     path: &report.path,
+                    receive: receive(Receive::Into),
                     size: Some(point.size),
                     median_ns: None,
                     min_ns: Figure(point.one_way.as_secs_f64() * 1e9),
@@ -282,16 +322,27 @@ impl Report {
     /// The sweep's table and the fit per path.
     fn sweep_table(&self, out: &mut dyn Write) -> io::Result<()> {
         let us = |d: Duration| d.as_secs_f64() * 1e6;
+        // The receive column only with `--into`: the table has always
+        // been path first, size second.
+        let with_receive = has_into(&self.rows);
+        let path = |path: &str, receive: &str| match with_receive {
+            true => format!("{path:<12} {receive:<7}"),
+            false => format!("{path:<12}"),
+        };
         writeln!(
             out,
-            "{:<12} {:>10} {:>12} {:>22} {:>12}",
-            "path", "size (B)", "one-way µs", "min–max µs", "MB/s"
+            "{} {:>10} {:>12} {:>22} {:>12}",
+            path("path", "receive"),
+            "size (B)",
+            "one-way µs",
+            "min–max µs",
+            "MB/s"
         )?;
         for r in &self.rows {
             writeln!(
                 out,
-                "{:<12} {:>10} {:>12.3} {:>22} {:>12}",
-                r.path,
+                "{} {:>10} {:>12.3} {:>22} {:>12}",
+                path(&r.path, r.receive.name()),
                 r.sample.size,
                 us(r.sample.one_way),
                 format!("{:.3}–{:.3}", us(r.sample.min), us(r.sample.max)),
@@ -305,23 +356,28 @@ impl Report {
         )?;
         writeln!(
             out,
-            "{:<12} {:>16} {:>18} {:>14} {:>10}",
-            "path", "start-up α µs", "r∞ = 1/β MB/s", "n½ = α/β B", "rms error"
+            "{} {:>16} {:>18} {:>14} {:>10}",
+            path("path", "receive"),
+            "start-up α µs",
+            "r∞ = 1/β MB/s",
+            "n½ = α/β B",
+            "rms error"
         )?;
         let or_dash = |x: Option<f64>, decimals: usize| {
             x.map_or_else(|| "–".to_string(), |x| format!("{x:.decimals$}"))
         };
-        for (path, fit) in fits(&self.rows) {
+        for (name, receive, fit) in fits(&self.rows) {
+            let name = path(name, receive.name());
             match fit {
                 Some(f) => writeln!(
                     out,
-                    "{path:<12} {:>16.3} {:>18} {:>14} {:>8.1} %",
+                    "{name} {:>16.3} {:>18} {:>14} {:>8.1} %",
                     f.startup_seconds * 1e6,
                     or_dash(f.bandwidth().map(|b| b / 1e6), 1),
                     or_dash(f.half_bandwidth_size(), 0),
                     f.rms_relative_error * 100.0
                 )?,
-                None => writeln!(out, "{path:<12} {:>16}", "(needs two sizes)")?,
+                None => writeln!(out, "{name} {:>16}", "(needs two sizes)")?,
             }
         }
         Ok(())
@@ -337,9 +393,10 @@ impl Report {
         writeln!(out)?;
         writeln!(
             out,
-            "peers: NetPIPE 3.7.2, best of its trials, beside threadwire's fastest repetition; \
-             tw ÷ peer = threadwire's one-way time ÷ the peer's, per byte where the peer's size \
-             differs (*): below 1, threadwire is faster"
+            "peers: NetPIPE 3.7.2, best of its trials, beside threadwire's fastest repetition \
+             ({} receives); tw ÷ peer = threadwire's one-way time ÷ the peer's, per byte where \
+             the peer's size differs (*): below 1, threadwire is faster",
+            compared_receive(&self.rows).name()
         )?;
         writeln!(
             out,

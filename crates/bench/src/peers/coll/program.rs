@@ -1,5 +1,7 @@
 //! Building `coll.c` and launching it: steps 1–4 of the module docs of
-//! [`crate::peers::coll`].
+//! [`crate::peers::coll`]. The build and the launch under a deadline are
+//! not coll.c's alone: [`Program::build_from`] and [`Program::launch_with`]
+//! serve every MPI program of the peers (`bench flood`'s `flood.c`).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -16,7 +18,8 @@ const BUILD_DEADLINE: Duration = Duration::from_secs(120);
 /// Lines of a log quoted in an error.
 const LOG_TAIL_LINES: usize = 12;
 
-/// `coll.c` built with one MPI, in a scratch directory removed on drop.
+/// `coll.c` (or another MPI program, [`Program::build_from`]) built with
+/// one MPI, in a scratch directory removed on drop.
 pub struct Program {
     mpi: Mpi,
     dir: ScratchDir,
@@ -29,28 +32,37 @@ static BUILDS: AtomicU32 = AtomicU32::new(0);
 impl Program {
     /// Step 1 of the module docs.
     pub fn build(mpi: Mpi) -> Result<Program, Error> {
+        Program::build_from(mpi, "coll", SOURCE, &["-O2", "-fopenmp"])
+    }
+
+    /// Step 1 for any MPI program: `source` written as `NAME.c` to a
+    /// scratch directory and built there with `flags` into `NAME`.
+    pub(crate) fn build_from(
+        mpi: Mpi,
+        name: &'static str,
+        source: &str,
+        flags: &[&str],
+    ) -> Result<Program, Error> {
         process::require(&[mpi.compiler(), mpi.launcher()], mpi.packages())
             .map_err(|_| missing_program(mpi))?;
-        let name = format!(
-            "coll-{}-{}",
+        let dir_name = format!(
+            "{name}-{}-{}",
             mpi.compiler(),
             BUILDS.fetch_add(1, Ordering::Relaxed)
         );
-        let dir = ScratchDir::named(&name).map_err(|source| Error::Io {
+        let dir = ScratchDir::named(&dir_name).map_err(|source| Error::Io {
             what: "creating a scratch directory",
             source,
         })?;
-        let source = dir.0.join("coll.c");
-        std::fs::write(&source, SOURCE).map_err(|source| Error::Io {
-            what: "writing coll.c",
+        let source_file = dir.0.join(format!("{name}.c"));
+        std::fs::write(&source_file, source).map_err(|source| Error::Io {
+            what: "writing an MPI program's source",
             source,
         })?;
-        let executable = dir.0.join("coll");
+        let executable = dir.0.join(name);
         let log = dir.0.join("build.txt");
         let mut cmd = Command::new(mpi.compiler());
-        cmd.args(["-O2", "-fopenmp", "-o"])
-            .arg(&executable)
-            .arg(&source);
+        cmd.args(flags).arg("-o").arg(&executable).arg(&source_file);
         let mut compiler = Group::spawn(cmd, &log, &log).map_err(from_peer)?;
         let status = wait(&mut compiler, Instant::now() + BUILD_DEADLINE, &log)?;
         if !status.success() {
@@ -63,6 +75,7 @@ impl Program {
             }
             return Err(Error::Build {
                 compiler: mpi.compiler(),
+                program: name,
                 status,
                 log,
             });
@@ -121,40 +134,29 @@ impl Program {
         sizes: &[usize],
         deadline: Instant,
     ) -> Result<Vec<Measured>, Error> {
-        let mut args = self.mpi.launch(configuration);
-        args.push(self.executable.display().to_string());
-        args.extend(options.args(configuration, operation, sizes));
-        let mut cmd = Command::new(&args[0]);
-        cmd.args(&args[1..]).current_dir(&self.dir.0);
-        if configuration.threads > 1 {
-            cmd.env("OMP_NUM_THREADS", configuration.threads.to_string());
-            match options.openmp_wait_policy {
-                WaitPolicy::Default => cmd.env_remove("OMP_WAIT_POLICY"),
-                WaitPolicy::Passive => cmd.env("OMP_WAIT_POLICY", "passive"),
-                WaitPolicy::Active => cmd.env("OMP_WAIT_POLICY", "active"),
-            };
-        }
         let name = format!(
             "{}-{}x{}",
             operation.name(),
             configuration.ranks,
             configuration.threads
         );
-        let output = self.dir.0.join(format!("{name}.jsonl"));
-        let log = self.dir.0.join(format!("{name}.log"));
-        let mut launcher = Group::spawn(cmd, &output, &log).map_err(from_peer)?;
-        let status = wait(&mut launcher, deadline, &log)?;
-        if !status.success() {
-            return Err(Error::Failed {
-                launcher: self.mpi.launcher(),
-                status,
-                log: log_tail(&log),
-            });
-        }
-        let text = std::fs::read_to_string(&output).map_err(|source| Error::Io {
-            what: "reading coll's output",
-            source,
-        })?;
+        let text = self.launch_with(
+            configuration.ranks,
+            &[],
+            &options.args(configuration, operation, sizes),
+            &name,
+            deadline,
+            |cmd| {
+                if configuration.threads > 1 {
+                    cmd.env("OMP_NUM_THREADS", configuration.threads.to_string());
+                    match options.openmp_wait_policy {
+                        WaitPolicy::Default => cmd.env_remove("OMP_WAIT_POLICY"),
+                        WaitPolicy::Passive => cmd.env("OMP_WAIT_POLICY", "passive"),
+                        WaitPolicy::Active => cmd.env("OMP_WAIT_POLICY", "active"),
+                    };
+                }
+            },
+        )?;
         let rows = rows::parse(&text, self.mpi, configuration)?;
         let expected = operation.sizes(sizes);
         let found: Vec<(Operation, usize)> = rows.iter().map(|r| (r.operation, r.size)).collect();
@@ -165,6 +167,46 @@ impl Program {
             });
         }
         Ok(rows)
+    }
+}
+
+impl Program {
+    /// Steps 2–3 for any program built here: `ranks` ranks of it under
+    /// the MPI's launcher with `launcher_args` (MCA settings, say) and the
+    /// program's `args`, `environment` adjusting the command, killed at
+    /// `deadline`; returns the ranks' standard output. `name` names its
+    /// output and log files in the scratch directory.
+    pub(crate) fn launch_with(
+        &self,
+        ranks: u32,
+        launcher_args: &[&str],
+        args: &[String],
+        name: &str,
+        deadline: Instant,
+        environment: impl FnOnce(&mut Command),
+    ) -> Result<String, Error> {
+        let mut all = self.mpi.launch(Configuration::ranks(ranks));
+        all.extend(launcher_args.iter().map(|a| a.to_string()));
+        all.push(self.executable.display().to_string());
+        all.extend(args.iter().cloned());
+        let mut cmd = Command::new(&all[0]);
+        cmd.args(&all[1..]).current_dir(&self.dir.0);
+        environment(&mut cmd);
+        let output = self.dir.0.join(format!("{name}.out"));
+        let log = self.dir.0.join(format!("{name}.log"));
+        let mut launcher = Group::spawn(cmd, &output, &log).map_err(from_peer)?;
+        let status = wait(&mut launcher, deadline, &log)?;
+        if !status.success() {
+            return Err(Error::Failed {
+                launcher: self.mpi.launcher(),
+                status,
+                log: log_tail(&log),
+            });
+        }
+        std::fs::read_to_string(&output).map_err(|source| Error::Io {
+            what: "reading an MPI program's output",
+            source,
+        })
     }
 }
 
