@@ -1,0 +1,79 @@
+//! Point-to-point under load, on every channel (`nodes/rendezvous.rs`):
+//! receives into the caller's buffer, synchronous sends, announced
+//! messages taken out of order, many threads flooding one receiver, and a
+//! flood of 1 MiB sends to a late receiver whose memory stays bounded.
+//! (A node killed during a rendezvous: `failure_peer_lost`.)
+
+mod support;
+
+/// Shared memory with cross-memory pulls, shared memory pushing through
+/// the rings, and TCP.
+const CHANNELS: [(&str, &str, &str); 3] = [
+    ("shm", "shm", "1"),
+    ("shm-rings", "shm", "0"),
+    ("tcp", "tcp", "1"),
+];
+
+fn run(mode: &[&str], budget: Option<&str>) -> Vec<support::JobOutput> {
+    CHANNELS
+        .iter()
+        .map(|&(name, channel, cma)| {
+            let mut spec = support::job(2, "node-rendezvous")
+                .args(mode.iter().copied())
+                .env(threadwire::env::CHANNEL, channel)
+                .env(threadwire::env::SHM_CMA, cma);
+            if let Some(b) = budget {
+                spec = spec.env(threadwire::env::EAGER_BUDGET, b);
+            }
+            let out = support::run(spec);
+            let done = format!("rendezvous {}: ok", mode[0]);
+            assert!(
+                out.stdout.iter().all(|lines| lines.contains(&done)),
+                "{name}: {}",
+                out.transcript()
+            );
+            out.assert_success();
+            out
+        })
+        .collect()
+}
+
+#[test]
+fn receives_into_exact_larger_and_too_small_buffers() {
+    run(&["into"], None);
+}
+
+#[test]
+fn synchronous_sends_complete_only_once_received() {
+    run(&["ssend"], None);
+}
+
+#[test]
+fn a_later_tag_is_received_while_announced_messages_wait() {
+    // A budget below one message: all three are announced, not buffered.
+    run(&["later-tag"], Some("1048576"));
+}
+
+#[test]
+fn many_threads_flood_one_receiver_within_a_small_budget() {
+    run(&["threads"], Some("1048576"));
+}
+
+#[test]
+fn a_flood_of_large_sends_to_a_late_receiver_stays_bounded() {
+    for out in run(&["flood", "2000", "3000"], None) {
+        for node in 0..2u32 {
+            let line = out.line(node, "peak ");
+            let kb: u64 = line
+                .rsplit(' ')
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("peak line {line:?}"));
+            assert!(
+                kb < 256 * 1024,
+                "n{node} peaked at {kb} kB for 2000 × 1 MiB sends:\n{}",
+                out.transcript()
+            );
+        }
+    }
+}
