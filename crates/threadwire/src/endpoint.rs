@@ -578,6 +578,57 @@ impl Endpoint {
         }
     }
 
+    /// Takes the first matching message that has arrived out of matching,
+    /// if any, without receiving it (MPI's `MPI_Improbe`): no other
+    /// receive can get it; [`Matched::mrecv`](crate::Matched::mrecv)
+    /// receives it.
+    pub fn improbe(
+        &self,
+        from: impl Into<Source>,
+        tag: impl Into<TagMatch>,
+    ) -> Result<Option<crate::Matched>, RecvError> {
+        let (from, tag) = (from.into(), tag.into());
+        Ok(match self.iprobe(from, tag)? {
+            Some(_) => self.take_matched(from, tag),
+            None => None,
+        })
+    }
+
+    /// Waits until a matching message has arrived and takes it out of
+    /// matching (MPI's `MPI_Mprobe`); see [`improbe`](Self::improbe).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let me = threadwire::init()?;
+    /// let held = me.mprobe(threadwire::ANY_SOURCE, 5)?;
+    /// let mut buf = vec![0u8; held.status().len]; // sized by the probe
+    /// held.mrecv_into(&mut buf)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn mprobe(
+        &self,
+        from: impl Into<Source>,
+        tag: impl Into<TagMatch>,
+    ) -> Result<crate::Matched, RecvError> {
+        let (from, tag) = (from.into(), tag.into());
+        self.probe(from, tag)?;
+        // Only this thread takes messages out of its mailbox: the message
+        // probed is still there.
+        Ok(self
+            .take_matched(from, tag)
+            .expect("a probed message stays until its owner takes it"))
+    }
+
+    fn take_matched(&self, from: Source, tag: TagMatch) -> Option<crate::Matched> {
+        let m = self.mailbox().try_take(0, from, tag)?;
+        Some(crate::Matched::new(
+            self.node.shared.clone(),
+            self.address.thread,
+            m,
+        ))
+    }
+
     /// Waits until a matching message has arrived and returns its status,
     /// leaving it to be received.
     pub fn probe(

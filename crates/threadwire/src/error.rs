@@ -119,6 +119,10 @@ pub enum RecvError {
     /// This node has finalized.
     #[error("receive after finalize")]
     Finalized,
+    /// The receive was cancelled before any message matched it
+    /// ([`Request::cancel`](crate::Request::cancel)).
+    #[error("receive cancelled")]
+    Cancelled,
     /// The message matched was longer than the caller's buffer: the buffer
     /// holds its first bytes and the message is consumed (as MPI's
     /// `MPI_ERR_TRUNCATE`).

@@ -67,6 +67,7 @@ pub mod env;
 mod error;
 pub mod group;
 mod mailbox;
+mod matched;
 pub mod mcast;
 mod message;
 mod node;
@@ -86,6 +87,7 @@ pub use config::{
 pub use endpoint::Endpoint;
 pub use group::{CollError, CollRequest, GroupError, Element, Group, Op, Reducible, Reduction, ValueLoc};
 pub use error::{Failure, InitError, LossCause, PeerLost, RecvError, SendError, SpawnError};
+pub use matched::Matched;
 pub use mcast::McastError;
 pub use message::{Message, Status};
 pub use node::{init, Node, ThreadHandle};

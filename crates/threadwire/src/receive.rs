@@ -64,6 +64,13 @@ pub(crate) struct Receive {
 }
 
 impl Receive {
+    /// A receive of a message already taken out of the mailbox (a matched
+    /// probe's).
+    pub(crate) fn matched(shared: Arc<NodeShared>, thread: u32, m: Message, dest: Dest) -> Receive {
+        let origin = Origin::Peer(m.source.node);
+        Receive::new(shared, thread, origin, Posting::Matched(m), dest)
+    }
+
     /// A receive of `thread` as its mailbox's posting left it.
     pub(crate) fn new(
         shared: Arc<NodeShared>,
@@ -175,6 +182,20 @@ impl Receive {
             Phase::Finished(r) => r,
             _ => panic!("receive result already taken"),
         }
+    }
+
+    /// Cancels the receive if no message matched it yet (then it finishes
+    /// with [`RecvError::Cancelled`]): `true` if cancelled.
+    pub(crate) fn cancel(&mut self) -> bool {
+        let Phase::Posted(slot) = &self.phase else {
+            return false;
+        };
+        let mailbox = self.shared.router.mailboxes.get(self.thread);
+        if !mailbox.is_some_and(|m| m.withdraw(slot)) {
+            return false;
+        }
+        self.phase = Phase::Finished(Err(RecvError::Cancelled));
+        true
     }
 
     /// The caller's buffer of an `irecv_into`, given back.

@@ -234,6 +234,18 @@ where
         self.take()
     }
 
+    /// Cancels a receive that no message has matched yet: `true` if it
+    /// was, and then [`wait`](Self::wait) returns
+    /// [`RecvError::Cancelled`] (as `MPI_Cancel` followed by a wait). A
+    /// receive already matched — and any send — is not cancelled and
+    /// completes as usual.
+    pub fn cancel(&mut self) -> bool {
+        match &mut self.state {
+            State::Receiving(r) => r.cancel(),
+            _ => false,
+        }
+    }
+
     /// Makes progress without blocking; `true` when complete (then `wait`
     /// returns at once).
     pub fn test(&mut self) -> bool {

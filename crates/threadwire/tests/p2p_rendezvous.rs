@@ -1,7 +1,8 @@
 //! Point-to-point under load, on every channel (`nodes/rendezvous.rs`):
 //! receives into the caller's buffer, synchronous sends, announced
 //! messages taken out of order, many threads flooding one receiver, and a
-//! flood of 1 MiB sends to a late receiver whose memory stays bounded.
+//! flood of 1 MiB sends to a late receiver whose memory stays bounded;
+//! cancelled receives and matched probes.
 //! (A node killed during a rendezvous: `failure_peer_lost`.)
 
 mod support;
@@ -57,6 +58,11 @@ fn a_later_tag_is_received_while_announced_messages_wait() {
 #[test]
 fn many_threads_flood_one_receiver_within_a_small_budget() {
     run(&["threads"], Some("1048576"));
+}
+
+#[test]
+fn cancel_and_matched_probes() {
+    run(&["probe-cancel"], None);
 }
 
 #[test]

@@ -140,6 +140,19 @@ impl Mailbox {
             .map(|(_, m)| m.status())
     }
 
+    /// Withdraws a pending receive only if no message matched it yet:
+    /// `true` if it was still posted.
+    pub(crate) fn withdraw(&self, slot: &Arc<RecvSlot>) -> bool {
+        let mut q = lock(&self.queues);
+        match q.posted.iter().position(|p| Arc::ptr_eq(&p.slot, slot)) {
+            Some(i) => {
+                q.posted.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Withdraws a pending receive; if it completed meanwhile, its message
     /// goes back into the unexpected queue where it arrived (rule 5). Not
     /// simply to the front: messages of the same sender that arrived before

@@ -12,6 +12,11 @@
 //!   first waits for a later, small one, then takes them last to first;
 //! - `threads`: 4 threads send 200 messages of 64 KiB each to one thread
 //!   receiving from any source (run with a small budget: most go announced);
+//! - `probe-cancel`: a posted receive cancelled before any message, one
+//!   matched already not cancelled; matched probes hold a message away
+//!   from a wildcard receive, `improbe` of nothing, `mrecv_into` of an
+//!   announced message, and a matched message dropped unreceived still
+//!   completes its synchronous sender;
 //! - `flood COUNT DELAY_MS`: COUNT blocking sends of one reused 1 MiB
 //!   buffer to a receiver that starts DELAY_MS late; each node prints
 //!   `peak <node> <VmHWM kB>`.
@@ -192,6 +197,45 @@ fn threads(ep: &Endpoint) {
     assert_eq!(next.len(), SENDERS as usize);
 }
 
+fn probe_cancel(ep: &Endpoint) {
+    let peer = Address::new(1 - ep.address().node, 0);
+    let big = 2 * MIB + 3;
+    if ep.address().node == 1 {
+        ep.recv(peer, GO).expect("go");
+        ep.send(peer, 50, pattern(100, 50)).expect("send 50");
+        ep.send(peer, 51, pattern(big, 51)).expect("send 51");
+        ep.send(peer, 53, pattern(big, 53)).expect("send 53");
+        ep.send(peer, 54, pattern(10, 54)).expect("send 54");
+        ep.ssend(peer, 55, pattern(big, 55))
+            .expect("ssend 55 completes when the dropped match is received");
+        ep.send(peer, GO, Vec::new()).expect("done");
+        return;
+    }
+    let mut r = ep.irecv(peer, 50);
+    assert!(r.cancel(), "a receive nothing matched is cancelled");
+    assert_eq!(r.wait().unwrap_err(), RecvError::Cancelled);
+    assert!(ep.improbe(ANY_SOURCE, 99).expect("improbe").is_none());
+    ep.send(peer, GO, Vec::new()).expect("go");
+    let held = ep.mprobe(ANY_SOURCE, 50).expect("mprobe 50");
+    assert_eq!((held.status().len, held.status().tag), (100, 50));
+    let next = ep.recv(ANY_SOURCE, threadwire::ANY_TAG).expect("wildcard");
+    assert_eq!(next.tag(), 51, "the held message is not received again");
+    assert!(next.into_vec() == pattern(big, 51));
+    assert!(held.mrecv().expect("mrecv").into_vec() == pattern(100, 50));
+    let held = ep.mprobe(peer, 53).expect("mprobe 53");
+    let mut buf = vec![0u8; held.status().len];
+    assert_eq!(held.mrecv_into(&mut buf).expect("mrecv_into").len, big);
+    assert!(buf == pattern(big, 53));
+    let mut r = ep.irecv(peer, 54);
+    while !r.test() {
+        std::thread::yield_now();
+    }
+    assert!(!r.cancel(), "a matched receive is not cancelled");
+    assert!(r.wait().expect("54").into_vec() == pattern(10, 54));
+    drop(ep.mprobe(peer, 55).expect("mprobe 55"));
+    ep.recv(peer, GO).expect("the ssend completed");
+}
+
 /// This process's peak resident memory, in kB.
 fn vm_hwm() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
@@ -237,6 +281,7 @@ fn main() {
         "ssend" => ssend(&ep),
         "later-tag" => later_tag(&ep),
         "threads" => threads(&ep),
+        "probe-cancel" => probe_cancel(&ep),
         "flood" => flood(
             &ep,
             common::arg(2, 2000),
