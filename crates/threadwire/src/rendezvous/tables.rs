@@ -44,15 +44,7 @@ impl Sends {
 
     /// Fails every send to the lost node (their budget is moot).
     pub(crate) fn fail_node(&self, lost: &PeerLost) {
-        let failed: Vec<Outbound> = {
-            let mut t = lock(&self.table);
-            let ids: Vec<u64> = t
-                .iter()
-                .filter(|(_, o)| o.node == lost.node)
-                .map(|(&id, _)| id)
-                .collect();
-            ids.iter().filter_map(|id| t.remove(id)).collect()
-        };
+        let failed = remove_where(&mut lock(&self.table), |o| o.node == lost.node);
         for out in failed {
             out.done.fail(lost);
         }
@@ -130,17 +122,19 @@ impl Fetches {
 
     /// Fails every fetch from the lost node.
     pub(crate) fn fail_node(&self, lost: &PeerLost) {
-        let failed: Vec<FetchEntry> = {
-            let mut t = lock(&self.table);
-            let ids: Vec<u64> = t
-                .iter()
-                .filter(|(_, e)| e.node == lost.node)
-                .map(|(&id, _)| id)
-                .collect();
-            ids.iter().filter_map(|id| t.remove(id)).collect()
-        };
+        let failed = remove_where(&mut lock(&self.table), |e| e.node == lost.node);
         for entry in failed {
             entry.done.fail(lost);
         }
     }
+}
+
+/// Takes the entries `pick` chooses out of `table` (failed outside its lock).
+fn remove_where<V>(table: &mut HashMap<u64, V>, pick: impl Fn(&V) -> bool) -> Vec<V> {
+    let ids: Vec<u64> = table
+        .iter()
+        .filter(|(_, v)| pick(v))
+        .map(|(&id, _)| id)
+        .collect();
+    ids.iter().filter_map(|id| table.remove(id)).collect()
 }
