@@ -1,39 +1,23 @@
 //! Endpoints: the calling thread's face to the job.
 
-use crate::error::{
-    Failure, InitError, InitErrorKind, LossCause, RecvError, SendError, SpawnError,
-};
+use crate::error::{InitError, InitErrorKind, LossCause, RecvError, SendError, SpawnError};
 use crate::mailbox::{Mailbox, Posting, MAX_THREADS};
-use crate::message::Tail;
 use crate::progress::Origin;
 use crate::receive::{Dest, Got, Receive};
-use crate::rendezvous::{self, Done, Fetch, Outbound, OVERHEAD};
 use crate::request::{RecvRequest, Request, SendRequest, State};
+use crate::send::{Mode, SendBuf};
 use crate::{Address, Message, Node, Source, Status, Tag, TagMatch};
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use threadwire_transport::SendOutcome;
-use threadwire_wire::{FrameHeader, FrameKind, Payload};
-
-/// How a send hands its message over (`rendezvous`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    /// Eagerly if short enough and the budget has room, else announced.
-    Standard,
-    /// Eagerly whatever its length and the budget.
-    Eager,
-    /// Announced; complete once received.
-    Sync,
-}
+use threadwire_wire::Payload;
 
 /// A thread endpoint `(node, thread)`: sends, receives and probes on behalf
 /// of the thread that owns it. An `Endpoint` stays on its thread (it is not
 /// `Send`); other threads get their own with [`Node::spawn`] or
 /// [`Node::endpoint`]. Dropping thread 0's endpoint finalizes the node.
 pub struct Endpoint {
-    node: Node,
-    address: Address,
+    pub(crate) node: Node,
+    pub(crate) address: Address,
     /// Whether dropping it finalizes the node (thread 0's own endpoint;
     /// not the aliases groups hold).
     finalizes: bool,
@@ -101,8 +85,10 @@ impl Endpoint {
     /// Sends `data` to `to` with `tag`. Returns once the data may be reused:
     /// an owned buffer (`Vec<u8>`, a finished [`Packer`](threadwire_wire::Packer))
     /// moves without a copy — to a thread of this node straight into its
-    /// mailbox — and borrowed bytes are copied once. Messages from one
-    /// thread to another arrive in the order sent.
+    /// mailbox — and borrowed bytes are copied once, unless they are long
+    /// enough to be announced to a node of this host, whose receive then
+    /// reads them where they are ([`SendBuf`]). Messages from one thread
+    /// to another arrive in the order sent.
     ///
     /// A message to another node goes eagerly when it is short enough
     /// and the peer's budget ([`Config::eager_budget`](crate::Config::eager_budget))
@@ -111,8 +97,13 @@ impl Endpoint {
     /// returns at once while the budget holds the message, and otherwise
     /// waits until a receive has matched it (as MPI's standard mode
     /// allows), so memory stays bounded.
-    pub fn send(&self, to: Address, tag: Tag, data: impl Into<Payload>) -> Result<(), SendError> {
-        self.send_in(0, to, tag, data.into())
+    pub fn send<'a>(
+        &self,
+        to: Address,
+        tag: Tag,
+        data: impl Into<SendBuf<'a>>,
+    ) -> Result<(), SendError> {
+        self.send_buf(to, tag, data.into())
     }
 
     /// Sends `data` and returns only once a receive has matched it (MPI's
@@ -179,216 +170,6 @@ impl Endpoint {
         payload: Payload,
     ) -> SendRequest {
         self.post_send(context, to, tag, payload, Mode::Standard)
-    }
-
-    /// Hands a message over as `mode` says: eagerly (the request is
-    /// complete), or announced (the request completes with the receive).
-    #[inline]
-    fn post_send(
-        &self,
-        context: u32,
-        to: Address,
-        tag: Tag,
-        payload: Payload,
-        mode: Mode,
-    ) -> SendRequest {
-        let node = &*self.node.shared;
-        let s = &node.router;
-        if s.finalized.load(Ordering::Relaxed) {
-            return Request::ready(Err(SendError::Finalized));
-        }
-        if to.node >= s.nodes || to.thread >= MAX_THREADS {
-            return Request::ready(Err(SendError::NoSuchEndpoint { to, payload }));
-        }
-        let len = payload.len();
-        if to.node == s.id {
-            self.mailbox().counters.sent(len);
-            let mailbox = s
-                .mailboxes
-                .get(to.thread)
-                .expect("thread below MAX_THREADS");
-            let done = (mode == Mode::Sync).then(|| Arc::new(Done::new()));
-            mailbox.deliver(Message {
-                source: self.address,
-                context,
-                tag,
-                payload,
-                tail: match &done {
-                    Some(d) => Tail::Sync(d.clone()),
-                    None => Tail::None,
-                },
-            });
-            return match done {
-                Some(done) => self.sending(done, to),
-                None => Request::ready(Ok(())),
-            };
-        }
-        let peer = &s.peers[to.node as usize];
-        if let Some(lost) = peer.lost() {
-            return Request::ready(Err(SendError::PeerLost {
-                to,
-                lost: lost.clone(),
-                payload,
-            }));
-        }
-        if len as u64 > s.max_frame {
-            return Request::ready(Err(SendError::TooLarge {
-                to,
-                len,
-                max: s.max_frame,
-                payload,
-            }));
-        }
-        let rendezvous = &s.rendezvous;
-        let limit = rendezvous.limits.for_peer(peer);
-        let cost = len + OVERHEAD;
-        let eager = match mode {
-            Mode::Eager => {
-                rendezvous.budget.force_take(to.node, cost);
-                true
-            }
-            Mode::Standard => len <= limit && rendezvous.budget.try_take(to.node, cost),
-            Mode::Sync => false,
-        };
-        if !eager {
-            // Synchronous sends of what would go eagerly travel inline;
-            // standard ones are buffered while the budget has room.
-            let fits = || rendezvous.budget.try_take(to.node, cost);
-            let inline = mode == Mode::Sync && len <= limit && fits();
-            let held = match mode == Mode::Standard && fits() {
-                true => cost,
-                false => 0,
-            };
-            return match self.announce(context, to, tag, payload, inline, held) {
-                Ok(_) if held > 0 => Request::ready(Ok(())),
-                Ok(done) => self.sending(done, to),
-                Err(e) => Request::ready(Err(e)),
-            };
-        }
-        let header = FrameHeader::data_in(
-            context,
-            self.address.thread,
-            to.thread,
-            tag,
-            payload.format(),
-            len as u64,
-        );
-        match peer.send(&header, payload) {
-            Ok(outcome) => {
-                self.mailbox().counters.sent(len);
-                if outcome == SendOutcome::Queued {
-                    node.engine.try_progress(s);
-                }
-                Request::ready(Ok(()))
-            }
-            Err((e, payload)) => Request::ready(Err(self.send_failed(to, e, payload))),
-        }
-    }
-
-    /// Rendezvous step 1: keeps the payload under a send id and sends the
-    /// announcement.
-    fn announce(
-        &self,
-        context: u32,
-        to: Address,
-        tag: Tag,
-        payload: Payload,
-        inline: bool,
-        held: usize,
-    ) -> Result<Arc<Done>, SendError> {
-        let node = &*self.node.shared;
-        let s = &node.router;
-        let peer = &s.peers[to.node as usize];
-        let len = payload.len();
-        let format = payload.format();
-        let fetch = match peer.shm() {
-            _ if inline => Fetch::Inline(Vec::new()),
-            Some(shm)
-                if shm.uses_cross_memory()
-                    && payload.segments().count() <= rendezvous::MAX_SEGMENTS =>
-            {
-                Fetch::Pull(
-                    payload
-                        .segments()
-                        .map(|b| (b.as_ptr() as u64, b.len() as u64))
-                        .collect(),
-                )
-            }
-            _ => Fetch::Push,
-        };
-        let id = s.rendezvous.sends.next_id();
-        let mut rts = Payload::from_wire(format, rendezvous::encode_rts(len, id, &fetch));
-        let kept = match inline {
-            true => {
-                rts.push_bytes(payload.into_vec());
-                None
-            }
-            false => Some(payload),
-        };
-        let done = Arc::new(Done::new());
-        // Registered first: the answer may come before `send` returns.
-        s.rendezvous.sends.insert(
-            id,
-            Outbound {
-                node: to.node,
-                source_thread: self.address.thread,
-                dest_thread: to.thread,
-                payload: kept,
-                held,
-                done: done.clone(),
-            },
-        );
-        let header = FrameHeader::addressed(
-            FrameKind::Rts,
-            self.address.thread,
-            to.thread,
-            tag,
-            context,
-            format,
-            rts.len() as u64,
-        );
-        match peer.send(&header, rts) {
-            Ok(outcome) => {
-                self.mailbox().counters.sent(len);
-                if outcome == SendOutcome::Queued {
-                    node.engine.try_progress(s);
-                }
-                Ok(done)
-            }
-            Err((e, _)) => {
-                s.rendezvous.budget.returned(to.node, held as u64);
-                let kept = s.rendezvous.sends.remove(id).and_then(|o| o.payload);
-                let payload = kept.unwrap_or_else(|| Payload::from_vec(Vec::new()));
-                Err(self.send_failed(to, e, payload))
-            }
-        }
-    }
-
-    fn sending(&self, done: Arc<Done>, to: Address) -> SendRequest {
-        Request {
-            state: State::Sending {
-                shared: self.node.shared.clone(),
-                done,
-                to,
-            },
-            _not_send: PhantomData,
-        }
-    }
-
-    /// A channel refused a frame: the peer is lost.
-    fn send_failed(
-        &self,
-        to: Address,
-        e: threadwire_transport::ChannelError,
-        payload: Payload,
-    ) -> SendError {
-        let s = &self.node.shared.router;
-        s.lose_peer(to.node, LossCause::Failed(Failure::Channel(e.to_string())));
-        let lost = s.peers[to.node as usize]
-            .lost()
-            .cloned()
-            .expect("just marked lost");
-        SendError::PeerLost { to, lost, payload }
     }
 
     fn check_source(&self, from: Source) -> Result<(), RecvError> {

@@ -94,6 +94,28 @@ pub enum SendError {
 }
 
 impl SendError {
+    /// The same error with its message replaced by `payload()`.
+    pub(crate) fn with_payload(self, payload: impl FnOnce() -> Payload) -> SendError {
+        match self {
+            SendError::PeerLost { to, lost, .. } => SendError::PeerLost {
+                to,
+                lost,
+                payload: payload(),
+            },
+            SendError::NoSuchEndpoint { to, .. } => SendError::NoSuchEndpoint {
+                to,
+                payload: payload(),
+            },
+            SendError::TooLarge { to, len, max, .. } => SendError::TooLarge {
+                to,
+                len,
+                max,
+                payload: payload(),
+            },
+            SendError::Finalized => SendError::Finalized,
+        }
+    }
+
     /// The unsent message, if the error kept it.
     pub fn into_payload(self) -> Option<Payload> {
         match self {

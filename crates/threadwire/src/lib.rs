@@ -76,6 +76,7 @@ mod progress;
 mod receive;
 mod rendezvous;
 mod report;
+mod send;
 mod request;
 mod router;
 mod stats;
@@ -85,6 +86,7 @@ pub use config::{
     ChannelChoice, Config, ParseChannelChoiceError, DEFAULT_EAGER_BUDGET, DEFAULT_MAX_FRAME,
 };
 pub use endpoint::Endpoint;
+pub use send::SendBuf;
 pub use group::{CollError, CollRequest, GroupError, Element, Group, Op, Reducible, Reduction, ValueLoc};
 pub use error::{Failure, InitError, LossCause, PeerLost, RecvError, SendError, SpawnError};
 pub use matched::Matched;

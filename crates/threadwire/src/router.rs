@@ -164,6 +164,11 @@ impl Router {
         self.rendezvous.budget.returned(peer, returns);
         let out = self.take_send(peer, send_id)?;
         let mut payload = out.payload.unwrap_or_else(|| Payload::from_vec(Vec::new()));
+        if out.borrowed {
+            // Announced for a pull, asked for a push: the channel may keep
+            // the frame after the sender returns, so it gets a copy.
+            payload = Payload::from_wire(payload.format(), payload.to_vec());
+        }
         if want < payload.len() as u64 {
             // A truncated receive: only what fits travels.
             let mut bytes = payload.to_vec();

@@ -193,6 +193,30 @@ impl<T: Scalar> OwnedData for Vec<T> {
     }
 }
 
+/// Bytes a payload refers to without owning them ([`Payload::borrowed`]).
+struct Borrowed {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: read-only bytes that `Payload::borrowed`'s caller keeps valid and
+// unchanged for the payload's life, from any thread.
+unsafe impl Send for Borrowed {}
+// SAFETY: as above; nothing writes through the pointer.
+unsafe impl Sync for Borrowed {}
+
+impl OwnedData for Borrowed {
+    fn as_bytes(&self) -> &[u8] {
+        // SAFETY: valid and unchanged for the payload's life
+        // (`Payload::borrowed`'s contract).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
 /// One contiguous piece of a payload.
 pub(crate) enum Segment {
     /// Bytes built by a packer or received from the network.
@@ -266,6 +290,21 @@ impl Payload {
             segments: SmallVec::from_vec(segments),
             len,
         }
+    }
+
+    /// Opaque bytes the payload refers to instead of copying them: for a
+    /// runtime that sends them and waits until nothing reads them any more.
+    ///
+    /// # Safety
+    ///
+    /// `bytes` must stay valid and unchanged until the payload and every
+    /// slice of its [`segments`](Self::segments) are gone.
+    pub unsafe fn borrowed(bytes: &[u8]) -> Payload {
+        let segment = Segment::Owned(Box::new(Borrowed {
+            ptr: bytes.as_ptr(),
+            len: bytes.len(),
+        }));
+        Payload::from_segments(Format::OPAQUE, vec![segment])
     }
 
     /// Appends `bytes` as one more segment, without copying what is there

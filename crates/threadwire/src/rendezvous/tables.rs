@@ -19,6 +19,9 @@ pub(crate) struct Outbound {
     pub(crate) payload: Option<Payload>,
     /// Budget bytes it holds while buffered (its send already returned).
     pub(crate) held: usize,
+    /// The payload borrows its sender's bytes (a direct send, waiting):
+    /// pushed, it must be copied before the channel may keep it.
+    pub(crate) borrowed: bool,
     pub(crate) done: Arc<Done>,
 }
 
