@@ -162,3 +162,31 @@ fn concurrent_senders_combine_and_keep_each_threads_order() {
         let _ = b.receive(|_| {});
     }
 }
+
+/// The socket's congestion control, as the kernel reports it.
+fn congestion_control(c: &TcpChannel) -> String {
+    let mut name = [0u8; 16];
+    let mut len = name.len() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `name` and the
+    // length it wrote into `len`.
+    let r = unsafe {
+        libc::getsockopt(
+            c.stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(r, 0, "{}", io::Error::last_os_error());
+    let name = &name[..len as usize];
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    String::from_utf8_lossy(&name[..end]).into_owned()
+}
+
+#[test]
+fn same_host_connections_use_reno() {
+    let (a, b, _) = pair(1 << 20);
+    assert_eq!(congestion_control(&a), SAME_HOST_CONGESTION_CONTROL);
+    assert_eq!(congestion_control(&b), SAME_HOST_CONGESTION_CONTROL);
+}
