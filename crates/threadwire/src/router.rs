@@ -360,10 +360,19 @@ impl Router {
     /// (progress engine, step 7).
     pub(crate) fn peer_is_copying(&self) -> bool {
         self.shm_peers.load(Ordering::Relaxed) > 0
-            && self
-                .peers
+            && (self
+                .rendezvous
+                .sends
+                .being_pulled(threadwire_transport::shm::COPY_WINDOW)
+                || self.channel_copying())
+    }
+
+    /// [`peer_is_copying`](Self::peer_is_copying) for the channels' own
+    /// rendezvous (large frames the runtime sends eagerly).
+    fn channel_copying(&self) -> bool {
+        self.peers
                 .iter()
-                .any(|p| p.shm().is_some_and(ShmChannel::reading_our_memory) && p.lost().is_none())
+            .any(|p| p.shm().is_some_and(ShmChannel::reading_our_memory) && p.lost().is_none())
     }
 
     /// After a loss, whether frames from `peer` may still be read (a

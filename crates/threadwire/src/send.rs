@@ -271,6 +271,7 @@ impl Endpoint {
                 dest_thread: to.thread,
                 payload: kept,
                 held,
+                pull: matches!(fetch, Fetch::Pull(_)),
                 borrowed,
                 done: done.clone(),
             },

@@ -5,7 +5,7 @@ use super::Done;
 use crate::lock;
 use crate::PeerLost;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use threadwire_wire::Payload;
 
@@ -19,6 +19,8 @@ pub(crate) struct Outbound {
     pub(crate) payload: Option<Payload>,
     /// Budget bytes it holds while buffered (its send already returned).
     pub(crate) held: usize,
+    /// Announced for a pull: the peer reads this process's memory.
+    pub(crate) pull: bool,
     /// The payload borrows its sender's bytes (a direct send, waiting):
     /// pushed, it must be copied before the channel may keep it.
     pub(crate) borrowed: bool,
@@ -30,6 +32,10 @@ pub(crate) struct Outbound {
 pub(crate) struct Sends {
     next: AtomicU64,
     table: Mutex<HashMap<u64, Outbound>>,
+    /// Sends announced for a pull and not yet answered.
+    pulls: AtomicUsize,
+    /// When the last of them was announced (`since`'s clock, ns).
+    last_pull: AtomicU64,
 }
 
 impl Sends {
@@ -38,17 +44,39 @@ impl Sends {
     }
 
     pub(crate) fn insert(&self, id: u64, out: Outbound) {
+        if out.pull {
+            self.pulls.fetch_add(1, Ordering::Relaxed);
+            self.last_pull.store(since_start_ns(), Ordering::Relaxed);
+        }
         lock(&self.table).insert(id, out);
     }
 
     pub(crate) fn remove(&self, id: u64) -> Option<Outbound> {
-        lock(&self.table).remove(&id)
+        let out = lock(&self.table).remove(&id)?;
+        self.unpulled(&out);
+        Some(out)
+    }
+
+    fn unpulled(&self, out: &Outbound) {
+        if out.pull {
+            self.pulls.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a peer is probably reading this process's memory now: a
+    /// pull announced less than `window` ago is unanswered (progress
+    /// engine, step 7; a peer that leaves it longer is busy elsewhere).
+    pub(crate) fn being_pulled(&self, window: std::time::Duration) -> bool {
+        self.pulls.load(Ordering::Relaxed) > 0
+            && since_start_ns().saturating_sub(self.last_pull.load(Ordering::Relaxed))
+                < window.as_nanos() as u64
     }
 
     /// Fails every send to the lost node (their budget is moot).
     pub(crate) fn fail_node(&self, lost: &PeerLost) {
         let failed = remove_where(&mut lock(&self.table), |o| o.node == lost.node);
         for out in failed {
+            self.unpulled(&out);
             out.done.fail(lost);
         }
     }
@@ -140,4 +168,13 @@ fn remove_where<V>(table: &mut HashMap<u64, V>, pick: impl Fn(&V) -> bool) -> Ve
         .map(|(&id, _)| id)
         .collect();
     ids.iter().filter_map(|id| table.remove(id)).collect()
+}
+
+/// Nanoseconds on a process-wide monotonic clock.
+fn since_start_ns() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
 }
