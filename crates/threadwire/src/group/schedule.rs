@@ -1,8 +1,8 @@
 //! How a collective runs: its messages, its waits, and its request.
 //!
 //! An algorithm is an `async fn` over a [`Call`] — one collective call of
-//! one member — that sends (eager: a send never blocks) and awaits
-//! receives. Nothing here is an async runtime: the future is polled by
+//! one member — that sends (never waiting for the receive, rule 7) and
+//! awaits receives. Nothing here is an async runtime: the future is polled by
 //! whoever waits for the collective, with a waker that does nothing,
 //! because every event it waits for — a message for this thread, a failed
 //! node, an abort — already wakes the thread through its mailbox:
@@ -41,6 +41,13 @@
 //!    while its messages may still arrive. (A call that nobody can
 //!    advance any more — its request and its group both dropped before it
 //!    completed — keeps the id at this member for good.)
+//! 7. A send never waits for its receive (every member sends before it
+//!    receives in most steps): a message short enough goes eagerly, a
+//!    longer one is announced (`rendezvous`) and its request kept in the
+//!    call, which ends only once they are all received — so the bytes of
+//!    a large step move once, into the receiving member's buffer. (A
+//!    leaders' call inside a call leaves its sends to finish on their
+//!    own: the runtime holds their bytes until received.)
 
 use super::algorithms::host_stage::HostStage;
 use super::algorithms::node_stage::NodeStage;
@@ -243,6 +250,9 @@ pub(crate) struct Call {
     own_choices: Cell<bool>,
     /// The per-node stage's leaders take the host stage (its step 3).
     pub(crate) on_host_stage: Cell<bool>,
+    /// Sends of this call still waiting for their receives (announced
+    /// messages): the call ends only once they complete (rule 7).
+    sends: RefCell<Vec<crate::SendRequest>>,
 }
 
 impl Drop for Call {
@@ -296,6 +306,7 @@ impl Call {
             queued: Cell::new(false),
             own_choices: Cell::new(false),
             on_host_stage: Cell::new(false),
+            sends: RefCell::new(Vec::new()),
         }
     }
 
@@ -340,11 +351,46 @@ impl Call {
         self.own_choices.set(true);
     }
 
-    /// Sends raw bytes to member `to`.
+    /// Sends raw bytes to member `to` without waiting for the receive
+    /// (rule 7): eagerly, or announced and completed before the call ends.
     pub(crate) fn send_bytes(&self, to: usize, bytes: Vec<u8>) -> Result<(), CollError> {
         let c = &self.comm;
-        c.ep.send_eager_in(c.collective, c.members[to], self.tag, Payload::from_vec(bytes))
-            .map_err(CollError::from)
+        let payload = Payload::from_vec(bytes);
+        let mut send = c.ep.isend_in(c.collective, c.members[to], self.tag, payload);
+        if send.advance() {
+            return send.wait().map_err(CollError::from);
+        }
+        self.sends.borrow_mut().push(send);
+        Ok(())
+    }
+
+    /// Waits until the call's announced sends are received (rule 7).
+    async fn sends_received(&self) -> Result<(), CollError> {
+        std::future::poll_fn(|_| {
+            let mut sends = self.sends.borrow_mut();
+            let mut failed = None;
+            sends.retain_mut(|s| {
+                if !s.advance() {
+                    return true;
+                }
+                let done = std::mem::replace(s, crate::Request::ready(Ok(())));
+                if let Err(e) = done.wait() {
+                    failed.get_or_insert(CollError::from(e));
+                }
+                false
+            });
+            if let Some(e) = failed {
+                return Poll::Ready(Err(e));
+            }
+            if sends.is_empty() {
+                return Poll::Ready(Ok(()));
+            }
+            match self.interrupted() {
+                Some(e) => Poll::Ready(Err(e)),
+                None => Poll::Pending,
+            }
+        })
+        .await
     }
 
     /// Sends `values` to member `to`.
@@ -493,7 +539,12 @@ impl Call {
         &self,
         body: impl Future<Output = Result<T, CollError>>,
     ) -> Result<T, CollError> {
-        let r = body.await;
+        let mut r = body.await;
+        if r.is_ok() {
+            if let Err(e) = self.sends_received().await {
+                r = Err(e);
+            }
+        }
         if let Err(e) = &r {
             let found_by_all = self.agreed.get() && e.follows_from_arguments();
             if e.travels() && !self.aborted.get() && !found_by_all {
