@@ -21,7 +21,8 @@
 //!
 //! [`coll`] is the peers of `bench coll`: the collectives of Open MPI and
 //! MPICH, timed by a program of ours built with each MPI's `mpicc`;
-//! [`flood`] is the peer of `bench flood`, built and run the same way.
+//! [`flood`] is the peer of `bench flood` and [`rate`] that of `bench
+//! rate`, built and run the same way.
 
 use std::io;
 use std::net::{Ipv4Addr, TcpListener};
@@ -34,6 +35,7 @@ pub mod flood;
 mod mpi;
 pub(crate) mod process;
 pub mod pvm;
+pub mod rate;
 
 use process::Group;
 use threadwire_testbed::retry::retry_until;

@@ -309,6 +309,11 @@ pub struct RateArgs {
     /// Kinds of threads to measure, comma-separated: os (as msgrate.c's pthreads), fibers.
     #[arg(long, value_delimiter = ',', default_value = "os")]
     pub kinds: Vec<threadwire_bench::rate::ThreadKind>,
+    /// Also run Open MPI's msgrate (bench-peers/shm/msgrate.c, mpicc) with
+    /// MPI_THREAD_MULTIPLE at each T, with the same N and W: shared memory
+    /// only, so not with --link.
+    #[arg(long, conflicts_with = "link")]
+    pub peers: bool,
     #[command(flatten)]
     pub link: OnLink,
     #[command(flatten)]

@@ -99,6 +99,7 @@ pub fn run(bench: Bench) -> Result<Outcome> {
                 repetitions: a.repetitions,
                 window: a.window,
                 kinds: a.kinds,
+                peers: a.peers,
                 ..rate::Options::default()
             };
             if under_launcher() {
@@ -108,18 +109,13 @@ pub fn run(bench: Bench) -> Result<Outcome> {
             interrupt::install(crate::progress::report_interrupt);
             let (program, args) = own_command()?;
             let net = a.link.net()?;
-            measured(
-                "bench rate",
-                rate::samples(&options),
-                a.output,
-                |progress| {
-                    let step = || progress.step();
-                    let net = net.as_deref();
-                    Ok(rate::run(&options, program, args, net, step, |e| {
-                        progress.aside(e)
-                    })?)
-                },
-            )
+            measured("bench rate", rate::steps(&options), a.output, |progress| {
+                let step = || progress.step();
+                let net = net.as_deref();
+                Ok(rate::run(&options, program, args, net, step, |e| {
+                    progress.aside(e)
+                })?)
+            })
         }
         Bench::Threads(a) => {
             let options = threads::Options {

@@ -183,42 +183,88 @@ fn flood_shape() {
     );
 }
 
+/// The JSON keys of `bench rate`'s rows, without peers.
+const RATE_KEYS: [&str; 22] = [
+    "benchmark",
+    "unit",
+    "message_size",
+    "window",
+    "repetitions",
+    "rows",
+    "rows[].source",
+    "rows[].kind",
+    "rows[].threads",
+    "rows[].messages",
+    "rows[].repetitions",
+    "rows[].send",
+    "rows[].send.median",
+    "rows[].send.min",
+    "rows[].send.max",
+    "rows[].end_to_end",
+    "rows[].end_to_end.median",
+    "rows[].end_to_end.min",
+    "rows[].end_to_end.max",
+    // With the peers.
+    "rows[].provided",
+    "rows[].end_to_end_ratio",
+    "peers",
+];
+
+const RATE_COLUMNS: [&str; 13] = [
+    "source",
+    "kind",
+    "threads",
+    "messages",
+    "repetitions",
+    "send_median",
+    "send_min",
+    "send_max",
+    "end_to_end_median",
+    "end_to_end_min",
+    "end_to_end_max",
+    "provided",
+    "end_to_end_ratio",
+];
+
 #[test]
 fn rate_shape() {
     let args = ["--threads", "1", "--messages", "200", "--repetitions", "1"];
     assert_shape(
         &[&["bench", "rate"][..], &args, &["--kinds", "os,fibers"]].concat(),
+        &RATE_KEYS[..RATE_KEYS.len() - 3],
+        &RATE_COLUMNS,
+        &["source     kind    threads      send-side Mmsg/s (min–max)     end-to-end Mmsg/s (min–max)"],
+    );
+}
+
+/// `bench rate --peers`: Open MPI's rows and our ratios to them, or, if
+/// it is not installed, its errors (and the test says it skipped).
+#[test]
+fn rate_peers_shape() {
+    if !on_path("mpicc.openmpi") {
+        eprintln!(
+            "SKIPPED: mpicc.openmpi is not on PATH (apt-get install openmpi-bin libopenmpi-dev)"
+        );
+        return;
+    }
+    let args = [
+        "--threads",
+        "1,2",
+        "--messages",
+        "2000",
+        "--repetitions",
+        "1",
+    ];
+    assert_shape(
+        &[&["bench", "rate", "--peers"][..], &args].concat(),
+        &RATE_KEYS[..RATE_KEYS.len() - 1],
+        &RATE_COLUMNS,
         &[
-            "benchmark",
-            "unit",
-            "message_size",
-            "window",
-            "repetitions",
-            "rows",
-            "rows[].kind",
-            "rows[].threads",
-            "rows[].messages",
-            "rows[].send",
-            "rows[].send.median",
-            "rows[].send.min",
-            "rows[].send.max",
-            "rows[].end_to_end",
-            "rows[].end_to_end.median",
-            "rows[].end_to_end.min",
-            "rows[].end_to_end.max",
+            "Open MPI: bench-peers/shm/msgrate.c, MPI_THREAD_MULTIPLE, pthreads, shared memory, \
+             one timed round per T; ratio = ours ÷ Open MPI end to end",
+            "source     kind    threads      send-side Mmsg/s (min–max)     end-to-end Mmsg/s \
+             (min–max)  ratio",
         ],
-        &[
-            "kind",
-            "threads",
-            "messages",
-            "send_median",
-            "send_min",
-            "send_max",
-            "end_to_end_median",
-            "end_to_end_min",
-            "end_to_end_max",
-        ],
-        &["kind    threads      send-side Mmsg/s (min–max)     end-to-end Mmsg/s (min–max)"],
     );
 }
 

@@ -4,10 +4,12 @@
 //! (`threadwire_testbed::interrupt`). Needs root and network namespaces;
 //! skips saying why without them.
 
+mod support;
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::command::on_path;
 use threadwire_testbed::process::Pidfd;
 use threadwire_testbed::retry::retry_until;
 use threadwire_testbed::wait_deadline;
@@ -182,11 +184,6 @@ fn output(cmd: &str, args: &[&str]) -> String {
         .output()
         .expect("run a command");
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
 }
 
 /// The namespaces and links of the net with this prefix.

@@ -36,35 +36,23 @@ pub struct Outcome {
 
 /// Builds `flood.c` with Open MPI and runs it on each of `options.paths`;
 /// `on_step` is called after each path.
-pub fn run_beside(options: &Options, mut on_step: impl FnMut()) -> Vec<Outcome> {
-    let program = coll::Program::build_from(Mpi::OpenMpi, "flood", SOURCE, &["-O2"]);
-    options
-        .paths
-        .iter()
-        .map(|path| {
-            let result = match &program {
-                Ok(program) => launch(program, path, options),
-                Err(e) => Err(rebuild_error(e)),
-            };
-            on_step();
-            Outcome {
-                peer: OPEN_MPI,
-                path: path.clone(),
-                result,
-            }
-        })
-        .collect()
-}
-
-/// The build's error again, for each path (the error is not `Clone`).
-fn rebuild_error(e: &coll::Error) -> coll::Error {
-    match e {
-        coll::Error::Missing { program, packages } => coll::Error::Missing { program, packages },
-        other => coll::Error::Io {
-            what: "building flood.c",
-            source: std::io::Error::other(other.to_string()),
-        },
-    }
+pub fn run_beside(options: &Options, on_step: impl FnMut()) -> Vec<Outcome> {
+    coll::build_and_launch_each(
+        Mpi::OpenMpi,
+        "flood",
+        SOURCE,
+        &["-O2"],
+        options.paths.iter().cloned(),
+        |program, path| launch(program, path, options),
+        on_step,
+    )
+    .into_iter()
+    .map(|(path, result)| Outcome {
+        peer: OPEN_MPI,
+        path,
+        result,
+    })
+    .collect()
 }
 
 fn launch(

@@ -26,7 +26,9 @@
 //!
 //! The benchmark `bench rate` is [`run`]: one 2-node job whose nodes run
 //! [`node::node`], node 0 reporting each sample as it is measured; its
-//! result is a [`report::Report`].
+//! result is a [`report::Report`]. With [`Options::peers`], msgrate itself
+//! in Open MPI ([`crate::peers::rate`]) at the same T, N and W over shared
+//! memory, its rows beside ours.
 
 pub mod node;
 pub mod report;
@@ -131,6 +133,9 @@ pub struct Options {
     pub repetitions: u32,
     /// Kinds of threads, each measured at every thread count.
     pub kinds: Vec<ThreadKind>,
+    /// Also run msgrate in Open MPI at each thread count (shared memory:
+    /// not with emulated hosts).
+    pub peers: bool,
 }
 
 impl Default for Options {
@@ -147,6 +152,7 @@ impl Default for Options {
             warm_up: 1_000,
             repetitions: 5,
             kinds: vec![ThreadKind::Os],
+            peers: false,
         }
     }
 }
@@ -295,12 +301,19 @@ pub enum RunError {
     /// The job failed.
     #[error("the benchmark job failed with status {0}")]
     JobFailed(i32),
+    /// The peers were asked for between emulated hosts: msgrate runs over
+    /// shared memory only.
+    #[error(
+        "the Open MPI peer (--peers) runs over shared memory only, not between emulated hosts"
+    )]
+    PeersOverLink,
 }
 
 /// Runs `bench rate`: a 2-node job of `program` with `args`, which must
 /// call [`node`] with the same `options`, its nodes on the two first hosts
-/// of `net` if given. `on_step` is called for each sample as it comes,
-/// `on_event` sees every other event of the job.
+/// of `net` if given; then, with [`Options::peers`] (and no `net`), the
+/// Open MPI peer at each thread count. `on_step` is called for each
+/// sample as it comes, `on_event` sees every other event of the job.
 pub fn run(
     options: &Options,
     program: PathBuf,
@@ -309,6 +322,9 @@ pub fn run(
     mut on_step: impl FnMut(),
     mut on_event: impl FnMut(&Event),
 ) -> Result<Report, RunError> {
+    if options.peers && net.is_some() {
+        return Err(RunError::PeersOverLink);
+    }
     let mut spec = JobSpec::new(2, program).args(args);
     if let Some(net) = net {
         spec = spec.hosts(net.launch_hosts());
@@ -325,17 +341,42 @@ pub fn run(
     if report.status != 0 {
         return Err(RunError::JobFailed(report.status));
     }
+    let mut peer_samples = Vec::new();
+    let mut peer_errors = Vec::new();
+    if options.peers {
+        for outcome in crate::peers::rate::run_beside(options, on_step) {
+            match outcome.result {
+                Ok(measured) => peer_samples.push(report::PeerSample {
+                    peer: crate::peers::rate::OPEN_MPI,
+                    measured,
+                }),
+                Err(e) => peer_errors.push(report::PeerError {
+                    peer: crate::peers::rate::OPEN_MPI,
+                    threads: outcome.threads,
+                    error: e.to_string(),
+                }),
+            }
+        }
+    }
     Ok(Report {
         messages: options.messages,
         window: options.window,
         repetitions: options.repetitions,
         samples,
+        peer_samples,
+        peer_errors,
     })
 }
 
-/// The number of samples a run of `options` measures, for progress.
-pub fn samples(options: &Options) -> usize {
-    options.kinds.len() * options.threads.len()
+/// The steps of a run of `options`, for progress: a sample per kind and
+/// thread count, and with the peers one more per thread count.
+pub fn steps(options: &Options) -> usize {
+    let peers = if options.peers {
+        options.threads.len()
+    } else {
+        0
+    };
+    options.kinds.len() * options.threads.len() + peers
 }
 
 /// What thread 0 and its workers share for one thread count.

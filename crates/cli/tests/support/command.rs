@@ -10,6 +10,12 @@ use threadwire_testbed::wait_deadline;
 /// Any command here that runs longer has hung.
 pub const HANG: Duration = Duration::from_secs(60);
 
+/// Whether `program` is a file in a directory of `PATH`.
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
 /// The path of a workspace example built for this test's profile:
 /// `target/<profile>/deps/<test>-<hash>` → `target/<profile>/examples/<name>`.
 pub fn example(name: &str) -> PathBuf {

@@ -210,6 +210,49 @@ impl Program {
     }
 }
 
+/// Builds `source` as `NAME` with `mpi` ([`Program::build_from`]) once
+/// and calls `launch` with it for each of `items`, one after the other: a
+/// program of the peers that runs once per path or thread count. A build
+/// that failed stands as each item's error. `on_step` is called after
+/// each item, for progress.
+pub(crate) fn build_and_launch_each<I, T, E: From<Error>>(
+    mpi: Mpi,
+    name: &'static str,
+    source: &str,
+    flags: &[&str],
+    items: impl IntoIterator<Item = I>,
+    mut launch: impl FnMut(&Program, &I) -> Result<T, E>,
+    mut on_step: impl FnMut(),
+) -> Vec<(I, Result<T, E>)> {
+    let program = Program::build_from(mpi, name, source, flags);
+    items
+        .into_iter()
+        .map(|item| {
+            let result = match &program {
+                Ok(program) => launch(program, &item),
+                Err(e) => Err(E::from(e.again())),
+            };
+            on_step();
+            (item, result)
+        })
+        .collect()
+}
+
+impl Error {
+    /// A build's error again, for each launch it stands for (an
+    /// [`io::Error`] is not `Clone`): [`Error::Missing`] as it is, any
+    /// other as text.
+    fn again(&self) -> Error {
+        match self {
+            Error::Missing { program, packages } => Error::Missing { program, packages },
+            other => Error::Io {
+                what: "building an MPI program",
+                source: io::Error::other(other.to_string()),
+            },
+        }
+    }
+}
+
 /// One launch's rows, or why there are none.
 #[derive(Debug)]
 pub struct Outcome {
