@@ -162,7 +162,13 @@ pub fn plan(args: &Options) -> Vec<Step> {
     } else {
         &[]
     };
-    add("rate", &[&["bench", "rate"], rate].concat(), None);
+    // Beside Open MPI's msgrate over shared memory; not on the emulated
+    // link, where it does not run.
+    let mut rate_here = [&["bench", "rate"], rate].concat();
+    if peers {
+        rate_here.push("--peers");
+    }
+    add("rate", &rate_here, None);
     if args.links.contains(&Link::Unshaped) {
         add(
             "rate-none",
