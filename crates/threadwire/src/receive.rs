@@ -165,6 +165,12 @@ impl Receive {
     }
 
     /// The result, once finished.
+    // Inlined, with `settle`, `land` and the request's `from_receive`: out
+    // of line, the message (about 100 bytes) was copied through each call's
+    // frame, and those copies stalled on store forwarding (a local send and
+    // receive: 190–240 against 175–225 ns; PERFORMANCE-STUDIES.md, "The
+    // small-message receive path").
+    #[inline]
     pub(crate) fn take(&mut self) -> Result<Got, RecvError> {
         self.wait();
         if matches!(self.phase, Phase::Posted(_)) {
@@ -207,6 +213,7 @@ impl Receive {
     }
 
     /// What a matched message's receipt must still do.
+    #[inline]
     fn settle(&mut self, mut m: Message) {
         let node = m.source.node;
         match std::mem::replace(&mut m.tail, Tail::None) {
@@ -224,6 +231,7 @@ impl Receive {
     }
 
     /// An eager message into its destination.
+    #[inline]
     fn land(&mut self, m: Message) -> Result<Got, RecvError> {
         match &mut self.dest {
             Dest::Owned => Ok(Got::Message(m)),

@@ -110,6 +110,7 @@ pub trait Completion: Sized {
 
 impl Completion for Result<Message, RecvError> {
     #[allow(private_interfaces)]
+    #[inline]
     fn from_receive(r: &mut Receive) -> Self {
         match r.take()? {
             Got::Message(m) => Ok(m),
