@@ -176,7 +176,6 @@ impl Router {
             payload = Payload::from_wire(payload.format(), bytes);
         }
         let header = FrameHeader::bulk(
-            out.source_thread,
             out.dest_thread,
             recv_id,
             payload.format(),

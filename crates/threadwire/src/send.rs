@@ -267,7 +267,6 @@ impl Endpoint {
             id,
             Outbound {
                 node: to.node,
-                source_thread: self.address.thread,
                 dest_thread: to.thread,
                 payload: kept,
                 held,

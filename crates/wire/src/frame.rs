@@ -32,6 +32,12 @@ pub const HEADER_LEN: usize = 32;
 /// The protocol version this build speaks; peers must match exactly.
 pub const PROTOCOL_VERSION: u8 = 1;
 const MAGIC: [u8; 2] = *b"TW";
+/// The source thread of every bulk frame ([`FrameHeader::bulk`]): they are
+/// sent by a node's progress engine, not by the thread that announced the
+/// message, which may be sending a frame of its own at the same moment. A
+/// channel that reassembles frames in chunks per source thread must never
+/// mix the two.
+pub const BULK_SOURCE: u32 = u32::MAX;
 
 /// What a frame carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -224,11 +230,11 @@ impl FrameHeader {
 
     /// The header of an announced message's bytes for receive `id`
     /// ([`FrameKind::Bulk`]: the id's low word in `tag`, its high word in
-    /// `aux`).
-    pub fn bulk(source_thread: u32, dest_thread: u32, id: u64, format: Format, len: u64) -> Self {
+    /// `aux`, the source [`BULK_SOURCE`]).
+    pub fn bulk(dest_thread: u32, id: u64, format: Format, len: u64) -> Self {
         FrameHeader::addressed(
             FrameKind::Bulk,
-            source_thread,
+            BULK_SOURCE,
             dest_thread,
             id as u32,
             (id >> 32) as u32,

@@ -34,7 +34,10 @@
 //!    it) and sends `Cts` with both ids and the bytes wanted (fewer when
 //!    the buffer is too small: a truncated receive fetches only what fits).
 //! 4. On `Cts` the sender's router sends the payload as one `Bulk` frame
-//!    addressed by the receive id, and the send is complete. After an
+//!    addressed by the receive id — from the reserved source
+//!    `BULK_SOURCE`, not the announcing thread, which may be sending a
+//!    chunked frame of its own on the same ring at that moment — and the
+//!    send is complete. After an
 //!    inline or pulled fetch the receiver sends `Fin` with the send id,
 //!    which completes the send and drops its payload.
 //! 5. When the `Bulk` frame has arrived (into the registered buffer, or

@@ -12,7 +12,6 @@ use threadwire_wire::Payload;
 /// An announced send waiting for its receiver.
 pub(crate) struct Outbound {
     pub(crate) node: u32,
-    pub(crate) source_thread: u32,
     pub(crate) dest_thread: u32,
     /// The bytes, kept where they are until fetched (`None` when they
     /// travelled inline).
