@@ -75,6 +75,12 @@ mod peer;
 mod progress;
 mod receive;
 mod rendezvous;
+/// The rendezvous frames' payloads (`Rts`, `Cts`, `Fin`, `Credit`), for
+/// the fuzz target; not part of the API.
+#[doc(hidden)]
+pub mod rendezvous_codec {
+    pub use crate::rendezvous::codec::*;
+}
 mod report;
 mod send;
 mod request;

@@ -13,7 +13,7 @@
 use threadwire_wire::Format;
 
 /// Most segments a pull may name.
-pub(crate) const MAX_SEGMENTS: usize = 64;
+pub const MAX_SEGMENTS: usize = 64;
 
 const INLINE: u32 = 0;
 const PULL: u32 = 1;
@@ -22,7 +22,7 @@ const RTS_FIXED: usize = 24;
 
 /// How an announced message's bytes reach its receive.
 #[derive(Debug)]
-pub(crate) enum Fetch {
+pub enum Fetch {
     /// In the announcement.
     Inline(Vec<u8>),
     /// From the sender's memory at these (address, length) segments.
@@ -33,29 +33,42 @@ pub(crate) enum Fetch {
 
 /// An announced message as it waits in a mailbox.
 #[derive(Debug)]
-pub(crate) struct Announced {
-    pub(crate) send_id: u64,
-    pub(crate) len: usize,
-    pub(crate) format: Format,
-    pub(crate) fetch: Fetch,
+pub struct Announced {
+    /// The sender's id for it.
+    pub send_id: u64,
+    /// The message's length.
+    pub len: usize,
+    /// The message's format.
+    pub format: Format,
+    /// How to fetch its bytes.
+    pub fetch: Fetch,
 }
 
 /// A rendezvous frame no correct peer sends.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum RendezvousError {
+pub enum RendezvousError {
+    /// The payload's length or fields are wrong for its frame.
     #[error("rendezvous frame of {0} bytes malformed")]
     Malformed(usize),
+    /// The announced length exceeds the node's largest message.
     #[error("announced message of {len} bytes exceeds the maximum of {max}")]
-    TooLong { len: u64, max: u64 },
+    TooLong {
+        /// The announced length.
+        len: u64,
+        /// The largest message accepted.
+        max: u64,
+    },
+    /// A pull's segments do not add up to the announced length.
     #[error("announcement's segments do not add up to its length")]
     Segments,
+    /// A `Cts` or `Fin` for a send id this node has no announcement of.
     #[error("answer for send {0}, which this node never announced")]
     UnknownSend(u64),
 }
 
 /// The `Rts` payload of a message of `len` bytes fetched as `how` (the
 /// inline bytes are appended by the caller as a further segment).
-pub(crate) fn encode_rts(len: usize, send_id: u64, how: &Fetch) -> Vec<u8> {
+pub fn encode_rts(len: usize, send_id: u64, how: &Fetch) -> Vec<u8> {
     let (kind, count) = match how {
         Fetch::Inline(_) => (INLINE, 0),
         Fetch::Pull(s) => (PULL, s.len() as u32),
@@ -76,7 +89,7 @@ pub(crate) fn encode_rts(len: usize, send_id: u64, how: &Fetch) -> Vec<u8> {
 }
 
 /// Reads an `Rts` payload.
-pub(crate) fn decode_rts(
+pub fn decode_rts(
     mut b: Vec<u8>,
     format: Format,
     max: u64,
@@ -125,12 +138,12 @@ pub(crate) fn decode_rts(
 }
 
 /// A `Cts` payload.
-pub(crate) fn encode_cts(send_id: u64, recv_id: u64, want: usize, returns: u64) -> Vec<u8> {
+pub fn encode_cts(send_id: u64, recv_id: u64, want: usize, returns: u64) -> Vec<u8> {
     words(&[send_id, recv_id, want as u64, returns])
 }
 
 /// `(send id, receive id, bytes wanted, bytes returned)` of a `Cts`.
-pub(crate) fn decode_cts(b: &[u8]) -> Result<(u64, u64, u64, u64), RendezvousError> {
+pub fn decode_cts(b: &[u8]) -> Result<(u64, u64, u64, u64), RendezvousError> {
     match b.len() {
         32 => Ok((u64_at(b, 0), u64_at(b, 8), u64_at(b, 16), u64_at(b, 24))),
         n => Err(RendezvousError::Malformed(n)),
@@ -138,12 +151,12 @@ pub(crate) fn decode_cts(b: &[u8]) -> Result<(u64, u64, u64, u64), RendezvousErr
 }
 
 /// A `Fin` payload.
-pub(crate) fn encode_fin(send_id: u64, returns: u64) -> Vec<u8> {
+pub fn encode_fin(send_id: u64, returns: u64) -> Vec<u8> {
     words(&[send_id, returns])
 }
 
 /// `(send id, bytes returned)` of a `Fin`.
-pub(crate) fn decode_fin(b: &[u8]) -> Result<(u64, u64), RendezvousError> {
+pub fn decode_fin(b: &[u8]) -> Result<(u64, u64), RendezvousError> {
     match b.len() {
         16 => Ok((u64_at(b, 0), u64_at(b, 8))),
         n => Err(RendezvousError::Malformed(n)),
@@ -151,12 +164,12 @@ pub(crate) fn decode_fin(b: &[u8]) -> Result<(u64, u64), RendezvousError> {
 }
 
 /// A `Credit` payload.
-pub(crate) fn encode_credit(returns: u64) -> Vec<u8> {
+pub fn encode_credit(returns: u64) -> Vec<u8> {
     words(&[returns])
 }
 
 /// The bytes returned by a `Credit`.
-pub(crate) fn decode_credit(b: &[u8]) -> Result<u64, RendezvousError> {
+pub fn decode_credit(b: &[u8]) -> Result<u64, RendezvousError> {
     match b.len() {
         8 => Ok(u64_at(b, 0)),
         n => Err(RendezvousError::Malformed(n)),
