@@ -193,10 +193,7 @@ where
             State::Ready(r) => r,
             State::Receiving(mut r) => <Result<T, E>>::from_receive(&mut r),
             State::Sending { shared, done, to } => {
-                let origin = match to.node == shared.router.id {
-                    true => Origin::Local,
-                    false => Origin::Peer(to.node),
-                };
+                let origin = Self::sending_origin(&shared, to);
                 shared
                     .engine
                     .wait_until(&shared.router, origin, || done.is_done());
@@ -210,11 +207,17 @@ where
     fn origin(&self) -> Origin {
         match &self.state {
             State::Receiving(r) => r.origin,
-            State::Sending { shared, to, .. } if to.node != shared.router.id => {
-                Origin::Peer(to.node)
-            }
+            State::Sending { shared, to, .. } => Self::sending_origin(shared, *to),
             State::Scheduled(_) => Origin::Anywhere,
             _ => Origin::Local,
+        }
+    }
+
+    /// Where the completion of a send to `to` comes from.
+    fn sending_origin(shared: &NodeShared, to: Address) -> Origin {
+        match to.node == shared.router.id {
+            true => Origin::Local,
+            false => Origin::Peer(to.node),
         }
     }
 

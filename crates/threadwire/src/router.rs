@@ -117,7 +117,7 @@ impl Router {
                 let (send_id, returns) = codec::decode_fin(&frame.payload)?;
                 self.rendezvous.budget.returned(peer, returns);
                 let out = self.take_send(peer, send_id)?;
-                out.done.succeed();
+                out.succeed();
                 Ok(())
             }
             FrameKind::Bulk => self.on_bulk(frame),
@@ -162,8 +162,8 @@ impl Router {
     fn on_cts(&self, peer: u32, frame: Frame) -> Result<(), ProtocolError> {
         let (send_id, recv_id, want, returns) = codec::decode_cts(&frame.payload)?;
         self.rendezvous.budget.returned(peer, returns);
-        let out = self.take_send(peer, send_id)?;
-        let mut payload = out.payload.unwrap_or_else(|| Payload::from_vec(Vec::new()));
+        let mut out = self.take_send(peer, send_id)?;
+        let mut payload = out.payload.take().unwrap_or_else(|| Payload::from_vec(Vec::new()));
         if out.borrowed {
             // Announced for a pull, asked for a push: the channel may keep
             // the frame after the sender returns, so it gets a copy.
@@ -182,11 +182,11 @@ impl Router {
             payload.len() as u64,
         );
         match self.peers[peer as usize].send(&header, payload) {
-            Ok(_) => out.done.succeed(),
+            Ok(_) => out.succeed(),
             Err((e, _)) => {
                 self.lose_peer(peer, LossCause::Failed(Failure::Channel(e.to_string())));
                 if let Some(lost) = self.peers[peer as usize].lost() {
-                    out.done.fail(lost);
+                    out.fail(lost);
                 }
             }
         }

@@ -194,8 +194,8 @@ impl Endpoint {
             };
             let direct = mode == Mode::Direct;
             return match self.announce(context, to, tag, payload, inline, held, direct) {
-                Ok(_) if held > 0 => Request::ready(Ok(())),
-                Ok(done) => self.sending(done, to),
+                Ok(Some(done)) => self.sending(done, to),
+                Ok(None) => Request::ready(Ok(())),
                 Err(e) => Request::ready(Err(e)),
             };
         }
@@ -231,7 +231,7 @@ impl Endpoint {
         inline: bool,
         held: usize,
         borrowed: bool,
-    ) -> Result<Arc<Done>, SendError> {
+    ) -> Result<Option<Arc<Done>>, SendError> {
         let node = &*self.node.shared;
         let s = &node.router;
         let peer = &s.peers[to.node as usize];
@@ -261,7 +261,8 @@ impl Endpoint {
             }
             false => Some(payload),
         };
-        let done = Arc::new(Done::new());
+        // A buffered send is complete already: nobody waits to be woken.
+        let done = (held == 0).then(|| Arc::new(Done::new()));
         // Registered first: the answer may come before `send` returns.
         s.rendezvous.sends.insert(
             id,

@@ -23,7 +23,23 @@ pub(crate) struct Outbound {
     /// The payload borrows its sender's bytes (a direct send, waiting):
     /// pushed, it must be copied before the channel may keep it.
     pub(crate) borrowed: bool,
-    pub(crate) done: Arc<Done>,
+    /// Its sender's wait; `None` for a buffered send, complete already.
+    pub(crate) done: Option<Arc<Done>>,
+}
+
+impl Outbound {
+    /// The receive has its bytes (or asked for them): the send is complete.
+    pub(crate) fn succeed(&self) {
+        if let Some(done) = &self.done {
+            done.succeed();
+        }
+    }
+
+    pub(crate) fn fail(&self, lost: &PeerLost) {
+        if let Some(done) = &self.done {
+            done.fail(lost);
+        }
+    }
 }
 
 /// Announced sends by send id.
@@ -76,7 +92,7 @@ impl Sends {
         let failed = remove_where(&mut lock(&self.table), |o| o.node == lost.node);
         for out in failed {
             self.unpulled(&out);
-            out.done.fail(lost);
+            out.fail(lost);
         }
     }
 }
