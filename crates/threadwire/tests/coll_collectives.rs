@@ -202,6 +202,14 @@ fn member_lost_during_small_allreduce_in_the_host_stage() {
     member_lost_with("kill-small", 1, &[]);
 }
 
+/// The same in the host stage's cross-memory reads (1 MiB, nodes of one
+/// host): a dead node never arrives, or its buffer cannot be read.
+#[test]
+fn member_lost_during_large_allreduce_in_the_host_stage() {
+    member_lost_with("kill-large", 1, &[]);
+    member_lost_with("kill-large", 3, &[]);
+}
+
 fn member_lost(mode: &str) {
     member_lost_with(mode, 3, &[]);
 }

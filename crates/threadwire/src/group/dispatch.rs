@@ -98,6 +98,24 @@ fn host_stage(c: &Call, forced: Option<bool>, bytes: usize, in_rank_order: bool)
     on
 }
 
+/// Whether a call of `bytes` of elements `T` runs the host stage by
+/// cross-memory reads (`host_stage/bulk.rs`): forced or chosen by
+/// [`tuning::host_bulk`], where the group's nodes can (all on one host,
+/// reading each other's memory), the elements' memory is their encoding,
+/// and `bytes` exceed the lines; the same choice at every member.
+fn host_bulk<T: Element>(c: &Call, forced: Option<bool>, bytes: usize, in_rank_order: bool) -> bool {
+    let Some(host) = c.comm.host_stage.get() else {
+        return false;
+    };
+    let plain = T::memory_mut(&mut []).is_some();
+    let fits = host.bulk && plain && bytes > tuning::HOST_STAGE_MAX;
+    let on = fits
+        && (in_rank_order || host.consecutive)
+        && forced.unwrap_or_else(|| tuning::host_bulk(bytes));
+    c.on_host_stage.set(on);
+    on
+}
+
 pub(super) async fn barrier(c: &Call) -> Result<(), CollError> {
     let forced = c.algorithms().barrier;
     let on_host = host_stage(c, forced.map(|a| a == BarrierAlgorithm::HostStage), 0, true);
@@ -114,8 +132,12 @@ pub(super) async fn barrier(c: &Call) -> Result<(), CollError> {
 pub(super) async fn bcast<T: Element>(c: &Call, buf: &mut [T], root: usize) -> Result<(), CollError> {
     check_root(c, root)?;
     let forced = c.algorithms().bcast;
-    let hierarchical = forced.map(|a| a == BcastAlgorithm::Hierarchical);
     let bytes = std::mem::size_of_val(buf);
+    let host = forced.map(|a| a == BcastAlgorithm::HostStage);
+    let hierarchical = match host_bulk::<T>(c, host, bytes, true) {
+        true => Some(true),
+        false => forced.map(BcastAlgorithm::is_staged),
+    };
     let by_default = |stage: &NodeStage, _| {
         tuning::bcast_node_stage(bytes, stage.nodes, stage.most_on_a_node)
     };
@@ -132,13 +154,13 @@ pub(crate) async fn bcast_flat<T: Element>(
     root: usize,
 ) -> Result<(), CollError> {
     let algorithm = match c.algorithms().bcast {
-        Some(BcastAlgorithm::Hierarchical) | None => {
+        Some(BcastAlgorithm::Hierarchical | BcastAlgorithm::HostStage) | None => {
             tuning::bcast(std::mem::size_of_val(buf), c.size())
         }
         Some(a) => a,
     };
     match algorithm {
-        BcastAlgorithm::Binomial | BcastAlgorithm::Hierarchical => {
+        BcastAlgorithm::Binomial | BcastAlgorithm::Hierarchical | BcastAlgorithm::HostStage => {
             tree::bcast_binomial(c, buf, root).await
         }
         BcastAlgorithm::ScatterAllgather => tree::bcast_scatter_allgather(c, buf, root).await,
@@ -155,7 +177,9 @@ pub(crate) async fn allreduce<T: Reducible>(
     let forced = c.algorithms().allreduce;
     let (bytes, commutative) = (buf.len() * T::SIZE, op.is_commutative());
     let host = forced.map(|a| a == AllreduceAlgorithm::HostStage);
-    let hierarchical = match host_stage(c, host, bytes, commutative) {
+    let on_host = host_stage(c, host, bytes, commutative)
+        || host_bulk::<T>(c, host, bytes, commutative);
+    let hierarchical = match on_host {
         true => Some(true),
         false => forced.map(AllreduceAlgorithm::is_staged),
     };

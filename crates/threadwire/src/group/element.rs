@@ -41,6 +41,13 @@ pub trait Element: Copy + 'static + sealed::Sealed {
             *v = Self::read(b);
         }
     }
+    /// `values`' memory as bytes, where it is exactly their encoding (the
+    /// host is little-endian and the type has no padding), so that another
+    /// process of this host may read them in place; `None` otherwise.
+    fn memory_mut(values: &mut [Self]) -> Option<&mut [u8]> {
+        let _ = values;
+        None
+    }
 }
 
 /// An [`Element`] the built-in [`Op`]s combine.
@@ -132,6 +139,9 @@ macro_rules! numbers {
                 for (v, b) in out.iter_mut().zip(bytes.chunks_exact(Self::SIZE)) {
                     *v = Self::read(b);
                 }
+            }
+            fn memory_mut(values: &mut [Self]) -> Option<&mut [u8]> {
+                cfg!(target_endian = "little").then(|| bytemuck::cast_slice_mut(values))
             }
         }
         impl Reducible for $t {

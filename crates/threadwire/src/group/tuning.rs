@@ -60,6 +60,20 @@ pub const NODE_STAGE_CHUNK: usize = 128 << 10;
 /// against 20; 32 KiB: 26 against 31; 64 KiB: 38 against 53; same study).
 pub const BCAST_NODE_COPIES_MIN: usize = 32 << 10;
 
+/// The host stage takes allreduces and broadcasts of at least this many
+/// bytes by cross-memory reads ([`host_bulk`]), where the group can.
+///
+/// Measured on 4x1 (docs/PERFORMANCE-STUDIES.md, "Collectives: the host
+/// stage by cross-memory reads"; 3 alternated pairs of runs, forced
+/// against the flat choice): the reads lost below 32 KiB (allreduce 16 KiB:
+/// 73–85 µs against 52–58; bcast 4 KiB: 15 against 6–8) and won from it
+/// (allreduce 32 KiB: 58–73 against 72–88, 128 KiB: 101–135 against
+/// 316–363; bcast 64 KiB: 20–24 against 52–93).
+pub const HOST_BULK_MIN: usize = 32 << 10;
+/// The host stage's allreduce by reads combines this many bytes of its
+/// slice at a time, so that the partial result stays in cache.
+pub const HOST_BULK_CHUNK: usize = 256 << 10;
+
 /// Barrier algorithms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -89,8 +103,10 @@ pub enum AllreduceAlgorithm {
     /// (non-commutative operations only where every node's members are
     /// consecutive ranks).
     Hierarchical,
-    /// The per-node stage, then the host stage, the flat choice among the
-    /// hosts' leaders; up to [`HOST_STAGE_MAX`] bytes, else as without.
+    /// The per-node stage, then the host stage: up to [`HOST_STAGE_MAX`]
+    /// bytes through the host's segment, the flat choice among the hosts'
+    /// leaders; on one host from [`HOST_BULK_MIN`] bytes by cross-memory
+    /// reads ([`host_bulk`]); else as `hierarchical`.
     HostStage,
 }
 
@@ -114,6 +130,17 @@ pub enum BcastAlgorithm {
     Chain,
     /// The per-node stage, a binomial tree among the nodes' leaders.
     Hierarchical,
+    /// The per-node stage, then the host stage's reads of the root
+    /// node's buffer (a group on one host, [`HOST_BULK_MIN`] bytes or
+    /// more); `hierarchical` where it does not apply.
+    HostStage,
+}
+
+impl BcastAlgorithm {
+    /// Whether it runs a stage (so is no choice for the leaders').
+    pub(crate) fn is_staged(self) -> bool {
+        matches!(self, BcastAlgorithm::Hierarchical | BcastAlgorithm::HostStage)
+    }
 }
 
 /// Allgather algorithms.
@@ -272,6 +299,15 @@ pub fn host_stage(bytes: usize, most_on_a_node: usize, hosts: usize) -> bool {
         && crate::group::algorithms::host_stage::switch().unwrap_or(by_default)
 }
 
+/// Whether an allreduce or broadcast of `bytes` runs the host stage by
+/// cross-memory reads, on a group that can (all its nodes on one host,
+/// reading each other's memory; `host_stage/bulk.rs`): from
+/// [`HOST_BULK_MIN`]. `THREADWIRE_HOST_STAGE` switches it as the small
+/// host stage.
+pub fn host_bulk(bytes: usize) -> bool {
+    bytes >= HOST_BULK_MIN && crate::group::algorithms::host_stage::switch().unwrap_or(true)
+}
+
 /// The broadcast algorithm for `bytes` among `members`: a binomial tree up
 /// to [`BCAST_SHORT`] or with 2 members; the pipelined chain above that
 /// once `bytes` reaches [`bcast_chain_min`] (at once up to
@@ -347,9 +383,9 @@ pub fn reduce_scatter(commutative: bool) -> ReduceScatterAlgorithm {
 /// that names no collective.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "{0:?}: one of barrier=dissemination|hierarchical, \
-     allreduce=recursive-doubling|rabenseifner|ring|hierarchical, \
-     bcast=binomial|scatter-allgather|chain|hierarchical, allgather=bruck|ring, alltoall=bruck|pairwise, \
+    "{0:?}: one of barrier=dissemination|hierarchical|host-stage, \
+     allreduce=recursive-doubling|rabenseifner|ring|hierarchical|host-stage, \
+     bcast=binomial|scatter-allgather|chain|hierarchical|host-stage, allgather=bruck|ring, alltoall=bruck|pairwise, \
      reduce_scatter=ring|reduce-scatterv"
 )]
 pub struct ParseAlgorithmError(String);
@@ -402,6 +438,7 @@ named!(BcastAlgorithm {
     ScatterAllgather => "scatter-allgather",
     Chain => "chain",
     Hierarchical => "hierarchical",
+    HostStage => "host-stage",
 });
 named!(AllgatherAlgorithm {
     Bruck => "bruck",

@@ -24,8 +24,11 @@
 //!   calls of the per-node stage under way together and waited in
 //!   reverse order, or dropped; a group freed while a call on it is under
 //!   way keeps its id;
-//! - `kill`, `kill-small`: the last node kills itself when the others
-//!   enter an allreduce (blocking at even threads, nonblocking at odd) (of 8000 B: flat; of 8 B: the per-node stage); each survivor thread prints `<address>: PeerLost n<last>`.
+//! - `kill`, `kill-small`, `kill-large`: the last node kills itself when
+//!   the others enter an allreduce (blocking at even threads, nonblocking
+//!   at odd) of 8000 B (flat), 8 B (the per-node stage) or 1 MiB (the
+//!   host stage's cross-memory reads, where the nodes share a host); each
+//!   survivor thread prints `<address>: PeerLost n<last>`.
 //!
 //! Thread 0 of each node prints `coll n<id>: ok mode=<MODE> checks=<n>`.
 
@@ -230,6 +233,7 @@ impl Checker<'_> {
             Some(BcastAlgorithm::ScatterAllgather),
             Some(BcastAlgorithm::Chain),
             Some(BcastAlgorithm::Hierarchical),
+            Some(BcastAlgorithm::HostStage),
         ]
         .iter()
         .enumerate()
@@ -775,7 +779,16 @@ fn mode_errors(ep: &Endpoint, threads: u32) -> u64 {
             Ok(()) => assert_eq!(r, 0, "only the root, which only sends, may finish"),
         }
         g.set_algorithms(Algorithms::new());
-        checks += 4;
+        // Large buffers (where the nodes share a host: the host stage's
+        // reads), rank 0's shorter, then the root's shorter.
+        let mut v = vec![1u64; if r == 0 { 8191 } else { 8192 }];
+        let e = g.allreduce(&mut v, Op::Sum).unwrap_err();
+        assert!(matches!(e, CollError::LengthMismatch { .. }), "{e:?}");
+        let mut v = vec![1u64; if r == 0 { 8192 } else { 8200 }];
+        if let Ok(()) = g.bcast(&mut v, 0) {
+            assert_eq!(r, 0, "only the root may finish");
+        }
+        checks += 6;
     }
     let e = g.allreduce(&mut [1.0f64], Op::BitAnd).unwrap_err();
     assert!(matches!(e, CollError::Unsupported { op: Op::BitAnd, .. }));
@@ -1044,6 +1057,7 @@ fn run(ep: &Endpoint, mode: &str, threads: u32, seed: u64) -> u64 {
         "errors" => mode_errors(ep, threads),
         "kill" => mode_kill(ep, threads, 1000),
         "kill-small" => mode_kill(ep, threads, 1),
+        "kill-large" => mode_kill(ep, threads, 1 << 17),
         _ => panic!("unknown mode {mode}"),
     }
 }

@@ -51,6 +51,11 @@
 //! 4. Each other node leader waits for `released ≥ s` and reads the
 //!    result (or returns the error), then releases its node's members.
 //!
+//! Large allreduces and broadcasts of a group whose nodes are all on one
+//! host go another way: each node reads the others' buffers where they
+//! are, by cross-memory attach ([`bulk`] gives the steps), with the
+//! segment's lines for addresses and counters only.
+//!
 //! A group whose nodes are all on one host has no network stage, so no
 //! leader either: each node writes its contribution into its line (in the
 //! payload of the call's parity: even calls in one, odd calls in the
@@ -107,12 +112,15 @@ use std::task::Poll;
 use threadwire_fiber::SpinWait;
 use threadwire_transport::shm::region::Region;
 
+mod bulk;
+
 /// The largest allreduce (in bytes) the host stage carries in its lines.
 pub const HOST_STAGE_MAX: usize = 48;
 
 /// Bytes per node in the segment: two cache lines' worth on x86 (the
-/// adjacent-line prefetcher pairs them).
-const LINE: usize = 128;
+/// adjacent-line prefetcher pairs them) for the small calls, and as much
+/// again for the large ones' words ([`bulk`]).
+const LINE: usize = 256;
 /// Word offsets in a line.
 const ARRIVED: usize = 0;
 const RELEASED: usize = 1;
@@ -128,7 +136,14 @@ const PAYLOAD_ODD: usize = PAYLOAD + PAYLOAD_WORDS;
 /// hosts, which use no odd payload).
 const ERROR: usize = PAYLOAD + PAYLOAD_WORDS;
 const ERROR_WORDS: usize = 4;
-const _: () = assert!((PAYLOAD_ODD + PAYLOAD_WORDS) * 8 <= LINE);
+/// Large calls ([`bulk`]): the node's buffer (address, bytes) and its
+/// counters, in the line's second half.
+const BULK_ADDRESS: usize = 16;
+const BULK_LEN: usize = 17;
+const REDUCED: usize = 18;
+const DONE: usize = 19;
+const _: () = assert!((PAYLOAD_ODD + PAYLOAD_WORDS) * 8 <= LINE / 2);
+const _: () = assert!(BULK_ADDRESS * 8 >= LINE / 2 && (DONE + 1) * 8 <= LINE);
 const _: () = assert!((ERROR + ERROR_WORDS) * 8 <= LINE);
 
 /// The error kind [`CollError::encode`] does not use, for `PeerLost`.
@@ -171,6 +186,8 @@ impl Segment {
 
 /// A node leader's side of the host stage.
 struct LeaderSide {
+    /// The node of each line of the segment.
+    nodes: Vec<u32>,
     /// None when the node is alone on its host.
     segment: Option<Segment>,
     /// This node's line (0: the host leader).
@@ -189,6 +206,9 @@ pub(crate) struct HostStage {
     pub(crate) consecutive: bool,
     /// The hosts the group's nodes are on.
     pub(crate) hosts: usize,
+    /// Whether large calls may run the host stage ([`bulk`]): every node
+    /// is on one host, and every leader reads its mates' memory.
+    pub(crate) bulk: bool,
     /// At a node leader.
     side: Option<LeaderSide>,
 }
@@ -218,7 +238,7 @@ impl HostStage {
         let leader = members.iter().position(|a| a.node == me) == Some(comm.rank);
         let my_pos = nodes.iter().position(|&n| n == me).expect("a member's node");
         // Step 1.
-        let mut words = [-1i64; 5];
+        let mut words = [-1i64; 6];
         let mut created = None;
         if leader && !declines {
             let mates: Vec<usize> = (0..nodes.len())
@@ -228,6 +248,13 @@ impl HostStage {
             words[0] = my_pos as i64;
             words[1] = host_leader as i64;
             words[2] = mates.len() as i64;
+            let reads = |&i: &usize| {
+                i == my_pos
+                    || router.peers[nodes[i] as usize]
+                        .shm()
+                        .is_some_and(|c| c.uses_cross_memory())
+            };
+            words[5] = i64::from(mates.iter().all(reads));
             if host_leader == my_pos && mates.len() > 1 {
                 let name = format!("threadwire-{:x}-group-{k}", router.job_id);
                 match Region::create(&name, mates.len() * LINE) {
@@ -243,7 +270,7 @@ impl HostStage {
         // Step 2.
         let views = gather(comm, &words)?;
         // A leader that declined left its node's host unset: no stage.
-        let views: Vec<&[i64]> = views.chunks(5).filter(|v| v[0] >= 0).collect();
+        let views: Vec<&[i64]> = views.chunks(6).filter(|v| v[0] >= 0).collect();
         let host_of: Vec<usize> = {
             let mut h = vec![usize::MAX; nodes.len()];
             for v in &views {
@@ -300,6 +327,7 @@ impl HostStage {
                 })
             });
             side = Some(LeaderSide {
+                nodes: (0..nodes.len()).filter(|&i| host_of[i] == h).map(|i| nodes[i]).collect(),
                 segment: segment.map(|region| Segment { region, lines }),
                 index,
                 host_leaders: host_leaders.flatten(),
@@ -315,9 +343,11 @@ impl HostStage {
         }
         let hosts = host_of.iter().enumerate().filter(|&(i, &h)| i == h).count();
         tracing::debug!("group {k}: host stage, {} nodes on {hosts} hosts", nodes.len());
+        let bulk = hosts == 1 && views.iter().all(|v| v[5] == 1);
         Some(HostStage {
             consecutive: consecutive && hosts_consecutive,
             hosts,
+            bulk,
             side,
         })
     }
@@ -584,8 +614,9 @@ pub(crate) async fn barrier(c: &Call) -> Result<(), CollError> {
     result
 }
 
-/// Allreduce of at most [`HOST_STAGE_MAX`] bytes, steps 1–4, at a node
-/// leader whose `buf` holds its node's combined contribution.
+/// Allreduce at a node leader whose `buf` holds its node's combined
+/// contribution: of at most [`HOST_STAGE_MAX`] bytes, steps 1–4; larger
+/// ones (one host only) by [`bulk`] reads.
 pub(crate) async fn allreduce<T: Reducible>(
     c: &Call,
     buf: &mut [T],
@@ -594,6 +625,9 @@ pub(crate) async fn allreduce<T: Reducible>(
     let side = side_of(c).expect("the host stage runs at node leaders");
     let n = buf.len();
     if let (Some(segment), true) = (&side.segment, side.one_host) {
+        if n * T::SIZE > HOST_STAGE_MAX {
+            return bulk::allreduce(c, side, segment, buf, op).await;
+        }
         let lines = side.all_lines(c, segment, &words_of(buf)).await?;
         let mut acc = values_of::<T>(c, &lines[0], n)?;
         for line in &lines[1..] {
@@ -626,4 +660,13 @@ pub(crate) async fn allreduce<T: Reducible>(
     let result = unless_aborted(c, result);
     side.release(c, &result.as_ref().map(Vec::as_slice).map_err(Clone::clone));
     result.map(|_| ())
+}
+
+/// Broadcast from rank `root` at a node leader whose `buf` holds the
+/// root's data if its node is the root's: [`bulk`] reads, one host only.
+pub(crate) async fn bcast<T: Element>(c: &Call, buf: &mut [T], root: usize) -> Result<(), CollError> {
+    let side = side_of(c).expect("the host stage runs at node leaders");
+    let segment = side.segment.as_ref().filter(|_| side.one_host);
+    let segment = segment.expect("a broadcast takes the host stage on one host only");
+    bulk::bcast(c, side, segment, buf, bulk::line_of(c, side, root)).await
 }

@@ -300,6 +300,19 @@ impl NodeStage {
         }
     }
 
+    /// Whether this member is its node's only one.
+    fn alone(&self) -> bool {
+        self.threads.len() == 1
+    }
+
+    /// Step 4's result into the team, for the node's other members (none
+    /// to copy it for when the leader is alone).
+    fn publish_result<T: Element>(&self, result: &[T]) {
+        if !self.alone() {
+            write_into(&self.team.result, result);
+        }
+    }
+
     /// Queues call `index` for a turn (rule 4).
     pub(crate) fn queue(&self, index: u64) {
         self.queue.borrow_mut().push_back(index);
@@ -383,7 +396,7 @@ impl NodeStage {
             .filter(|&a| !a.is_staged());
         forced.bcast = forced
             .bcast
-            .filter(|&a| a != crate::group::BcastAlgorithm::Hierarchical);
+            .filter(|&a| !a.is_staged());
         leaders.algorithms.set(forced);
         Some(Call::with_tag(leaders, c.tag))
     }
@@ -582,7 +595,7 @@ pub(crate) async fn allreduce<T: Reducible>(
 ) -> Result<(), CollError> {
     let n = buf.len();
     let _turn = stage.turn(c).await?;
-    if tuning::allreduce_by_slices(n * T::SIZE) {
+    if tuning::allreduce_by_slices(n * T::SIZE) && !stage.alone() {
         return allreduce_sliced(c, stage, buf, op).await;
     }
     if stage.one_node {
@@ -640,7 +653,7 @@ async fn leaders_allreduce<T: Reducible>(
         } else if let Some(lc) = stage.leaders_call(c) {
             crate::group::dispatch::allreduce_flat(&lc, buf, op).await?;
         }
-        write_into(&stage.team.result, buf);
+        stage.publish_result(buf);
         Ok(())
     }
     .await;
@@ -698,10 +711,12 @@ pub(crate) async fn bcast<T: Element>(
             let at = at(root).expect("the root is on this node");
             c.decode_into(&read(&stage.team.slots[at].data), buf)?;
         }
-        if let Some(lc) = stage.leaders_call(c) {
+        if c.on_host_stage.get() {
+            super::host_stage::bcast(c, buf, root).await?;
+        } else if let Some(lc) = stage.leaders_call(c) {
             crate::group::dispatch::bcast_flat(&lc, buf, stage.leader_of[root]).await?;
         }
-        write_into(&stage.team.result, buf);
+        stage.publish_result(buf);
         Ok(())
     }
     .await;
