@@ -216,8 +216,10 @@ pub struct CollArgs {
     #[arg(long, default_value_t = 2000)]
     pub max_ms_per_size: u64,
     /// Force an algorithm for the measurement, COLL=ALG, repeatable or
-    /// comma-separated: allreduce=recursive-doubling|rabenseifner|ring,
-    /// bcast=binomial|scatter-allgather|chain, allgather=bruck|ring,
+    /// comma-separated: barrier=dissemination|hierarchical|host-stage,
+    /// allreduce=recursive-doubling|rabenseifner|ring|hierarchical|host-stage,
+    /// bcast=binomial|scatter-allgather|chain|hierarchical|host-stage,
+    /// allgather=bruck|ring,
     /// alltoall=bruck|pairwise.
     #[arg(long = "algorithm", value_delimiter = ',', value_name = "COLL=ALG")]
     pub algorithms: Vec<String>,

@@ -83,7 +83,7 @@ fn explain_names_the_thresholds_and_measures_nothing() {
         "--layout",
         "4x1",
         "--sizes",
-        "8,65536,1048576",
+        "8,16384,65536,1048576",
         "--operations",
         "allreduce",
     ]));
@@ -96,8 +96,9 @@ fn explain_names_the_thresholds_and_measures_nothing() {
     assert!(ran.stdout.contains("ALLREDUCE_SHORT"));
     for (size, algorithm) in [
         ("8", "host-stage"),
-        ("65536", "rabenseifner"),
-        ("1048576", "ring"),
+        ("16384", "rabenseifner"),
+        ("65536", "host-stage"),
+        ("1048576", "host-stage"),
     ] {
         assert!(
             lines.iter().any(|l| {

@@ -11,8 +11,8 @@ use super::{Layout, Operation, Options};
 use threadwire::group::tuning::{
     self, ALLGATHER_SHORT, ALLREDUCE_NODE_SLICES_MIN, ALLREDUCE_NODE_STAGE_MAX,
     ALLREDUCE_RING_PER_MEMBER, ALLREDUCE_SHORT, ALLTOALL_SHORT, BCAST_CHAIN_MEMBERS,
-    BCAST_CHAIN_SEGMENT, BCAST_NODE_COPIES_MIN, BCAST_NODE_STAGE_MAX, BCAST_SHORT, HOST_STAGE_MAX,
-    NODE_STAGE_ANY_SIZE_NODES, NODE_STAGE_CHUNK,
+    BCAST_CHAIN_SEGMENT, BCAST_NODE_COPIES_MIN, BCAST_NODE_STAGE_MAX, BCAST_SHORT, HOST_BULK_CHUNK,
+    HOST_BULK_MIN, HOST_STAGE_MAX, NODE_STAGE_ANY_SIZE_NODES, NODE_STAGE_CHUNK,
 };
 use threadwire::group::{
     Algorithms, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm, BcastAlgorithm,
@@ -71,6 +71,8 @@ pub fn explain(options: &Options) -> Explanation {
             ("NODE_STAGE_CHUNK", NODE_STAGE_CHUNK),
             ("BCAST_NODE_COPIES_MIN", BCAST_NODE_COPIES_MIN),
             ("HOST_STAGE_MAX", HOST_STAGE_MAX),
+            ("HOST_BULK_MIN", HOST_BULK_MIN),
+            ("HOST_BULK_CHUNK", HOST_BULK_CHUNK),
         ],
         choices,
     }
@@ -105,6 +107,20 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
             )
         })
     };
+    // Large calls: the host stage's cross-memory reads between the nodes
+    // (after the per-node stage where a node has several members).
+    let host_bulk = |bytes: usize| {
+        (layout.nodes > 1 && bytes > HOST_STAGE_MAX && tuning::host_bulk(bytes)).then(|| {
+            (
+                "host-stage",
+                false,
+                format!(
+                    "{per_node} member(s) a node, one host, {bytes} ≥ HOST_BULK_MIN: \
+                     reads of each other's buffers"
+                ),
+            )
+        })
+    };
     let (algorithm, forced, rule) = match operation {
         Operation::Barrier => match forced.barrier {
             Some(a) => (a.name(), true, "forced".into()),
@@ -116,6 +132,7 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
         },
         Operation::Bcast => match forced.bcast {
             Some(a) => (a.name(), true, "forced".into()),
+            None if host_bulk(size).is_some() => host_bulk(size).expect("just checked"),
             None if tuning::bcast_node_stage(size, nodes, per_node) => {
                 let how = match nodes {
                     1 if tuning::bcast_by_copies(size) => {
@@ -147,6 +164,7 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
             match forced.allreduce {
                 Some(a) => (a.name(), true, "forced".into()),
                 None if host_stage(bytes).is_some() => host_stage(bytes).expect("just checked"),
+                None if host_bulk(bytes).is_some() => host_bulk(bytes).expect("just checked"),
                 None if tuning::allreduce_node_stage(bytes, nodes, per_node, true) => {
                     let how = match tuning::allreduce_by_slices(bytes) {
                         true => format!("{bytes} ≥ ALLREDUCE_NODE_SLICES_MIN: by slices"),
@@ -233,15 +251,15 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(at("4x1", Operation::Allreduce, 8), "host-stage");
-        assert_eq!(at("4x1", Operation::Allreduce, 64 << 10), "rabenseifner");
-        assert_eq!(at("4x1", Operation::Allreduce, 1 << 20), "ring");
+        assert_eq!(at("4x1", Operation::Allreduce, 64 << 10), "host-stage");
+        assert_eq!(at("4x1", Operation::Allreduce, 1 << 20), "host-stage");
         assert_eq!(at("1x16", Operation::Allreduce, 64 << 10), "hierarchical");
         assert_eq!(at("1x16", Operation::Allreduce, 1 << 20), "hierarchical");
-        assert_eq!(at("2x8", Operation::Allreduce, 1 << 20), "hierarchical");
+        assert_eq!(at("2x8", Operation::Allreduce, 1 << 20), "host-stage");
         assert_eq!(at("4x1", Operation::Bcast, 8), "binomial");
-        assert_eq!(at("2x8", Operation::Bcast, 64 << 10), "hierarchical");
+        assert_eq!(at("2x8", Operation::Bcast, 64 << 10), "host-stage");
         assert_eq!(at("1x16", Operation::Bcast, 1 << 20), "hierarchical");
-        assert_eq!(at("4x1", Operation::Bcast, 64 << 10), "chain");
+        assert_eq!(at("4x1", Operation::Bcast, 64 << 10), "host-stage");
         assert_eq!(at("4x1", Operation::Alltoall, 8), "bruck");
         assert_eq!(at("4x1", Operation::Alltoall, 64 << 10), "pairwise");
         assert_eq!(at("1x16", Operation::Allgather, 8), "bruck");
@@ -251,8 +269,8 @@ mod tests {
         assert_eq!(at("2x8", Operation::Allreduce, 8), "hierarchical");
         assert_eq!(at("2x8", Operation::Bcast, 8), "hierarchical");
         assert_eq!(at("4x4", Operation::Bcast, 8), "hierarchical");
-        assert_eq!(at("4x4", Operation::Bcast, 64 << 10), "chain");
-        assert_eq!(at("4x4", Operation::Allreduce, 1 << 20), "hierarchical");
+        assert_eq!(at("4x4", Operation::Bcast, 64 << 10), "host-stage");
+        assert_eq!(at("4x4", Operation::Allreduce, 1 << 20), "host-stage");
     }
 
     #[test]
