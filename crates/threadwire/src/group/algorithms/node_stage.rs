@@ -35,31 +35,40 @@
 //! `s`) does steps 2 and 4, so no leader is woken to do them.
 //!
 //! Large calls ([`tuning`]'s `allreduce_by_slices`, `bcast_by_copies`)
-//! spread the node's work over its members instead of its leader. An
-//! allreduce by slices, in rounds of a chunk of the buffer
-//! ([`tuning::NODE_STAGE_CHUNK`], so that the node's chunks stay in
-//! cache; round `r` of call `s` counts as [`tick`]`(s, r)`):
+//! spread the node's work over its members instead of its leader, and
+//! read the members' buffers where they are: each member opens its
+//! buffer in its slot's [`Window`] for the call, which the others pin
+//! while they read it and which its owner closes, waiting for the pins,
+//! on every path out of the call (`node_stage/window.rs`). An allreduce
+//! by slices:
 //!
-//! S1. Every member (the leader too) writes its chunk into its slot's
-//!     data and stores `published`; all wait for every member's.
-//! S2. Member `i` combines slice `i` of the chunk (1/q of it) over the q
-//!     chunks in rank order (its own from its buffer), writes it into its
-//!     slot's part and stores `combined`; all wait for every member's.
-//! S3. On one node every member copies the others' parts into its
-//!     buffer; on several only the leader does.
-//! S4. Several nodes: the leader runs the flat allreduce among leaders on
-//!     the whole buffer and releases as in step 4; members copy the
-//!     result as in step 5.
+//! S1. Every member (the leader too) opens its buffer and stores
+//!     `published`; all wait for every member's.
+//! S2. Member `i` combines slice `i` (1/q of the buffer) of every other
+//!     member's buffer into the leader's, whose slice it is the only one
+//!     to touch, in rank order (the leader's is the lowest), a chunk of
+//!     [`tuning::NODE_STAGE_CHUNK`] at a time (so that the partial result
+//!     stays in cache), and stores `combined`; all wait for every
+//!     member's. The node's result is then in the leader's buffer, with
+//!     no gathering.
+//! S3. On one node every other member copies the leader's buffer, stores
+//!     `copied` and waits for every member's (the leader's buffer stays
+//!     open until all have read it).
+//! S4. Several nodes: the leader runs the leaders' stage on its buffer
+//!     and releases as in step 4, with the result left in its buffer.
+//! S5. Each member copies the leader's buffer and stores `copied`; the
+//!     leader closes its buffer once every member has.
 //!
 //! A one-node broadcast by copies:
 //!
-//! B1. The root writes its buffer into its slot's data, stores `arrived`
-//!     and wakes the others.
-//! B2. Each other member waits for the root's `arrived`, copies from its
-//!     slot (readers share the slot's read lock), then stores its own
-//!     `arrived`; the last wakes the root.
-//! B3. The root waits for every `arrived` (rule 3: its slot may then
-//!     change).
+//! B1. The root opens its buffer, stores `arrived` and wakes the others.
+//! B2. Each other member waits for the root's `arrived`, copies its
+//!     buffer, then stores its own `arrived`; the last wakes the root.
+//! B3. The root waits for every `arrived` (rule 3), then closes.
+//! B4. On several nodes, every member opens its buffer and arrives; the
+//!     leader copies the root's buffer if the root is on its node, runs
+//!     the leaders' stage and releases; the members copy the leader's
+//!     buffer as in S5.
 //!
 //! Memory ordering:
 //!
@@ -71,14 +80,15 @@
 //! 3. A member writes its data for call `s + 1` only after it saw
 //!    `released ≥ s`, i.e. after the leader read its data for `s`; the
 //!    leader writes the result of `s + 1` only after every member arrived
-//!    at `s + 1`, i.e. after each read the result of `s`. By slices, a
-//!    member writes its chunk of round `r + 1` after every member's
-//!    `combined` reached `r` (all read its chunk of `r`), and its part of
-//!    `r + 1` after every `published` reached `r + 1` (all copied the
-//!    parts of `r`); a broadcast's root waits for its readers (B3). So a
-//!    writer never meets a reader; the data's locks are read-write locks
-//!    so that no `unsafe` is needed and the readers of one slot (16
-//!    copying one root's buffer) do not take turns.
+//!    at `s + 1`, i.e. after each read the result of `s`. Through
+//!    windows, in S2 member `i` alone reads and writes slice `i` of the
+//!    leader's buffer, and only reads the others' buffers, which their
+//!    owners write only in S3 or S5, after `combined`; the leader writes
+//!    its whole buffer in S4, which members read only after the release
+//!    (S3: after `combined`); a buffer read in B2 or B4 is not written. So a writer never meets a
+//!    reader; the slots' data are behind read-write locks so that the
+//!    readers of one slot do not take turns, and a window is read only
+//!    under a pin.
 //! 4. Rule 3 needs one call of the stage under way per member at a time:
 //!    a member's call takes its *turn* (step 0) before step 1 and gives it
 //!    back when it has read its result (or failed). Turns go in call
@@ -149,8 +159,10 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::task::Poll;
 
 mod large;
+mod window;
 
-use large::{allreduce_sliced, bcast_by_copies};
+use large::{allreduce_sliced, bcast_by_copies, bcast_by_windows};
+use window::Window;
 
 /// One local member's line: its counters, then (behind pointers) its data.
 #[repr(align(128))]
@@ -161,15 +173,19 @@ struct Slot {
     arrived: AtomicU64,
     /// The leader's slot only: the calls released (rule 1).
     released: AtomicU64,
-    /// Allreduce by slices: the member's rounds ([`tick`]) whose chunk is
-    /// in `data`, and the buffer's length in elements.
+    /// Allreduce by slices: the member's calls whose buffer is open (S1),
+    /// and the buffer's length in elements.
     published: AtomicU64,
     length: AtomicUsize,
-    /// Allreduce by slices: the member's rounds whose slice of the chunk's
-    /// result is in `part`.
+    /// Allreduce by slices: the member's calls whose slice is combined
+    /// in its buffer (S2).
     combined: AtomicU64,
+    /// Large calls: the member's calls in which it reads no other
+    /// member's window any more (S3, S5, B4).
+    copied: AtomicU64,
     data: RwLock<Vec<u8>>,
-    part: RwLock<Vec<u8>>,
+    /// Large calls: the member's buffer, open to the others.
+    window: Window,
 }
 
 fn arrived(slot: &Slot) -> &AtomicU64 {
@@ -182,6 +198,10 @@ fn published(slot: &Slot) -> &AtomicU64 {
 
 fn combined(slot: &Slot) -> &AtomicU64 {
     &slot.combined
+}
+
+fn copied(slot: &Slot) -> &AtomicU64 {
+    &slot.copied
 }
 
 /// The node-local structure of one group: one slot per member on this
@@ -633,18 +653,20 @@ pub(crate) async fn allreduce<T: Reducible>(
         Ok(())
     }
     .await;
-    leaders_allreduce(c, stage, buf, op, combined).await
+    leaders_allreduce(c, stage, buf, op, combined, true).await
 }
 
 /// The leader's steps 3 and 4 of an allreduce, once its node's part is
 /// `combined` into `buf`: the host stage or the flat allreduce among the
-/// leaders, the result into the team, and the release.
+/// leaders, the result into the team if `publish` (else the members read
+/// it from `buf`), and the release.
 async fn leaders_allreduce<T: Reducible>(
     c: &Call,
     stage: &NodeStage,
     buf: &mut [T],
     op: &Reduction<T>,
     combined: Result<(), CollError>,
+    publish: bool,
 ) -> Result<(), CollError> {
     let result = async {
         combined?;
@@ -653,7 +675,9 @@ async fn leaders_allreduce<T: Reducible>(
         } else if let Some(lc) = stage.leaders_call(c) {
             crate::group::dispatch::allreduce_flat(&lc, buf, op).await?;
         }
-        stage.publish_result(buf);
+        if publish {
+            stage.publish_result(buf);
+        }
         Ok(())
     }
     .await;
@@ -697,6 +721,11 @@ pub(crate) async fn bcast<T: Element>(
             .by_last(c, mine, copy, |bytes| c.decode_into(bytes, buf))
             .await;
     }
+    let root_here = c.comm.members[root].node == c.comm.members[c.rank()].node;
+    if tuning::bcast_by_copies(std::mem::size_of_val(buf)) {
+        let root_slot = root_here.then(|| at(root)).flatten();
+        return bcast_by_windows(c, stage, buf, root, root_slot).await;
+    }
     let s = c.index;
     if stage.index != 0 {
         let mine = is_root.then(|| bytes_of(buf));
@@ -704,7 +733,6 @@ pub(crate) async fn bcast<T: Element>(
             .member(c, s, mine, |bytes| c.decode_into(bytes, buf))
             .await;
     }
-    let root_here = c.comm.members[root].node == c.comm.members[c.rank()].node;
     let result = async {
         stage.arrivals(c, s).await?;
         if root_here && !is_root {
