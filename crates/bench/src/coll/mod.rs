@@ -5,9 +5,9 @@
 //! ([`peers::coll`](crate::peers::coll)) beside them.
 //!
 //! The benchmark `bench coll` is [`sweep`]: one job per [`Layout`] of
-//! `N` nodes, whose every node runs [`node::node`]: thread 0 and `T − 1`
-//! spawned fibers, all members of `Group::world_threads(ep, T)`. Per
-//! operation and size, every member runs the same steps:
+//! `N` nodes, whose every node runs [`node::node`]: its `T` members are
+//! thread 0 if `T` is 1, else `T` spawned fibers. Per operation and size,
+//! every member runs the same steps:
 //!
 //! 1. **Warm-up and calibration**: batches of 1, 2, 4, … operations, each
 //!    between a barrier and an allreduce of the slowest member's time,

@@ -1,13 +1,16 @@
-//! The node side of `bench coll`: thread 0 of the node and `T − 1`
-//! spawned fibers are the node's members of `Group::world_threads(ep, T)`;
-//! every member runs [`member`], and rank 0 (node 0, thread 0) reports
-//! each row as it is measured ([`NodeResult::Coll`]). The steps are the
-//! module docs' ([`super`]).
+//! The node side of `bench coll`: the node's members are, with one a
+//! node, thread 0 (`Group::world`), and with `T` > 1, `T` spawned fibers
+//! (threads 1 to `T` of every node, ranked by node), while thread 0 waits
+//! for them — "nodes × fibers", so that a node's members run on its fiber
+//! workers alone, as an MPI rank's OpenMP threads run on its cores; every
+//! member runs [`member`], and rank 0 reports each row as it is measured
+//! ([`NodeResult::Coll`]). The steps are the module docs' ([`super`]).
 
 use super::{Layout, Operation, Options, Sample};
 use crate::node_result::NodeResult;
 use std::time::{Duration, Instant};
-use threadwire::{CollError, Endpoint, Group, InitError, Op, ReportError};
+use std::sync::Arc;
+use threadwire::{Address, CollError, Endpoint, Group, InitError, Op, ReportError};
 
 /// Why a node failed.
 #[derive(Debug, thiserror::Error)]
@@ -45,22 +48,33 @@ pub fn node(options: &Options) -> Result<(), NodeError> {
             threads: 1,
         });
     let ep = threadwire::init().map_err(NodeError::Init)?;
-    let fibers: Vec<_> = (1..layout.threads)
+    if layout.threads == 1 {
+        return member(&ep, layout, options, None);
+    }
+    let members: Arc<[Address]> = (0..ep.node().nodes())
+        .flat_map(|node| (1..=layout.threads).map(move |thread| Address::new(node, thread)))
+        .collect();
+    let fibers: Vec<_> = (0..layout.threads)
         .map(|_| {
-            let options = options.clone();
-            ep.node().spawn(move |ep| member(&ep, layout, &options))
+            let (options, members) = (options.clone(), members.clone());
+            ep.node().spawn(move |ep| member(&ep, layout, &options, Some(&members)))
         })
         .collect();
-    let mine = member(&ep, layout, options);
     for fiber in fibers {
         fiber.join().map_err(NodeError::Join)??;
     }
-    mine
+    Ok(())
 }
 
 /// A member's part: every operation and size of `options` that `layout`
-/// runs, in order.
-fn member(ep: &Endpoint, layout: Layout, options: &Options) -> Result<(), NodeError> {
+/// runs, in order, in the group of `members` (thread 0 of every node if
+/// `None`).
+fn member(
+    ep: &Endpoint,
+    layout: Layout,
+    options: &Options,
+    members: Option<&[Address]>,
+) -> Result<(), NodeError> {
     let failed = |operation: &'static str, size| {
         move |source| NodeError::Collective {
             operation,
@@ -68,7 +82,11 @@ fn member(ep: &Endpoint, layout: Layout, options: &Options) -> Result<(), NodeEr
             source,
         }
     };
-    let group = Group::world_threads(ep, layout.threads).map_err(failed("the group", 0))?;
+    let group = match members {
+        Some(members) => Group::new(ep, members),
+        None => Group::world(ep),
+    };
+    let group = group.map_err(failed("the group", 0))?;
     group.set_algorithms(options.algorithms);
     for &operation in &options.operations {
         for size in options.split_sizes(layout, operation).0 {

@@ -83,10 +83,9 @@
 //! for 1 ms more (checking for lost members and aborts every 64 rounds),
 //! with no system call but the yields between checks (so a `test` of a
 //! nonblocking call in the stage may take up to the spin budget); a fiber
-//! parks at once, so its worker
-//! runs the node's other fibers. Then it is the collective's ordinary
-//! wait, and while it
-//! lasts the node's waits re-check every 100 µs once their spin is spent
+//! skips the spin and, in a blocking wait, yields to the node's other
+//! fibers for that 1 ms, checking whenever its worker has nothing else to
+//! run. Then it is the collective's ordinary wait, and while it lasts the node's waits re-check every 100 µs once their spin is spent
 //! (the progress engine's step 9). It also ends on a member's node lost (the schedule's rule 4:
 //! a dead node on this host never arrives, one elsewhere fails the host
 //! leaders' flat stage) or an abort of the call, so it never hangs. A
@@ -524,15 +523,20 @@ async fn wait(c: &Call, ready: impl Fn() -> bool) -> Result<(), CollError> {
     }
     // Another process stores what this waits for: spin, then yield, with
     // no system call between checks (the engine's wait polls its channels
-    // in every round). A fiber parks at once instead, so that its worker
-    // runs the node's other fibers.
-    if !threadwire_fiber::in_fiber() {
+    // in every round). A fiber yields at once instead, so that its worker
+    // runs the node's other fibers, and checks again whenever none is
+    // ready to run (a parked fiber would sleep through the engine's
+    // re-check period: nothing wakes it when another process stores).
+    let fiber = threadwire_fiber::in_fiber();
+    if !fiber {
         let mut spin = SpinWait::new();
         while spin.spin() {
             if ready() {
                 return Ok(());
             }
         }
+    }
+    {
         // The member it waits for is most likely a process the scheduler
         // has not run yet: keep handing it the core rather than sleep
         // through a re-check period — in a blocking wait only, as a
@@ -544,7 +548,10 @@ async fn wait(c: &Call, ready: impl Fn() -> bool) -> Result<(), CollError> {
         let until = std::time::Instant::now() + yield_for;
         let mut rounds = 0u32;
         while std::time::Instant::now() < until {
-            std::thread::yield_now();
+            match fiber {
+                true => threadwire_fiber::yield_now(),
+                false => std::thread::yield_now(),
+            }
             if ready() {
                 return Ok(());
             }
