@@ -62,8 +62,8 @@ pub(crate) struct Router {
     /// Bumped on every failure, so waits on wildcards notice one.
     pub(crate) failures: AtomicU64,
     subscribers: Mutex<Vec<Subscriber>>,
-    /// The named groups this node is home to (`group::named`).
-    pub(crate) named: crate::group::named::HomeTable,
+    /// The named groups this node serves or backs up (`group::named`).
+    pub(crate) named: crate::group::named::Home,
     /// The number of this node's next request to a name's home.
     pub(crate) named_requests: std::sync::atomic::AtomicU32,
     /// Announced messages, fetches and the eager budget.
@@ -251,33 +251,53 @@ impl Router {
         Ok(())
     }
 
-    /// A request to a name homed here (`group::named`, protocol steps 4
-    /// and 5): applied under the table's lock, answered at once.
+    /// A `Named` frame (`group::named`): a request to a name this node
+    /// serves (protocol step 4), or a message between a home and its
+    /// backup (steps 6–9).
     fn on_named(&self, peer: u32, frame: Frame) -> Result<(), ProtocolError> {
-        use crate::group::named::protocol::{decode_request, encode_reply, REPLY_CONTEXT};
+        use crate::group::named::protocol::{decode_request, is_replica, Replica};
         let h = frame.header;
+        if is_replica(&frame.payload) {
+            let message = Replica::decode(&frame.payload)?;
+            self.named.replica(self, peer, message);
+            return Ok(());
+        }
         if h.source_thread >= MAX_THREADS {
             return Err(ProtocolError::NoSuchThread(h.source_thread));
         }
         let (op, name) = decode_request(&frame.payload)?;
         let from = crate::Address::new(peer, h.source_thread);
-        let reply = encode_reply(&self.named.apply(op, name, from));
+        self.named.request(self, from, h.tag, op, name);
+        Ok(())
+    }
+
+    /// A home's reply (`group::named`, step 5) to thread `to`, a data
+    /// message in the reply context: into its mailbox if it is a thread
+    /// of this node, else as a frame.
+    pub(crate) fn named_reply(&self, to: crate::Address, tag: u32, reply: Vec<u8>) {
+        use crate::group::named::protocol::REPLY_CONTEXT;
+        if to.node == self.id {
+            if let Some(mailbox) = self.mailboxes.get(to.thread) {
+                let payload = Payload::from_vec(reply);
+                mailbox.deliver(remote_message(self.id, 0, REPLY_CONTEXT, tag, payload));
+            }
+            return;
+        }
         // An eager message like any: its receipt returns the bytes.
         self.rendezvous
             .budget
-            .force_take(peer, reply.len() + OVERHEAD);
+            .force_take(to.node, reply.len() + OVERHEAD);
         let header = FrameHeader::data_in(
             REPLY_CONTEXT,
             0,
-            h.source_thread,
-            h.tag,
+            to.thread,
+            tag,
             threadwire_wire::Format::OPAQUE,
             reply.len() as u64,
         );
-        if let Err((e, _)) = self.peers[peer as usize].send(&header, Payload::from_vec(reply)) {
-            self.lose_peer(peer, LossCause::Failed(Failure::Channel(e.to_string())));
+        if let Err((e, _)) = self.peers[to.node as usize].send(&header, Payload::from_vec(reply)) {
+            self.lose_peer(to.node, LossCause::Failed(Failure::Channel(e.to_string())));
         }
-        Ok(())
     }
 
     /// Records that `peer` is gone (first cause wins), fails what waits on
@@ -295,7 +315,7 @@ impl Router {
                 c.close();
             }
         }
-        self.named.remove_node(peer);
+        self.named.lost(self, peer);
         self.rendezvous.lose(&lost);
         self.mailboxes.for_each(|m| m.fail_for(&lost));
         let subscribers = lock(&self.subscribers).clone();

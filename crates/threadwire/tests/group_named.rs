@@ -2,7 +2,8 @@
 //! several nodes at once with consistent instances; a frozen group's
 //! collectives (blocking and not) while others join and leave the name;
 //! over TCP too; a member's node
-//! finishing; the home node's death (see `nodes/named.rs`).
+//! finishing; the home node's death or finish, which the name survives,
+//! also in the middle of joins and leaves (see `nodes/named.rs`).
 
 mod support;
 
@@ -42,19 +43,43 @@ fn member_node_finishing_leaves_the_name() {
     named(3, 1, "member-finishes", &[]);
 }
 
+/// The name's home killed, or finishing: the next node serves the name
+/// with every survivor's instance (see `nodes/named.rs`).
 #[test]
-fn home_node_lost_gives_a_typed_error() {
-    let nodes = 3;
+fn the_name_survives_its_home_node_killed() {
+    home_gone("home-lost", 3, 1, Some(2));
+    home_gone("home-lost", 2, 1, Some(1));
+}
+
+#[test]
+fn the_name_survives_its_home_node_finishing() {
+    home_gone("home-finishes", 3, 1, None);
+}
+
+/// Joins and leaves under way while the home dies: each applied once.
+#[test]
+fn joins_and_leaves_survive_their_home_killed_mid_stream() {
+    home_gone("churn-home-killed", 4, 2, Some(3));
+    home_gone("churn-home-killed", 3, 3, Some(2));
+}
+
+fn home_gone(mode: &str, nodes: u32, threads: u32, killed: Option<u32>) {
     let out = support::run(
         support::job(nodes, "node-named")
-            .args(["home-lost", "1"])
+            .args([mode, &threads.to_string()])
             .on_failure(FailurePolicy::Continue),
     );
     let t = out.transcript();
     assert!(!out.report.timed_out, "the job hung:\n{t}");
-    for node in 0..nodes - 1 {
-        out.line(node, &format!("n{node}: HomeLost"));
+    let gone = killed.unwrap_or(0);
+    for node in (0..nodes).filter(|&n| n != gone) {
+        if mode != "churn-home-killed" {
+            out.line(node, &format!("n{node}: survived"));
+        }
         out.line(node, &format!("named n{node}: ok"));
     }
-    out.line(2, "n2: killing myself");
+    match killed {
+        Some(n) => out.line(n, &format!("n{n}: killing myself")),
+        None => out.line(0, "named n0: ok"),
+    };
 }

@@ -8,8 +8,8 @@
 
 use super::{Layout, Operation, Options, Sample};
 use crate::node_result::NodeResult;
-use std::time::{Duration, Instant};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use threadwire::{Address, CollError, Endpoint, Group, InitError, Op, ReportError};
 
 /// Why a node failed.
@@ -57,7 +57,8 @@ pub fn node(options: &Options) -> Result<(), NodeError> {
     let fibers: Vec<_> = (0..layout.threads)
         .map(|_| {
             let (options, members) = (options.clone(), members.clone());
-            ep.node().spawn(move |ep| member(&ep, layout, &options, Some(&members)))
+            ep.node()
+                .spawn(move |ep| member(&ep, layout, &options, Some(&members)))
         })
         .collect();
     for fiber in fibers {

@@ -10,8 +10,15 @@
 //!   frozen group while the last thread of each node joins and leaves the
 //!   same name over and over;
 //! - `home-lost`: (one thread per node) everyone joins a name homed on the
-//!   last node, which then kills itself; the others' next request gives
-//!   `HomeLost`, printed as `n<id>: HomeLost`;
+//!   last node, which then kills itself; the others find the name served
+//!   by the next node with every survivor's instance, the dead node's
+//!   thread gone, and printed `n<id>: survived`;
+//! - `home-finishes`: the same with the home (node 0) finishing instead;
+//! - `churn-home-killed`: every thread of every node but the last joins
+//!   and leaves a name homed on the last node over and over, while that
+//!   node kills itself; every join and leave succeeds exactly once (a
+//!   change retried at the new home after the loss is not applied twice),
+//!   and at the end the survivors hold instances 0..p−1;
 //! - `member-finishes`: (one thread per node) everyone joins a name homed
 //!   on node 0; the last node finishes; node 0, then node 1, see it gone
 //!   from the name.
@@ -151,7 +158,7 @@ fn home_lost(ep: &Endpoint) {
     let node = ep.node();
     let last = node.nodes() - 1;
     let name = name_homed_on("lost", last, node.nodes());
-    ep.join_group(&name).expect("join");
+    let inst = ep.join_group(&name).expect("join");
     Group::world(ep).expect("world").barrier().expect("barrier");
     if node.id() == last {
         // Dies only once every survivor is out of the barrier.
@@ -167,16 +174,95 @@ fn home_lost(ep: &Endpoint) {
     }
     ep.send(Address::new(last, 0), 4, Vec::new())
         .expect("ready");
-    // Wait for the loss itself, so that the request below cannot be
-    // answered by a home still alive.
+    // Wait for the loss itself, so that the requests below meet the new
+    // home.
     let m = ep.recv(Address::new(last, 0), 1);
     assert!(matches!(m, Err(RecvError::PeerLost(_))), "{m:?}");
-    match ep.group_size(&name) {
-        Err(GroupError::HomeLost { lost, .. }) if lost.node == last => {
-            println!("n{}: HomeLost", node.id());
-        }
-        other => panic!("group_size with the home gone gave {other:?}"),
+    survives(ep, &name, inst, last);
+}
+
+/// After node `gone` (the name's home) is gone: the name has every other
+/// node's thread, with its instance, and still serves joins and leaves.
+fn survives(ep: &Endpoint, name: &str, inst: u32, gone: u32) {
+    let node = ep.node();
+    let others = node.nodes() - 1;
+    assert_eq!(ep.group_size(name), Ok(others as usize));
+    let members = ep.group_members(name).expect("members");
+    assert!(members.iter().all(|&(_, a)| a.node != gone), "{members:?}");
+    assert!(members.contains(&(inst, ep.address())), "{members:?}");
+    assert_eq!(ep.group_instance(name, ep.address()), Ok(inst));
+    let survivors: Vec<Address> = (0..node.nodes())
+        .filter(|&n| n != gone)
+        .map(|n| Address::new(n, 0))
+        .collect();
+    let g = Group::new(ep, &survivors).expect("survivors");
+    g.barrier().expect("barrier");
+    ep.leave_group(name).expect("leave");
+    assert_eq!(ep.join_group(name).map(|_| ()), Ok(()));
+    g.barrier().expect("barrier");
+    assert_eq!(ep.group_size(name), Ok(others as usize));
+    println!("n{}: survived", node.id());
+    g.barrier().expect("barrier");
+    ep.leave_group(name).expect("leave");
+    g.barrier().expect("barrier");
+}
+
+fn home_finishes(ep: &Endpoint) {
+    let node = ep.node();
+    let name = name_homed_on("finish", 0, node.nodes());
+    let inst = ep.join_group(&name).expect("join");
+    Group::world(ep).expect("world").barrier().expect("barrier");
+    if node.id() == 0 {
+        return; // finishes: the next node serves the name
     }
+    let m = ep.recv(Address::new(0, 0), 1);
+    assert!(matches!(m, Err(RecvError::PeerLost(_))), "{m:?}");
+    survives(ep, &name, inst, 0);
+}
+
+fn churn_home_killed(ep: &Endpoint, threads: u32) {
+    let node = ep.node();
+    let last = node.nodes() - 1;
+    let name = name_homed_on("churned", last, node.nodes());
+    let world = Group::world_threads(ep, threads).expect("world");
+    world.barrier().expect("barrier");
+    if node.id() == last {
+        if ep.address().thread == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            println!("n{last}: killing myself");
+            // SAFETY: kill(2) with our own pid; SIGKILL ends the process.
+            unsafe {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+        }
+        let _ = ep.recv(Address::new(0, 0), u32::MAX);
+        unreachable!("the process was killed");
+    }
+    // Until the loss is seen, and 50 rounds after it.
+    let mut after = 0;
+    while after < 50 {
+        if node.lost_peers().iter().any(|l| l.node == last) {
+            after += 1;
+        }
+        ep.join_group(&name)
+            .expect("join: applied once, never AlreadyMember");
+        ep.leave_group(&name)
+            .expect("leave: applied once, never NotMember");
+    }
+    let inst = ep.join_group(&name).expect("join");
+    let survivors: Vec<Address> = (0..last)
+        .flat_map(|n| (0..threads).map(move |t| Address::new(n, t)))
+        .collect();
+    let g = Group::new(ep, &survivors).expect("survivors");
+    let mut all = g.allgather(&[inst]).expect("allgather");
+    all.sort_unstable();
+    assert_eq!(all, (0..survivors.len() as u32).collect::<Vec<_>>());
+    assert_eq!(ep.group_size(&name), Ok(survivors.len()));
+    g.barrier().expect("barrier");
+    // Everyone leaves before anyone finishes: two nodes next to each other
+    // in the name's chain finishing at once would take its state along.
+    ep.leave_group(&name).expect("leave");
+    g.barrier().expect("barrier");
 }
 
 fn member_finishes(ep: &Endpoint) {
@@ -225,6 +311,8 @@ fn main() {
         "churn" => churn(ep, threads),
         "freeze" => freeze(ep, threads),
         "home-lost" => home_lost(ep),
+        "home-finishes" => home_finishes(ep),
+        "churn-home-killed" => churn_home_killed(ep, threads),
         "member-finishes" => member_finishes(ep),
         other => panic!("unknown mode {other}"),
     };

@@ -18,40 +18,77 @@
 //! There is no group server. The state of a name lives on its *home*
 //! node, [`home_of`]: FNV-1a (64-bit) of the name's UTF-8 bytes, modulo
 //! the number of nodes — deterministic, the same at every node, with no
-//! key to share. The home's runtime serves the name in its router: a
-//! request is a small frame of its own kind
-//! ([`FrameKind::Named`](threadwire_wire::FrameKind)), answered where it
-//! is read. The router rather than a service thread or fiber because a
-//! request is one short update under one lock — no wait, no allocation
-//! beyond the answer — and the router runs wherever progress is made,
-//! so requests are served even while every thread of the home computes
-//! or waits, with no thread to schedule and no extra wake-up on the path.
+//! key to share — and a copy on the home's *backup*, the next node. When
+//! the home is gone (it failed or finished), the next live node of the
+//! name's *chain* (the home, then the nodes after it, cyclically) serves
+//! the name from its copy, and copies it on to its own backup. The node
+//! serving a name handles it in its router: a request is a small frame
+//! of its own kind ([`FrameKind::Named`](threadwire_wire::FrameKind)),
+//! answered where it is read. The router rather than a service thread or
+//! fiber because a request is one short update under one lock — no
+//! wait, no allocation beyond the answer and the backup's copy — and the
+//! router runs wherever progress is made, so requests are served even
+//! while every thread of the node computes or waits, with no thread to
+//! schedule and no extra wake-up on the path.
 //!
 //! # Protocol
 //!
-//! 1. A thread calls an operation on `name`; its node computes the home
-//!    `h = home_of(name, nodes)`.
-//! 2. If `h` is its own node, it applies the request to the node's table
-//!    itself (step 4) and is done.
-//! 3. Otherwise it sends a `Named` frame to `h` (see [`protocol`]): its
-//!    thread, a request number as tag, the operation and the name; then
-//!    waits for the reply in the reserved context
-//!    [`REPLY_CONTEXT`](protocol::REPLY_CONTEXT) from node `h` with that
-//!    tag.
-//! 4. `h`'s router decodes the request (a malformed one is a protocol
-//!    error that closes that peer's channel) and applies it to its table
-//!    under one lock, so requests on a name are serialized at its home
-//!    and each sees all those applied before it: join takes the lowest
-//!    free instance; leave frees the caller's; the queries read.
-//! 5. `h` sends the reply (a status and the answer) to the requesting
-//!    thread as a data frame in the reply context.
-//! 6. When `h` learns that a node is gone — its goodbye when it finishes,
-//!    or its failure — the node's threads leave every name homed on `h`,
-//!    freeing their instances, before anything that waits on the node is
-//!    woken.
-//! 7. If `h` itself is lost, every request waiting on it and every later
-//!    one fails with [`GroupError::HomeLost`]: its names are gone
-//!    (replication is a later phase).
+//! 1. A thread calls an operation on `name` with a request number of its
+//!    node's; its node computes the *server*: the first node of the
+//!    name's chain it does not know to be gone (itself, if it gets that
+//!    far).
+//! 2. If the server is its own node, it hands the request to its own
+//!    router (step 4) and waits for the reply, polling the channels.
+//! 3. Otherwise it sends a `Named` frame to the server (see [`protocol`]):
+//!    its thread, the request number as tag, the operation and the name;
+//!    then waits for the reply in the reserved context
+//!    [`REPLY_CONTEXT`](protocol::REPLY_CONTEXT) from that node with
+//!    that tag.
+//! 4. The server's router decodes the request (a malformed one is a
+//!    protocol error that closes that peer's channel). If by its own view
+//!    it does not serve the name, it answers `NotHome`, and the thread
+//!    asks again after a millisecond (views of which nodes are gone
+//!    differ only until the news of a loss has reached every node; after
+//!    10 s it gives up with [`GroupError::HomeLost`]). Otherwise it
+//!    applies the request to its table under one lock, so requests on a
+//!    name are serialized and each sees all those applied before it:
+//!    join takes the lowest free instance; leave frees the caller's; the
+//!    queries read. A change (join, leave, freeze) is recorded with the
+//!    thread's request number and its reply, and a change whose number
+//!    the thread's record already holds is not applied again: its reply
+//!    is given again (step 7's retry).
+//! 5. A change goes to the server's backup as the next *update*, in order,
+//!    before the lock is released. The reply (to any request) is held
+//!    until the backup has acknowledged every update applied before it,
+//!    then sent to the requesting thread as a data frame in the reply
+//!    context (or put in its mailbox, on the server's own node). So a
+//!    thread sees a change only once its copy exists, and no reply tells
+//!    of a state the backup lacks.
+//! 6. The backup applies each update to its copy in order (the same
+//!    operations in the same order give the same state) and acknowledges
+//!    it.
+//! 7. When a node learns that another is gone — its goodbye when it
+//!    finishes, or its failure — requests waiting on it fail inside the
+//!    request loop, which starts again at step 1 with the same request
+//!    number: the next node of the chain serves the name now, and applies
+//!    the request unless it holds it already (step 4). Frames a lost node
+//!    sent before it went are ignored once its loss is known.
+//! 8. The gone node's threads leave every name the node serves. If the
+//!    gone node was its backup, or lay between it and the live node before
+//!    it (so that it serves that node's names now, from the copies it
+//!    kept), it sends its new backup a *snapshot* of every name it serves
+//!    and every thread's record; the replies it holds go out once the new
+//!    backup acknowledges it (or at once, with no other node left).
+//!    Otherwise the departure goes to the backup as an update.
+//! 9. A snapshot replaces, at its receiver, the names its sender serves
+//!    (as the receiver sees it) and each thread's record where the
+//!    snapshot's is newer.
+//!
+//! A name survives the loss of any one node at a time: the window is the
+//! time a snapshot takes to reach the new backup after a loss. Two nodes
+//! next to each other in a chain lost at once (or finishing at once)
+//! take the names they served and backed up along; requests on them then
+//! find an empty name.
 //!
 //! # Freezing
 //!
@@ -75,10 +112,11 @@
 //! member until its node finishes. Names are at most
 //! [`MAX_NAME`](protocol::MAX_NAME) bytes.
 
+mod home;
 pub mod protocol;
 mod table;
 
-pub(crate) use table::HomeTable;
+pub(crate) use home::Home;
 
 use crate::error::{Failure, LossCause, PeerLost, RecvError};
 use crate::{Address, Endpoint, Group, Source, TagMatch};
@@ -117,7 +155,8 @@ pub enum GroupError {
     /// The name is longer than [`MAX_NAME`](protocol::MAX_NAME) bytes.
     #[error("group name of {0} bytes is too long")]
     NameTooLong(usize),
-    /// The name's home node is gone, and the name's state with it.
+    /// No node serves the name: the node asked kept answering that it
+    /// does not (protocol step 4) for 10 s.
     #[error("home of group {name:?} lost: {lost}")]
     HomeLost {
         /// The name.
@@ -157,7 +196,13 @@ pub fn home_of(name: &str, nodes: u32) -> u32 {
     (h % u64::from(nodes.max(1))) as u32
 }
 
-/// Runs `op` on `name` at its home (protocol steps 1–5).
+/// How long a request keeps asking nodes that answer `NotHome` (views of
+/// which nodes are gone disagree only until every node has heard of a
+/// loss) before it fails with [`GroupError::HomeLost`].
+const NOT_HOME_FOR: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs `op` on `name` at the node that serves it (protocol steps 1–5),
+/// again at the next one while a node it asks is lost.
 fn request(ep: &Endpoint, name: &str, op: Op) -> Result<Vec<u32>, GroupError> {
     if name.len() > protocol::MAX_NAME {
         return Err(GroupError::NameTooLong(name.len()));
@@ -168,51 +213,73 @@ fn request(ep: &Endpoint, name: &str, op: Op) -> Result<Vec<u32>, GroupError> {
         return Err(GroupError::Finalized);
     }
     let me = ep.address();
-    let home = home_of(name, s.nodes);
-    let reply = if home == s.id {
-        s.named.apply(op, name, me)
-    } else {
-        let home_lost = |lost: PeerLost| GroupError::HomeLost {
-            name: name.to_owned(),
-            lost,
-        };
-        let peer = &s.peers[home as usize];
-        if let Some(lost) = peer.lost() {
-            return Err(home_lost(lost.clone()));
-        }
-        let id = s.named_requests.fetch_add(1, Ordering::Relaxed);
-        let bytes = encode_request(op, name);
-        let header = FrameHeader {
-            kind: FrameKind::Named,
-            format: Format::OPAQUE,
-            source_thread: me.thread,
-            dest_thread: 0,
-            tag: id,
-            aux: 0,
-            len: bytes.len() as u64,
-        };
-        match peer.send(&header, Payload::from_vec(bytes)) {
-            Ok(SendOutcome::Queued) => shared.engine.try_progress(s),
-            Ok(_) => {}
-            Err((e, _)) => {
-                s.lose_peer(home, LossCause::Failed(Failure::Channel(e.to_string())));
-                return Err(home_lost(peer.lost().cloned().expect("just marked lost")));
+    let id = s.named_requests.fetch_add(1, Ordering::Relaxed);
+    let bytes = encode_request(op, name);
+    let mut not_home_since = None;
+    let reply = loop {
+        let server = home::server_of(s, name);
+        if server == s.id {
+            s.named.request(s, me, id, op, name);
+        } else {
+            let header = FrameHeader {
+                kind: FrameKind::Named,
+                format: Format::OPAQUE,
+                source_thread: me.thread,
+                dest_thread: 0,
+                tag: id,
+                aux: 0,
+                len: bytes.len() as u64,
+            };
+            let peer = &s.peers[server as usize];
+            match peer.send(&header, Payload::from_vec(bytes.clone())) {
+                Ok(SendOutcome::Queued) => shared.engine.try_progress(s),
+                Ok(_) => {}
+                Err((e, _)) => {
+                    s.lose_peer(server, LossCause::Failed(Failure::Channel(e.to_string())));
+                    continue;
+                }
             }
         }
-        let m = match ep.recv_in(REPLY_CONTEXT, Source::Node(home), TagMatch::Is(id)) {
+        if server == s.id {
+            // The reply waits for the backup's acknowledgement, which only
+            // polling the channels brings in (a receive from this node
+            // alone would not poll them).
+            let tag = TagMatch::Is(id);
+            let arrived = || ep.mailbox().probe(REPLY_CONTEXT, Source::Node(s.id), tag).is_some();
+            shared.engine.wait_until(s, crate::progress::Origin::Anywhere, arrived);
+        }
+        let m = match ep.recv_in(REPLY_CONTEXT, Source::Node(server), TagMatch::Is(id)) {
             Ok(m) => m,
-            Err(RecvError::PeerLost(lost)) => return Err(home_lost(lost)),
+            // Step 7: the next live node of the chain serves the name now.
+            Err(RecvError::PeerLost(_)) => continue,
             Err(_) => return Err(GroupError::Finalized),
         };
-        decode_reply(&m.into_vec()).map_err(|_| GroupError::BadReply {
+        let reply = decode_reply(&m.into_vec()).map_err(|_| GroupError::BadReply {
             name: name.to_owned(),
-            home,
-        })?
+            home: server,
+        })?;
+        if reply != Err((Status::NotHome, 0)) {
+            break reply;
+        }
+        let since = *not_home_since.get_or_insert_with(std::time::Instant::now);
+        if since.elapsed() > NOT_HOME_FOR {
+            let lost = PeerLost {
+                node: server,
+                cause: LossCause::Failed(Failure::Channel(
+                    "it does not serve the name, and no other node does".into(),
+                )),
+            };
+            return Err(GroupError::HomeLost {
+                name: name.to_owned(),
+                lost,
+            });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
     };
     let name = name.to_owned();
     reply.map_err(|(status, word)| match status {
         Status::UnknownName => GroupError::UnknownName(name),
-        Status::NotMember | Status::Ok => GroupError::NotMember(name),
+        Status::NotMember | Status::Ok | Status::NotHome => GroupError::NotMember(name),
         Status::AlreadyMember => GroupError::AlreadyMember {
             name,
             instance: word,

@@ -13,7 +13,18 @@
 //! The reply is an ordinary data frame to the requesting thread in context
 //! [`REPLY_CONTEXT`], with the request's number as tag: a status byte
 //! ([`Status`]) and then `u32` words, little-endian.
+//!
+//! Between a home and its backup ([`Replica`]), `Named` frames whose first
+//! byte is 8 to 11 (numbers little-endian):
+//!
+//! ```text
+//! update, a request:  | 8 | seq (8) | node (4) | thread (4) | id (4) | request |
+//! update, node gone:  | 9 | seq (8) | node (4) |
+//! ack:                | 10 | seq (8) |
+//! snapshot:           | 11 | seq (8) | table (see table.rs) |
+//! ```
 
+use super::table::Table;
 use crate::Address;
 
 /// The context of replies from a home: no group's (those stay below
@@ -56,6 +67,9 @@ pub enum Status {
     AlreadyMember = 3,
     /// No member holds the instance; the word is the instance.
     NoSuchInstance = 4,
+    /// The node asked does not serve the name (its view of which nodes
+    /// are gone differs from the requester's for a moment): ask again.
+    NotHome = 5,
 }
 
 /// A reply: the answer's words, or a status and its word.
@@ -157,11 +171,145 @@ pub fn decode_reply(b: &[u8]) -> Result<Reply, DecodeError> {
         2 => Status::NotMember,
         3 => Status::AlreadyMember,
         4 => Status::NoSuchInstance,
+        5 => Status::NotHome,
         &s => return Err(DecodeError::Unknown(s)),
     };
     match words.as_slice() {
         &[w] => Ok(Err((status, w))),
         _ => Err(DecodeError::Length(b.len())),
+    }
+}
+
+/// A change a home applied, in the order it applied them.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Update {
+    /// Request `id` of thread `from`.
+    Request {
+        /// The requesting thread.
+        from: Address,
+        /// Its request number.
+        id: u32,
+        /// The operation.
+        op: Op,
+        /// The name.
+        name: String,
+    },
+    /// A node is gone: its threads leave every name the home serves.
+    Gone(u32),
+}
+
+/// What a home and its backup tell each other.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Replica {
+    /// The home's update number `seq`.
+    Update {
+        /// Its number.
+        seq: u64,
+        /// What changed.
+        update: Update,
+    },
+    /// The backup has applied every update up to `seq`.
+    Ack {
+        /// The last applied.
+        seq: u64,
+    },
+    /// Every name the home serves, as of its update `seq`.
+    Snapshot {
+        /// The last update it holds.
+        seq: u64,
+        /// The names and threads' last changes.
+        table: Table,
+    },
+}
+
+/// Whether a `Named` payload is a [`Replica`] message (else a request).
+pub(crate) fn is_replica(b: &[u8]) -> bool {
+    matches!(b.first(), Some(8..=11))
+}
+
+impl Replica {
+    /// The payload.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        let head = |code: u8, seq: u64, b: &mut Vec<u8>| {
+            b.push(code);
+            b.extend(seq.to_le_bytes());
+        };
+        match self {
+            Replica::Update {
+                seq,
+                update: Update::Request { from, id, op, name },
+            } => {
+                head(8, *seq, &mut b);
+                for w in [from.node, from.thread, *id] {
+                    b.extend(w.to_le_bytes());
+                }
+                b.extend(encode_request(*op, name));
+            }
+            Replica::Update {
+                seq,
+                update: Update::Gone(node),
+            } => {
+                head(9, *seq, &mut b);
+                b.extend(node.to_le_bytes());
+            }
+            Replica::Ack { seq } => head(10, *seq, &mut b),
+            Replica::Snapshot { seq, table } => {
+                head(11, *seq, &mut b);
+                table.encode(&mut b);
+            }
+        }
+        b
+    }
+
+    /// Decodes a payload for which [`is_replica`] holds.
+    pub(crate) fn decode(b: &[u8]) -> Result<Replica, DecodeError> {
+        let short = || DecodeError::Length(b.len());
+        let [code, rest @ ..] = b else {
+            return Err(short());
+        };
+        let (seq, rest) = rest.split_at_checked(8).ok_or_else(short)?;
+        let seq = u64::from_le_bytes(seq.try_into().expect("8 bytes"));
+        let word = |at: usize| -> Result<u32, DecodeError> {
+            let w = rest.get(at..at + 4).ok_or_else(short)?;
+            Ok(u32::from_le_bytes(w.try_into().expect("4 bytes")))
+        };
+        Ok(match code {
+            8 => {
+                let from = Address::new(word(0)?, word(4)?);
+                let id = word(8)?;
+                let (op, name) = decode_request(&rest[12..])?;
+                let name = name.to_owned();
+                Replica::Update {
+                    seq,
+                    update: Update::Request { from, id, op, name },
+                }
+            }
+            9 if rest.len() == 4 => Replica::Update {
+                seq,
+                update: Update::Gone(word(0)?),
+            },
+            10 if rest.is_empty() => Replica::Ack { seq },
+            11 => Replica::Snapshot {
+                seq,
+                table: Table::decode(rest)?,
+            },
+            8..=11 => return Err(short()),
+            &c => return Err(DecodeError::Unknown(c)),
+        })
+    }
+}
+
+/// For the fuzz target: `bytes` as a message between a home and its
+/// backup decode to a typed error or to a message that round-trips
+/// (panics otherwise). Not part of the API.
+#[doc(hidden)]
+pub fn check_replica_bytes(bytes: &[u8]) {
+    if !is_replica(bytes) {
+        return;
+    }
+    if let Ok(m) = Replica::decode(bytes) {
+        assert_eq!(Replica::decode(&m.encode()).as_ref(), Ok(&m));
     }
 }
 
@@ -184,6 +332,32 @@ mod tests {
         }
         for r in [Ok(vec![]), Ok(vec![1, 2, 3]), Err((Status::AlreadyMember, 4))] {
             assert_eq!(decode_reply(&encode_reply(&r)), Ok(r));
+        }
+        let mut table = Table::default();
+        let _ = table.apply(Address::new(1, 2), 3, Op::Join, "g");
+        for m in [
+            Replica::Update {
+                seq: 5,
+                update: Update::Request {
+                    from: Address::new(1, 2),
+                    id: 9,
+                    op: Op::AddressOf(4),
+                    name: "g".into(),
+                },
+            },
+            Replica::Update {
+                seq: u64::MAX,
+                update: Update::Gone(3),
+            },
+            Replica::Ack { seq: 7 },
+            Replica::Snapshot { seq: 8, table },
+        ] {
+            let b = m.encode();
+            assert!(is_replica(&b));
+            assert_eq!(Replica::decode(&b), Ok(m));
+            for cut in 0..b.len() {
+                assert!(Replica::decode(&b[..cut]).is_err(), "{cut}");
+            }
         }
     }
 

@@ -1,20 +1,24 @@
-//! The state of the names a node is home to, and the one function that
-//! changes it: every request, local or from the network, goes through
-//! [`HomeTable::apply`] under one lock, so the home serializes the joins,
-//! leaves and freezes of each name and every later request sees them.
+//! The state of the names a node serves or keeps a copy of, and the
+//! functions that change it: every request goes through [`Table::apply`]
+//! (at the name's home, under the home's lock, and in the same order at
+//! its backup), so the joins, leaves and freezes of each name are
+//! serialized and every later request sees them. A snapshot of the
+//! table travels as bytes ([`Table::encode`], [`Table::decode`]).
 
-use super::protocol::{Op, Reply, Status};
-use crate::{lock, Address};
+use super::protocol::{DecodeError, Op, Reply, Status};
+use crate::Address;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Mutex;
 
-/// The names homed on this node.
-#[derive(Default)]
-pub(crate) struct HomeTable {
-    names: Mutex<HashMap<String, Name>>,
+/// Names and their states, and each thread's last change with its reply
+/// (so that a change retried at a new home after a loss is applied once).
+#[derive(Default, Clone, Debug, PartialEq)]
+pub(crate) struct Table {
+    names: HashMap<String, Name>,
+    /// Per thread: its last change's request number and reply.
+    last: HashMap<Address, (u32, Reply)>,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone, Debug, PartialEq)]
 struct Name {
     /// Members by instance; the lowest free instance is reused on join.
     members: BTreeMap<u32, Address>,
@@ -23,6 +27,7 @@ struct Name {
     freezes: Vec<Freeze>,
 }
 
+#[derive(Clone, Debug, PartialEq)]
 struct Freeze {
     members: Vec<Address>,
     pending: HashSet<Address>,
@@ -47,10 +52,53 @@ impl Name {
     }
 }
 
-impl HomeTable {
+/// Whether `op` changes a name (and so is applied once per request).
+pub(crate) fn changes(op: Op) -> bool {
+    matches!(op, Op::Join | Op::Leave | Op::Freeze)
+}
+
+impl Table {
+    /// Applies request `id` of thread `from` to `name`. A change the same
+    /// thread made under the same number is not applied again: its reply
+    /// is given again (the thread retried it at a new home).
+    pub(crate) fn apply(&mut self, from: Address, id: u32, op: Op, name: &str) -> Reply {
+        if !changes(op) {
+            return self.apply_once(op, name, from);
+        }
+        if let Some((last, reply)) = self.last.get(&from) {
+            if *last == id {
+                return reply.clone();
+            }
+        }
+        let reply = self.apply_once(op, name, from);
+        self.last.insert(from, (id, reply.clone()));
+        reply
+    }
+
+    /// Keeps only the names `keep` says to.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.names.retain(|name, _| keep(name));
+    }
+
+    /// Takes every name of `other`, replacing its own, and each thread's
+    /// record where it is newer (a thread's request numbers grow, modulo
+    /// 2³²).
+    pub(crate) fn merge(&mut self, other: Table) {
+        self.names.extend(other.names);
+        for (a, (id, reply)) in other.last {
+            let newer = self
+                .last
+                .get(&a)
+                .is_none_or(|&(mine, _)| (id.wrapping_sub(mine) as i32) > 0);
+            if newer {
+                self.last.insert(a, (id, reply));
+            }
+        }
+    }
+
     /// Applies one request from `from` to `name`.
-    pub(crate) fn apply(&self, op: Op, name: &str, from: Address) -> Reply {
-        let mut names = lock(&self.names);
+    fn apply_once(&mut self, op: Op, name: &str, from: Address) -> Reply {
+        let names = &mut self.names;
         if let Op::Join = op {
             let state = names.entry(name.to_owned()).or_default();
             if let Some(i) = state.instance_of(from) {
@@ -123,10 +171,11 @@ impl HomeTable {
     }
 
     /// Node `node` is gone (finished or failed): its threads leave every
-    /// name.
-    pub(crate) fn remove_node(&self, node: u32) {
-        let mut names = lock(&self.names);
-        for state in names.values_mut() {
+    /// name of `names` (those the caller serves).
+    pub(crate) fn remove_node(&mut self, node: u32, mut names_of: impl FnMut(&str) -> bool) {
+        self.last.retain(|a, _| a.node != node);
+        let names = &mut self.names;
+        for (_, state) in names.iter_mut().filter(|(n, _)| names_of(n)) {
             let gone: Vec<Address> = state
                 .members
                 .values()
@@ -139,6 +188,119 @@ impl HomeTable {
         }
         names.retain(|_, s| !s.members.is_empty());
     }
+
+    /// The table as bytes: names (length-prefixed UTF-8) with their
+    /// members and freezes, then the threads' last changes, all as `u32`
+    /// words, little-endian, after the name bytes.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        fn put(out: &mut Vec<u8>, x: usize) {
+            out.extend((x as u32).to_le_bytes());
+        }
+        fn put_address(out: &mut Vec<u8>, a: Address) {
+            out.extend(a.node.to_le_bytes());
+            out.extend(a.thread.to_le_bytes());
+        }
+        put(out, self.names.len());
+        for (name, state) in &self.names {
+            put(out, name.len());
+            out.extend(name.as_bytes());
+            put(out, state.members.len());
+            for (&i, &a) in &state.members {
+                put(out, i as usize);
+                put_address(out, a);
+            }
+            put(out, state.freezes.len());
+            for f in &state.freezes {
+                put(out, f.members.len());
+                for &a in &f.members {
+                    put_address(out, a);
+                }
+                put(out, f.pending.len());
+                for &a in &f.pending {
+                    put_address(out, a);
+                }
+            }
+        }
+        put(out, self.last.len());
+        for (&a, (id, reply)) in &self.last {
+            put_address(out, a);
+            put(out, *id as usize);
+            let bytes = super::protocol::encode_reply(reply);
+            put(out, bytes.len());
+            out.extend(bytes);
+        }
+    }
+
+    /// A table from [`encode`](Self::encode)'s bytes, which must be used
+    /// up exactly.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Table, DecodeError> {
+        let mut r = Reader { bytes, at: 0 };
+        let mut t = Table::default();
+        for _ in 0..r.count()? {
+            let len = r.word()? as usize;
+            if len > super::protocol::MAX_NAME {
+                return Err(DecodeError::Name);
+            }
+            let name = std::str::from_utf8(r.take(len)?).map_err(|_| DecodeError::Name)?;
+            let mut state = Name::default();
+            for _ in 0..r.count()? {
+                let i = r.word()?;
+                state.members.insert(i, r.address()?);
+            }
+            for _ in 0..r.count()? {
+                let members = (0..r.count()?).map(|_| r.address()).collect::<Result<_, _>>()?;
+                let pending = (0..r.count()?).map(|_| r.address()).collect::<Result<_, _>>()?;
+                state.freezes.push(Freeze { members, pending });
+            }
+            t.names.insert(name.to_owned(), state);
+        }
+        for _ in 0..r.count()? {
+            let a = r.address()?;
+            let id = r.word()?;
+            let len = r.word()? as usize;
+            let reply = super::protocol::decode_reply(r.take(len)?)?;
+            t.last.insert(a, (id, reply));
+        }
+        if r.at != bytes.len() {
+            return Err(DecodeError::Length(bytes.len()));
+        }
+        Ok(t)
+    }
+}
+
+/// Reads a snapshot's fields, each checked against the bytes left.
+struct Reader<'b> {
+    bytes: &'b [u8],
+    at: usize,
+}
+
+impl<'b> Reader<'b> {
+    fn take(&mut self, n: usize) -> Result<&'b [u8], DecodeError> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let end = end.ok_or(DecodeError::Length(self.bytes.len()))?;
+        let b = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(b)
+    }
+
+    fn word(&mut self) -> Result<u32, DecodeError> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// A count of items of at least 4 bytes each: never more than the
+    /// bytes left could hold, so that no count allocates beyond them.
+    fn count(&mut self) -> Result<usize, DecodeError> {
+        let n = self.word()? as usize;
+        if n > (self.bytes.len() - self.at) / 4 {
+            return Err(DecodeError::Length(self.bytes.len()));
+        }
+        Ok(n)
+    }
+
+    fn address(&mut self) -> Result<Address, DecodeError> {
+        Ok(Address::new(self.word()?, self.word()?))
+    }
 }
 
 #[cfg(test)]
@@ -149,45 +311,81 @@ mod tests {
         Address::new(n, t)
     }
 
+    /// Applies as a fresh request each time.
+    fn apply(t: &mut Table, op: Op, name: &str, from: Address) -> Reply {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+        t.apply(from, NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed), op, name)
+    }
+
     #[test]
     fn instances_are_the_lowest_free() {
-        let t = HomeTable::default();
+        let t = &mut Table::default();
         for (k, m) in [a(0, 0), a(1, 0), a(0, 1)].into_iter().enumerate() {
-            assert_eq!(t.apply(Op::Join, "g", m), Ok(vec![k as u32]));
+            assert_eq!(apply(t, Op::Join, "g", m), Ok(vec![k as u32]));
         }
-        assert_eq!(t.apply(Op::Join, "g", a(1, 0)), Err((Status::AlreadyMember, 1)));
-        assert_eq!(t.apply(Op::Leave, "g", a(1, 0)), Ok(vec![]));
-        assert_eq!(t.apply(Op::Leave, "g", a(1, 0)), Err((Status::NotMember, 0)));
-        assert_eq!(t.apply(Op::Size, "g", a(9, 9)), Ok(vec![2]));
-        assert_eq!(t.apply(Op::Join, "g", a(2, 5)), Ok(vec![1]));
-        assert_eq!(t.apply(Op::Join, "g", a(2, 6)), Ok(vec![3]));
-        assert_eq!(t.apply(Op::AddressOf(1), "g", a(0, 0)), Ok(vec![2, 5]));
-        assert_eq!(t.apply(Op::InstanceOf(a(0, 1)), "g", a(0, 0)), Ok(vec![2]));
-        assert_eq!(t.apply(Op::AddressOf(7), "g", a(0, 0)), Err((Status::NoSuchInstance, 7)));
-        assert_eq!(t.apply(Op::Size, "h", a(0, 0)), Err((Status::UnknownName, 0)));
-        t.remove_node(2);
-        assert_eq!(t.apply(Op::Members, "g", a(0, 0)), Ok(vec![0, 0, 0, 2, 0, 1]));
-        t.remove_node(0);
-        assert_eq!(t.apply(Op::Size, "g", a(0, 0)), Err((Status::UnknownName, 0)));
+        assert_eq!(apply(t, Op::Join, "g", a(1, 0)), Err((Status::AlreadyMember, 1)));
+        assert_eq!(apply(t, Op::Leave, "g", a(1, 0)), Ok(vec![]));
+        assert_eq!(apply(t, Op::Leave, "g", a(1, 0)), Err((Status::NotMember, 0)));
+        assert_eq!(apply(t, Op::Size, "g", a(9, 9)), Ok(vec![2]));
+        assert_eq!(apply(t, Op::Join, "g", a(2, 5)), Ok(vec![1]));
+        assert_eq!(apply(t, Op::Join, "g", a(2, 6)), Ok(vec![3]));
+        assert_eq!(apply(t, Op::AddressOf(1), "g", a(0, 0)), Ok(vec![2, 5]));
+        assert_eq!(apply(t, Op::InstanceOf(a(0, 1)), "g", a(0, 0)), Ok(vec![2]));
+        assert_eq!(apply(t, Op::AddressOf(7), "g", a(0, 0)), Err((Status::NoSuchInstance, 7)));
+        assert_eq!(apply(t, Op::Size, "h", a(0, 0)), Err((Status::UnknownName, 0)));
+        t.remove_node(2, |_| true);
+        assert_eq!(apply(t, Op::Members, "g", a(0, 0)), Ok(vec![0, 0, 0, 2, 0, 1]));
+        t.remove_node(0, |_| true);
+        assert_eq!(apply(t, Op::Size, "g", a(0, 0)), Err((Status::UnknownName, 0)));
     }
 
     #[test]
     fn every_member_collects_the_same_freeze() {
-        let t = HomeTable::default();
+        let t = &mut Table::default();
         for m in [a(0, 0), a(1, 0), a(1, 1)] {
-            t.apply(Op::Join, "g", m).unwrap();
+            apply(t, Op::Join, "g", m).unwrap();
         }
-        let first = t.apply(Op::Freeze, "g", a(1, 0)).unwrap();
+        let first = apply(t, Op::Freeze, "g", a(1, 0)).unwrap();
         assert_eq!(first, vec![0, 0, 1, 0, 1, 1]);
-        t.apply(Op::Join, "g", a(2, 0)).unwrap();
-        t.apply(Op::Leave, "g", a(1, 1)).unwrap();
-        assert_eq!(t.apply(Op::Freeze, "g", a(0, 0)).unwrap(), first);
+        apply(t, Op::Join, "g", a(2, 0)).unwrap();
+        apply(t, Op::Leave, "g", a(1, 1)).unwrap();
+        assert_eq!(apply(t, Op::Freeze, "g", a(0, 0)).unwrap(), first);
         // Everyone pending has collected it (a(1, 1) left): the next freeze
         // captures the membership anew.
         assert_eq!(
-            t.apply(Op::Freeze, "g", a(2, 0)).unwrap(),
+            apply(t, Op::Freeze, "g", a(2, 0)).unwrap(),
             vec![0, 0, 1, 0, 2, 0]
         );
-        assert_eq!(t.apply(Op::Freeze, "g", a(9, 0)), Err((Status::NotMember, 0)));
+        assert_eq!(apply(t, Op::Freeze, "g", a(9, 0)), Err((Status::NotMember, 0)));
+    }
+
+    #[test]
+    fn a_retried_change_is_applied_once() {
+        let t = &mut Table::default();
+        assert_eq!(t.apply(a(1, 0), 7, Op::Join, "g"), Ok(vec![0]));
+        assert_eq!(t.apply(a(1, 0), 7, Op::Join, "g"), Ok(vec![0]));
+        assert_eq!(t.apply(a(1, 0), 8, Op::Join, "g"), Err((Status::AlreadyMember, 0)));
+        assert_eq!(t.apply(a(1, 0), 9, Op::Leave, "g"), Ok(vec![]));
+        assert_eq!(t.apply(a(1, 0), 9, Op::Leave, "g"), Ok(vec![]));
+    }
+
+    #[test]
+    fn snapshots_round_trip_and_refuse_bad_bytes() {
+        let t = &mut Table::default();
+        for m in [a(0, 0), a(1, 0), a(1, 1)] {
+            apply(t, Op::Join, "g", m).unwrap();
+        }
+        apply(t, Op::Join, "wörk", a(2, 3)).unwrap();
+        apply(t, Op::Freeze, "g", a(1, 0)).unwrap();
+        let mut bytes = Vec::new();
+        t.encode(&mut bytes);
+        assert_eq!(Table::decode(&bytes).as_ref(), Ok(&*t));
+        for cut in 0..bytes.len() {
+            assert!(Table::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut long = bytes.clone();
+        long.push(0);
+        assert!(Table::decode(&long).is_err());
+        assert!(Table::decode(&[0xff; 8]).is_err());
     }
 }
