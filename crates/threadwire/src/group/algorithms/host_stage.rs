@@ -397,14 +397,15 @@ impl LeaderSide {
     }
 
     /// A call of a group on one host (module docs, "one host"): `mine`
-    /// into this node's line, then, once every node arrived, every line's
-    /// contribution, in line order.
+    /// into this node's line, then, once every node arrived, `each` of
+    /// every line's contribution (as many words as `mine`), in line order.
     async fn all_lines(
         &self,
         c: &Call,
         segment: &Segment,
         mine: &[u64],
-    ) -> Result<Vec<[u64; PAYLOAD_WORDS]>, CollError> {
+        mut each: impl FnMut(&[u64; PAYLOAD_WORDS]) -> Result<(), CollError>,
+    ) -> Result<(), CollError> {
         let s = c.index;
         let slot = if s.is_multiple_of(2) { PAYLOAD } else { PAYLOAD_ODD };
         for (w, &v) in mine.iter().enumerate() {
@@ -415,15 +416,16 @@ impl LeaderSide {
             (0..segment.lines).all(|l| segment.word(l, ARRIVED).load(Ordering::Acquire) >= s)
         })
         .await?;
-        let mut lines = vec![[0u64; PAYLOAD_WORDS]; segment.lines];
         if !mine.is_empty() {
-            for (l, line) in lines.iter_mut().enumerate() {
+            for l in 0..segment.lines {
+                let mut line = [0u64; PAYLOAD_WORDS];
                 for (w, word) in line.iter_mut().enumerate().take(mine.len()) {
                     *word = segment.word(l, slot + w).load(Ordering::Relaxed);
                 }
+                each(&line)?;
             }
         }
-        unless_aborted(c, Ok(lines))
+        unless_aborted(c, Ok(()))
     }
 
     /// Step 2's wait at the host leader.
@@ -587,6 +589,34 @@ fn words_of<T: Element>(values: &[T]) -> Vec<u64> {
         .collect()
 }
 
+/// `values` into `words` (as many as they fill, returned), with no
+/// allocation where the elements' memory is their encoding.
+fn pack<T: Element>(values: &mut [T], words: &mut [u64; PAYLOAD_WORDS]) -> usize {
+    let used = (values.len() * T::SIZE).div_ceil(8);
+    match T::memory_mut(values) {
+        Some(bytes) => {
+            bytemuck::cast_slice_mut::<u64, u8>(words)[..bytes.len()].copy_from_slice(bytes)
+        }
+        None => words[..used].copy_from_slice(&words_of(values)),
+    }
+    used
+}
+
+/// `f` of the `n` elements in `words`, seen in place where their layout
+/// allows (else read into a vector).
+fn with_values<T: Element>(
+    c: &Call,
+    words: &[u64; PAYLOAD_WORDS],
+    n: usize,
+    f: impl FnOnce(&[T]) -> Result<(), CollError>,
+) -> Result<(), CollError> {
+    let bytes = &bytemuck::cast_slice::<u64, u8>(words)[..n * T::SIZE];
+    match T::view(bytes) {
+        Some(values) => f(values),
+        None => f(&values_of::<T>(c, words, n)?),
+    }
+}
+
 fn values_of<T: Element>(c: &Call, words: &[u64], n: usize) -> Result<Vec<T>, CollError> {
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     c.decode_bytes::<T>(&bytes[..n * T::SIZE], Some(n))
@@ -601,7 +631,7 @@ fn side_of(c: &Call) -> Option<&LeaderSide> {
 pub(crate) async fn barrier(c: &Call) -> Result<(), CollError> {
     let side = side_of(c).expect("the host stage runs at node leaders");
     if let (Some(segment), true) = (&side.segment, side.one_host) {
-        return side.all_lines(c, segment, &[]).await.map(|_| ());
+        return side.all_lines(c, segment, &[], |_| Ok(())).await;
     }
     if let (Some(segment), true) = (&side.segment, side.index != 0) {
         return side.member(c, segment, &[]).await.map(|_| ());
@@ -635,13 +665,19 @@ pub(crate) async fn allreduce<T: Reducible>(
         if n * T::SIZE > HOST_STAGE_MAX {
             return bulk::allreduce(c, side, segment, buf, op).await;
         }
-        let lines = side.all_lines(c, segment, &words_of(buf)).await?;
-        let mut acc = values_of::<T>(c, &lines[0], n)?;
-        for line in &lines[1..] {
-            op.apply(&mut acc, &values_of::<T>(c, line, n)?)?;
-        }
-        buf.copy_from_slice(&acc);
-        return Ok(());
+        let mut mine = [0u64; PAYLOAD_WORDS];
+        let used = pack(buf, &mut mine);
+        let mut first = true;
+        let combine = |line: &[u64; PAYLOAD_WORDS]| {
+            with_values(c, line, n, |theirs: &[T]| match std::mem::take(&mut first) {
+                true => {
+                    buf.copy_from_slice(theirs);
+                    Ok(())
+                }
+                false => op.apply(buf, theirs),
+            })
+        };
+        return side.all_lines(c, segment, &mine[..used], combine).await;
     }
     if let (Some(segment), true) = (&side.segment, side.index != 0) {
         let got = side.member(c, segment, &words_of(buf)).await?;
