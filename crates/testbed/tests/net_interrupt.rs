@@ -28,6 +28,12 @@ const CHILD: &str = "THREADWIRE_NET_TEST_CHILD";
 
 fn main() {
     if std::env::var_os(CHILD).is_some() {
+        // A terminal's Ctrl-C kills by default; a test run in the background
+        // of a non-interactive shell (`.ci/run &`) inherits SIGINT ignored,
+        // and an ignored signal held back is dropped when let through.
+        // SAFETY: resetting a disposition to the default, before any other
+        // thread exists.
+        unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
         // Big enough to be interrupted half-way (a host takes ~10 commands).
         let cfg = NetConfig {
             prefix: PREFIX.to_string(),
