@@ -86,8 +86,9 @@ impl Endpoint {
     /// an owned buffer (`Vec<u8>`, a finished [`Packer`](threadwire_wire::Packer))
     /// moves without a copy — to a thread of this node straight into its
     /// mailbox — and borrowed bytes are copied once, unless they are long
-    /// enough to be announced to a node of this host, whose receive then
-    /// reads them where they are ([`SendBuf`]). Messages from one thread
+    /// enough to be announced, and then read where they are: by the
+    /// receive of a node of this host, by the connection over TCP
+    /// ([`SendBuf`]). Messages from one thread
     /// to another arrive in the order sent.
     ///
     /// A message to another node goes eagerly when it is short enough

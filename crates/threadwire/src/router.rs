@@ -163,12 +163,9 @@ impl Router {
         let (send_id, recv_id, want, returns) = codec::decode_cts(&frame.payload)?;
         self.rendezvous.budget.returned(peer, returns);
         let mut out = self.take_send(peer, send_id)?;
+        // A borrowed payload goes as it is: its sender waits until the
+        // channel has dropped it (written out, or discarded on close).
         let mut payload = out.payload.take().unwrap_or_else(|| Payload::from_vec(Vec::new()));
-        if out.borrowed {
-            // Announced for a pull, asked for a push: the channel may keep
-            // the frame after the sender returns, so it gets a copy.
-            payload = Payload::from_wire(payload.format(), payload.to_vec());
-        }
         if want < payload.len() as u64 {
             // A truncated receive: only what fits travels.
             let mut bytes = payload.to_vec();

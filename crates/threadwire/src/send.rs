@@ -24,16 +24,19 @@ pub(crate) enum Mode {
     /// Announced; complete once received.
     Sync,
     /// Announced, never buffered nor inline: the payload borrows the
-    /// caller's bytes, which the receive pulls where they are.
+    /// caller's bytes, which the receive pulls where they are or the
+    /// connection writes from them; the send waits until the payload is
+    /// gone.
     Direct,
 }
 
 /// What [`Endpoint::send`] sends: anything that makes a [`Payload`] —
 /// an owned `Vec<u8>` or `String` (moved, not copied), a finished
 /// [`Packer`], a `Payload` — or borrowed bytes (`&[u8]`, `&Vec<u8>`,
-/// `&str`). Borrowed bytes too long to go eagerly to a node of this host
-/// are read by the receive straight out of them, without a copy; short
-/// ones, and those over TCP, are copied once.
+/// `&str`). Borrowed bytes too long to go eagerly are read straight out
+/// of them, without a copy — by the receive of a node of this host, by
+/// the connection's writer over TCP — while the send waits; short ones
+/// are copied once.
 pub struct SendBuf<'a>(Data<'a>);
 
 enum Data<'a> {
@@ -88,30 +91,42 @@ impl Endpoint {
     pub(crate) fn send_buf(&self, to: Address, tag: Tag, data: SendBuf<'_>) -> Result<(), SendError> {
         match data.0 {
             Data::Owned(p) => self.send_in(0, to, tag, p),
-            Data::Borrowed(bytes) if self.pulls_directly(to, bytes.len()) => {
-                // SAFETY: a direct send is never buffered: the wait below
-                // lasts until the receive has pulled the bytes (`Fin`) or
-                // the send failed, and either takes the payload out of the
-                // sends table first; an error's payload is replaced below,
-                // so nothing refers to `bytes` after this call.
-                let payload = unsafe { Payload::borrowed(bytes) };
+            Data::Borrowed(bytes) if self.sends_directly(to, bytes.len()) => {
+                let released = Arc::new(Done::new());
+                let on_release = released.clone();
+                // SAFETY: a direct send is never buffered, and returns only
+                // once the payload is gone (`released`, waited for below):
+                // pulled and dropped with its `Fin`, written out and dropped
+                // by the channel, or discarded with its queue when the
+                // connection closed; an error's payload is replaced below.
+                // So nothing refers to `bytes` after this call.
+                let payload = unsafe {
+                    Payload::borrowed_until(bytes, Box::new(move || on_release.succeed()))
+                };
                 let sent = self.post_send(0, to, tag, payload, Mode::Direct).wait();
-                sent.map_err(|e| e.with_payload(|| Payload::from_vec(bytes.to_vec())))
+                let sent = sent.map_err(|e| e.with_payload(|| Payload::from_vec(bytes.to_vec())));
+                let node = &*self.node.shared;
+                node.engine
+                    .wait_until(&node.router, crate::progress::Origin::Peer(to.node), || released.is_done());
+                sent
             }
             Data::Borrowed(bytes) => self.send_in(0, to, tag, Payload::from_vec(bytes.to_vec())),
         }
     }
 
-    /// Whether `len` borrowed bytes to `to` would be announced and pulled
-    /// from this process's memory.
-    fn pulls_directly(&self, to: Address, len: usize) -> bool {
+    /// Whether `len` borrowed bytes to `to` would be announced and then
+    /// read where they are: pulled from this process's memory (a node of
+    /// this host), or written to the connection from them (TCP).
+    fn sends_directly(&self, to: Address, len: usize) -> bool {
         let s = &self.node.shared.router;
         if to.node == s.id || to.node >= s.nodes {
             return false;
         }
         let peer = &s.peers[to.node as usize];
-        peer.shm().is_some_and(|shm| shm.uses_cross_memory())
-            && len > s.rendezvous.limits.shm
+        match peer.shm() {
+            Some(shm) => shm.uses_cross_memory() && len > s.rendezvous.limits.shm,
+            None => len > s.rendezvous.limits.tcp,
+        }
     }
 
     /// Hands a message over as `mode` says: eagerly (the request is
@@ -192,8 +207,7 @@ impl Endpoint {
                 true => cost,
                 false => 0,
             };
-            let direct = mode == Mode::Direct;
-            return match self.announce(context, to, tag, payload, inline, held, direct) {
+            return match self.announce(context, to, tag, payload, inline, held) {
                 Ok(Some(done)) => self.sending(done, to),
                 Ok(None) => Request::ready(Ok(())),
                 Err(e) => Request::ready(Err(e)),
@@ -221,7 +235,6 @@ impl Endpoint {
 
     /// Rendezvous step 1: keeps the payload under a send id and sends the
     /// announcement.
-    #[allow(clippy::too_many_arguments)]
     fn announce(
         &self,
         context: u32,
@@ -230,7 +243,6 @@ impl Endpoint {
         payload: Payload,
         inline: bool,
         held: usize,
-        borrowed: bool,
     ) -> Result<Option<Arc<Done>>, SendError> {
         let node = &*self.node.shared;
         let s = &node.router;
@@ -272,7 +284,6 @@ impl Endpoint {
                 payload: kept,
                 held,
                 pull: matches!(fetch, Fetch::Pull(_)),
-                borrowed,
                 done: done.clone(),
             },
         );

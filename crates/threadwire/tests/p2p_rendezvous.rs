@@ -2,8 +2,9 @@
 //! receives into the caller's buffer, synchronous sends, announced
 //! messages taken out of order, many threads flooding one receiver, and a
 //! flood of 1 MiB sends to a late receiver whose memory stays bounded;
-//! cancelled receives and matched probes.
-//! (A node killed during a rendezvous: `failure_peer_lost`.)
+//! cancelled receives and matched probes; a send of borrowed bytes whose
+//! receiver dies mid-transfer. (A node killed during a rendezvous:
+//! `failure_peer_lost`.)
 
 mod support;
 
@@ -81,5 +82,31 @@ fn a_flood_of_large_sends_to_a_late_receiver_stays_bounded() {
                 out.transcript()
             );
         }
+    }
+}
+
+/// A blocking send of 64 MiB of borrowed bytes (read where they are: by
+/// the receiver's pull, or by the connection's writer) to a receiver that
+/// dies while it takes them: the send ends, never hangs, and returns only
+/// once nothing reads the bytes (the sender then frees them).
+#[test]
+fn a_borrowed_send_to_a_receiver_that_dies_ends() {
+    for &(name, channel, cma) in &CHANNELS {
+        let out = support::run(
+            support::job(2, "node-rendezvous")
+                .args(["direct-lost"])
+                .env(threadwire::env::CHANNEL, channel)
+                .env(threadwire::env::SHM_CMA, cma)
+                .on_failure(threadwire_launch::FailurePolicy::Continue),
+        );
+        let t = out.transcript();
+        assert!(!out.report.timed_out, "{name}: the job hung:\n{t}");
+        out.line(0, "n0: killing myself");
+        let ended = out.line(1, "direct send ended: ");
+        assert!(
+            ended.contains("Ok(())") || ended.contains("PeerLost"),
+            "{name}: {ended}"
+        );
+        out.line(1, "rendezvous direct-lost: ok");
     }
 }

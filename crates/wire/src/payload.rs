@@ -193,10 +193,26 @@ impl<T: Scalar> OwnedData for Vec<T> {
     }
 }
 
-/// Bytes a payload refers to without owning them ([`Payload::borrowed`]).
+/// Bytes a payload refers to without owning them ([`Payload::borrowed`]),
+/// and what to call once nothing refers to them any more
+/// ([`Payload::borrowed_until`]).
 struct Borrowed {
     ptr: *const u8,
     len: usize,
+    released: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl Drop for Borrowed {
+    fn drop(&mut self) {
+        let released = self
+            .released
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(released) = released {
+            released();
+        }
+    }
 }
 
 // SAFETY: read-only bytes that `Payload::borrowed`'s caller keeps valid and
@@ -300,9 +316,24 @@ impl Payload {
     /// `bytes` must stay valid and unchanged until the payload and every
     /// slice of its [`segments`](Self::segments) are gone.
     pub unsafe fn borrowed(bytes: &[u8]) -> Payload {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { Payload::borrowed_until(bytes, Box::new(|| {})) }
+    }
+
+    /// [`borrowed`](Self::borrowed), calling `released` when the payload
+    /// is gone (dropped wherever it went: written out, queued and then
+    /// discarded, or given back), so that the owner of the bytes can wait
+    /// for that.
+    ///
+    /// # Safety
+    ///
+    /// As for [`borrowed`](Self::borrowed): `bytes` must stay valid and
+    /// unchanged until `released` has been called.
+    pub unsafe fn borrowed_until(bytes: &[u8], released: Box<dyn FnOnce() + Send>) -> Payload {
         let segment = Segment::Owned(Box::new(Borrowed {
             ptr: bytes.as_ptr(),
             len: bytes.len(),
+            released: std::sync::Mutex::new(Some(released)),
         }));
         Payload::from_segments(Format::OPAQUE, vec![segment])
     }

@@ -44,6 +44,15 @@
 //!    copied there from the frame on a channel that cannot place it) the
 //!    receive is complete.
 //!
+//! A send of borrowed bytes (`send(&buf[..])` beyond the eager limit, a
+//! *direct* send) is announced with a payload that refers to them, and
+//! returns only once that payload is dropped, wherever it went: after the
+//! pull's `Fin`, once the connection has written the `Bulk` frame out of
+//! them (step 4 hands the payload itself to the channel), or when a
+//! closed connection discards its queue (`TcpChannel::close`, called on
+//! every lost peer) — so no byte is copied at the sender, and nothing
+//! reads the caller's buffer after `send` returns, even on failure.
+//!
 //! An announced standard send whose bytes fit the budget (below) is
 //! *buffered*: it completes at once, its payload waiting in the table,
 //! counted in the budget until step 4. Any other announced send is

@@ -20,9 +20,6 @@ pub(crate) struct Outbound {
     pub(crate) held: usize,
     /// Announced for a pull: the peer reads this process's memory.
     pub(crate) pull: bool,
-    /// The payload borrows its sender's bytes (a direct send, waiting):
-    /// pushed, it must be copied before the channel may keep it.
-    pub(crate) borrowed: bool,
     /// Its sender's wait; `None` for a buffered send, complete already.
     pub(crate) done: Option<Arc<Done>>,
 }

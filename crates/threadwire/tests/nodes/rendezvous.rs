@@ -18,10 +18,14 @@
 //!   announced message, and a matched message dropped unreceived still
 //!   completes its synchronous sender;
 //! - `flood COUNT DELAY_MS`: COUNT blocking sends of one reused 1 MiB
-//!   buffer to a receiver that starts DELAY_MS late; each node prints
-//!   `peak <node> <VmHWM kB>`.
+//!   buffer to a receiver that starts DELAY_MS late (which checks every
+//!   byte); each node prints `peak <node> <VmHWM kB>`;
+//! - `direct-lost`: n1 sends 64 MiB of borrowed bytes; n0 posts the
+//!   receive, drives it a few milliseconds and kills itself; n1's send
+//!   ends (with `PeerLost`, or complete) and n1 prints
+//!   `direct send ended: <result>`.
 //!
-//! Every node prints `rendezvous <mode>: ok` at the end.
+//! Every surviving node prints `rendezvous <mode>: ok` at the end.
 
 mod common;
 
@@ -258,14 +262,42 @@ fn flood(ep: &Endpoint, count: u32, delay: Duration) {
     } else {
         std::thread::sleep(delay);
         let mut buf = vec![0u8; MIB];
+        let want = pattern(MIB, 0);
         for seq in 0..count {
             let s = ep.recv_into(peer, 1, &mut buf).expect("flood receive");
             assert_eq!(s.len, MIB);
             assert_eq!(buf[..4], seq.to_le_bytes(), "flood order");
+            assert!(buf[4..] == want[4..], "flood bytes of message {seq}");
         }
         ep.send(peer, GO, Vec::new()).expect("done");
     }
     println!("peak {} {}", ep.address().node, vm_hwm());
+}
+
+fn direct_lost(ep: &Endpoint) {
+    let peer = Address::new(1 - ep.address().node, 0);
+    const LEN: usize = 64 * MIB;
+    if ep.address().node == 1 {
+        let buf = pattern(LEN, 3);
+        let ended = ep.send(peer, 1, &buf[..]);
+        // Nothing reads `buf` any more: dropping it is safe.
+        drop(buf);
+        println!("direct send ended: {ended:?}");
+        return;
+    }
+    let mut r = ep.irecv_into(peer, 1, vec![0u8; LEN]);
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_millis(5) {
+        if r.test() {
+            break;
+        }
+    }
+    println!("n0: killing myself");
+    // SAFETY: kill(2) with our own pid; SIGKILL ends the process.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+    unreachable!("the process was killed");
 }
 
 fn main() {
@@ -287,6 +319,7 @@ fn main() {
             common::arg(2, 2000),
             Duration::from_millis(common::arg(3, 3000)),
         ),
+        "direct-lost" => direct_lost(&ep),
         other => panic!("unknown mode {other}"),
     }
     println!("rendezvous {mode}: ok");

@@ -245,9 +245,14 @@ impl TcpChannel {
         lock(&self.reader).unplace(id);
     }
 
-    /// Closes both directions; the peer sees end of stream.
+    /// Closes both directions; the peer sees end of stream. Every frame
+    /// still queued is dropped by the time this returns (so the owner of
+    /// borrowed bytes in one may stop waiting for them).
     pub fn close(&self) {
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
+        let mut queue = lock(&self.writer);
+        queue.absorb(&self.handoff);
+        queue.close();
     }
 }
 

@@ -76,6 +76,21 @@ impl WriteQueue {
         self.queued
     }
 
+    /// The connection is closed: nothing more is written, and every frame
+    /// queued is dropped at once (its payload may be a caller's bytes,
+    /// whose owner waits for that).
+    pub(super) fn close(&mut self) {
+        self.broken = true;
+        self.discard();
+    }
+
+    /// Drops every frame queued: the stream is broken.
+    fn discard(&mut self) {
+        self.items.clear();
+        self.offset = 0;
+        self.queued = 0;
+    }
+
     /// Moves the frames handed over into the queue, behind its own, in
     /// the order they were handed over.
     pub(super) fn absorb(&mut self, handoff: &Handoff) {
@@ -85,6 +100,9 @@ impl WriteQueue {
         let items = std::mem::take(&mut *lock(&handoff.items));
         let bytes: usize = items.iter().map(Outgoing::len).sum();
         handoff.bytes.fetch_sub(bytes, Ordering::SeqCst);
+        if self.broken {
+            return;
+        }
         self.queued += bytes;
         self.items.extend(items);
     }
@@ -138,7 +156,7 @@ impl WriteQueue {
         item: Outgoing,
         e: io::Error,
     ) -> Result<SendOutcome, (ChannelError, Payload)> {
-        self.broken = true;
+        self.close();
         if written == 0 {
             Err((e.into(), item.payload))
         } else {
@@ -164,14 +182,16 @@ impl WriteQueue {
             }
             let mut n = match stream.write_vectored(&iov) {
                 Ok(0) => {
-                    self.broken = true;
+                    drop(iov);
+                    self.close();
                     return Err(io::Error::from(io::ErrorKind::WriteZero).into());
                 }
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) => {
-                    self.broken = true;
+                    drop(iov);
+                    self.close();
                     return Err(e.into());
                 }
             };
