@@ -7,7 +7,7 @@ use crate::mailbox::MAX_THREADS;
 use crate::message::Tail;
 use crate::rendezvous::{self, Done, Fetch, Outbound, OVERHEAD};
 use crate::request::{Request, SendRequest, State};
-use crate::{Address, Endpoint, Message, Tag};
+use crate::{Address, Endpoint, Message, PeerLost, Tag};
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -94,6 +94,12 @@ impl Endpoint {
             Data::Borrowed(bytes) if self.sends_directly(to, bytes.len()) => {
                 let released = Arc::new(Done::new());
                 let on_release = released.clone();
+                let unsent = PeerLost {
+                    node: to.node,
+                    cause: LossCause::Failed(Failure::Channel(
+                        "the connection closed before the message was written".into(),
+                    )),
+                };
                 // SAFETY: a direct send is never buffered, and returns only
                 // once the payload is gone (`released`, waited for below):
                 // pulled and dropped with its `Fin`, written out and dropped
@@ -101,14 +107,29 @@ impl Endpoint {
                 // connection closed; an error's payload is replaced below.
                 // So nothing refers to `bytes` after this call.
                 let payload = unsafe {
-                    Payload::borrowed_until(bytes, Box::new(move || on_release.succeed()))
+                    Payload::borrowed_until(
+                        bytes,
+                        Box::new(move |delivered| match delivered {
+                            true => on_release.succeed(),
+                            false => on_release.fail(&unsent),
+                        }),
+                    )
                 };
                 let sent = self.post_send(0, to, tag, payload, Mode::Direct).wait();
                 let sent = sent.map_err(|e| e.with_payload(|| Payload::from_vec(bytes.to_vec())));
                 let node = &*self.node.shared;
                 node.engine
                     .wait_until(&node.router, crate::progress::Origin::Peer(to.node), || released.is_done());
-                sent
+                // The receiver's `Cts` completed the send, but a connection
+                // that closed before writing the `Bulk` frame discarded it.
+                match (sent, released.outcome()) {
+                    (Ok(()), Err(unsent)) => Err(SendError::PeerLost {
+                        to,
+                        lost: node.router.peers[to.node as usize].lost().cloned().unwrap_or(unsent),
+                        payload: Payload::from_vec(bytes.to_vec()),
+                    }),
+                    (sent, _) => sent,
+                }
             }
             Data::Borrowed(bytes) => self.send_in(0, to, tag, Payload::from_vec(bytes.to_vec())),
         }

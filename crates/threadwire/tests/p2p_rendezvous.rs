@@ -103,6 +103,7 @@ fn a_borrowed_send_to_a_receiver_that_dies_ends() {
         assert!(!out.report.timed_out, "{name}: the job hung:\n{t}");
         out.line(0, "n0: killing myself");
         let ended = out.line(1, "direct send ended: ");
+        eprintln!("{name}: {ended}");
         assert!(
             ended.contains("Ok(())") || ended.contains("PeerLost"),
             "{name}: {ended}"

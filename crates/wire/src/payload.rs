@@ -199,8 +199,16 @@ impl<T: Scalar> OwnedData for Vec<T> {
 struct Borrowed {
     ptr: *const u8,
     len: usize,
-    released: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Set when the payload is dropped without having been delivered
+    /// ([`Payload::mark_undelivered`]).
+    undelivered: bool,
+    released: std::sync::Mutex<Option<Released>>,
 }
+
+/// What a borrowed payload calls when it is gone: with `true` when it was
+/// delivered (or simply dropped), `false` when a channel discarded it
+/// unwritten.
+pub type Released = Box<dyn FnOnce(bool) + Send>;
 
 impl Drop for Borrowed {
     fn drop(&mut self) {
@@ -210,7 +218,7 @@ impl Drop for Borrowed {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         if let Some(released) = released {
-            released();
+            released(!self.undelivered);
         }
     }
 }
@@ -317,25 +325,61 @@ impl Payload {
     /// slice of its [`segments`](Self::segments) are gone.
     pub unsafe fn borrowed(bytes: &[u8]) -> Payload {
         // SAFETY: the caller's contract, passed on.
-        unsafe { Payload::borrowed_until(bytes, Box::new(|| {})) }
+        unsafe { Payload::borrowed_until(bytes, Box::new(|_| {})) }
     }
 
     /// [`borrowed`](Self::borrowed), calling `released` when the payload
     /// is gone (dropped wherever it went: written out, queued and then
     /// discarded, or given back), so that the owner of the bytes can wait
-    /// for that.
+    /// for that. `released` learns whether the bytes were delivered: it
+    /// gets `false` when the payload was
+    /// [marked undelivered](Self::mark_undelivered) before it was dropped.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU8, Ordering};
+    /// use std::sync::Arc;
+    /// use threadwire_wire::Payload;
+    ///
+    /// let bytes = vec![7u8; 64];
+    /// let seen = Arc::new(AtomicU8::new(0));
+    /// let on_release = seen.clone();
+    /// // SAFETY: `bytes` outlives the payload, dropped below.
+    /// let mut payload = unsafe {
+    ///     Payload::borrowed_until(&bytes, Box::new(move |delivered| {
+    ///         on_release.store(1 + delivered as u8, Ordering::SeqCst)
+    ///     }))
+    /// };
+    /// payload.mark_undelivered();
+    /// drop(payload);
+    /// assert_eq!(seen.load(Ordering::SeqCst), 1); // released, not delivered
+    /// ```
     ///
     /// # Safety
     ///
     /// As for [`borrowed`](Self::borrowed): `bytes` must stay valid and
     /// unchanged until `released` has been called.
-    pub unsafe fn borrowed_until(bytes: &[u8], released: Box<dyn FnOnce() + Send>) -> Payload {
+    pub unsafe fn borrowed_until(bytes: &[u8], released: Released) -> Payload {
         let segment = Segment::Owned(Box::new(Borrowed {
             ptr: bytes.as_ptr(),
             len: bytes.len(),
+            undelivered: false,
             released: std::sync::Mutex::new(Some(released)),
         }));
         Payload::from_segments(Format::OPAQUE, vec![segment])
+    }
+
+    /// Marks the payload as not delivered, for a channel about to drop it
+    /// unwritten (its connection closed): the owner of borrowed bytes
+    /// ([`borrowed_until`](Self::borrowed_until)) learns that they never
+    /// left. Does nothing to bytes the payload owns.
+    pub fn mark_undelivered(&mut self) {
+        for segment in &mut self.segments {
+            if let Segment::Owned(data) = segment {
+                if let Some(borrowed) = data.as_any_mut().downcast_mut::<Borrowed>() {
+                    borrowed.undelivered = true;
+                }
+            }
+        }
     }
 
     /// Appends `bytes` as one more segment, without copying what is there

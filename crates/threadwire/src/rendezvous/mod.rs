@@ -51,7 +51,11 @@
 //! them (step 4 hands the payload itself to the channel), or when a
 //! closed connection discards its queue (`TcpChannel::close`, called on
 //! every lost peer) — so no byte is copied at the sender, and nothing
-//! reads the caller's buffer after `send` returns, even on failure.
+//! reads the caller's buffer after `send` returns, even on failure. A
+//! payload the connection discarded unwritten tells so as it goes
+//! (`Payload::mark_undelivered`), and the send, though its `Cts` came,
+//! fails with `PeerLost`: it returns `Ok` only when every byte was handed
+//! to the connection.
 //!
 //! An announced standard send whose bytes fit the budget (below) is
 //! *buffered*: it completes at once, its payload waiting in the table,

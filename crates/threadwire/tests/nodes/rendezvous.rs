@@ -20,9 +20,10 @@
 //! - `flood COUNT DELAY_MS`: COUNT blocking sends of one reused 1 MiB
 //!   buffer to a receiver that starts DELAY_MS late (which checks every
 //!   byte); each node prints `peak <node> <VmHWM kB>`;
-//! - `direct-lost`: n1 sends 64 MiB of borrowed bytes; n0 posts the
-//!   receive, drives it a few milliseconds and kills itself; n1's send
-//!   ends (with `PeerLost`, or complete) and n1 prints
+//! - `direct-lost`: n1 builds 64 MiB, says so and sends them as borrowed
+//!   bytes; n0 posts the receive, drives it a millisecond and kills
+//!   itself; n1's send ends (with `PeerLost`, or complete if every byte
+//!   left before the kill) and n1 prints
 //!   `direct send ended: <result>`.
 //!
 //! Every surviving node prints `rendezvous <mode>: ok` at the end.
@@ -279,15 +280,19 @@ fn direct_lost(ep: &Endpoint) {
     const LEN: usize = 64 * MIB;
     if ep.address().node == 1 {
         let buf = pattern(LEN, 3);
+        // Building 64 MiB takes a while; n0 dies only once the send is
+        // under way, not before it starts.
+        ep.send(peer, GO, b"built".as_slice()).expect("signal");
         let ended = ep.send(peer, 1, &buf[..]);
         // Nothing reads `buf` any more: dropping it is safe.
         drop(buf);
         println!("direct send ended: {ended:?}");
         return;
     }
+    ep.recv(peer, GO).expect("n1's buffer is built");
     let mut r = ep.irecv_into(peer, 1, vec![0u8; LEN]);
     let start = std::time::Instant::now();
-    while start.elapsed() < Duration::from_millis(5) {
+    while start.elapsed() < Duration::from_millis(1) {
         if r.test() {
             break;
         }

@@ -17,6 +17,12 @@ struct Outgoing {
 }
 
 impl Outgoing {
+    /// Drops the frame unwritten: a borrowed payload's owner learns that
+    /// its bytes never left.
+    fn discard(mut self) {
+        self.payload.mark_undelivered();
+    }
+
     fn len(&self) -> usize {
         HEADER_LEN + self.payload.len()
     }
@@ -71,6 +77,19 @@ pub(super) struct WriteQueue {
     broken: bool,
 }
 
+impl Drop for WriteQueue {
+    fn drop(&mut self) {
+        self.discard();
+    }
+}
+
+impl Drop for Handoff {
+    fn drop(&mut self) {
+        let items = std::mem::take(self.items.get_mut().unwrap_or_else(|e| e.into_inner()));
+        items.into_iter().for_each(Outgoing::discard);
+    }
+}
+
 impl WriteQueue {
     pub(super) fn queued_bytes(&self) -> usize {
         self.queued
@@ -84,9 +103,11 @@ impl WriteQueue {
         self.discard();
     }
 
-    /// Drops every frame queued: the stream is broken.
+    /// Drops every frame queued: the stream is broken. (A front frame
+    /// partly written counts as undelivered too: the peer drops the
+    /// truncated frame.)
     fn discard(&mut self) {
-        self.items.clear();
+        self.items.drain(..).for_each(Outgoing::discard);
         self.offset = 0;
         self.queued = 0;
     }
@@ -101,6 +122,7 @@ impl WriteQueue {
         let bytes: usize = items.iter().map(Outgoing::len).sum();
         handoff.bytes.fetch_sub(bytes, Ordering::SeqCst);
         if self.broken {
+            items.into_iter().for_each(Outgoing::discard);
             return;
         }
         self.queued += bytes;
@@ -158,10 +180,13 @@ impl WriteQueue {
     ) -> Result<SendOutcome, (ChannelError, Payload)> {
         self.close();
         if written == 0 {
-            Err((e.into(), item.payload))
+            let mut payload = item.payload;
+            payload.mark_undelivered();
+            Err((e.into(), payload))
         } else {
             // Part of the frame is on the wire; the stream is now unusable
             // and the peer will see a truncated frame and drop the connection.
+            item.discard();
             Err((e.into(), Payload::from_vec(Vec::new())))
         }
     }
@@ -210,5 +235,94 @@ impl WriteQueue {
             }
         }
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU8;
+    use std::sync::Arc;
+
+    /// A socket whose buffer takes `room` bytes, then would block.
+    struct Sink {
+        room: usize,
+    }
+
+    impl Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            match self.room.min(buf.len()) {
+                0 => Err(io::ErrorKind::WouldBlock.into()),
+                n => {
+                    self.room -= n;
+                    Ok(n)
+                }
+            }
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A borrowed payload that records how it was released: 0 not yet,
+    /// 1 undelivered, 2 delivered.
+    fn borrowed(bytes: &[u8]) -> (Payload, Arc<AtomicU8>) {
+        let seen = Arc::new(AtomicU8::new(0));
+        let on_release = seen.clone();
+        // SAFETY: every test keeps `bytes` alive past the payload.
+        let payload = unsafe {
+            Payload::borrowed_until(
+                bytes,
+                Box::new(move |delivered| on_release.store(1 + delivered as u8, Ordering::SeqCst)),
+            )
+        };
+        (payload, seen)
+    }
+
+    #[test]
+    fn a_frame_written_whole_is_delivered() {
+        let bytes = vec![1u8; 1000];
+        let (payload, seen) = borrowed(&bytes);
+        let mut queue = WriteQueue::default();
+        let outcome = queue.send(Sink { room: 1 << 20 }, [0; HEADER_LEN], payload);
+        assert!(matches!(outcome, Ok(SendOutcome::Written)));
+        assert_eq!(seen.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_frame_queued_and_then_closed_is_undelivered() {
+        let bytes = vec![1u8; 1000];
+        let (payload, seen) = borrowed(&bytes);
+        let mut queue = WriteQueue::default();
+        // Half written, the rest queued.
+        let outcome = queue.send(Sink { room: 500 }, [0; HEADER_LEN], payload);
+        assert!(matches!(outcome, Ok(SendOutcome::Queued)));
+        assert_eq!(seen.load(Ordering::SeqCst), 0, "still referred to");
+        queue.close();
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_frame_handed_over_to_a_broken_queue_is_undelivered() {
+        let bytes = vec![1u8; 1000];
+        let (payload, seen) = borrowed(&bytes);
+        let mut queue = WriteQueue::default();
+        queue.close();
+        let handoff = Handoff::default();
+        handoff.push([0; HEADER_LEN], payload);
+        queue.absorb(&handoff);
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_queue_dropped_with_frames_leaves_them_undelivered() {
+        let bytes = vec![1u8; 1000];
+        let (payload, seen) = borrowed(&bytes);
+        let mut queue = WriteQueue::default();
+        let outcome = queue.send(Sink { room: 0 }, [0; HEADER_LEN], payload);
+        assert!(matches!(outcome, Ok(SendOutcome::Queued)));
+        drop(queue);
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
     }
 }
