@@ -59,6 +59,7 @@ pub mod slot;
 
 runtime! {
 mod address;
+pub mod am;
 mod allocator;
 mod config;
 pub mod control;
@@ -70,6 +71,7 @@ mod mailbox;
 mod matched;
 pub mod mcast;
 mod message;
+mod name_hash;
 mod node;
 mod peer;
 mod progress;
@@ -87,6 +89,7 @@ mod request;
 mod router;
 mod stats;
 
+pub use am::{ActiveMessage, AmError, AmRequest, Handler};
 pub use address::{Address, ParseAddressError, Source, Tag, TagMatch, ANY_SOURCE, ANY_TAG};
 pub use config::{
     ChannelChoice, Config, ParseChannelChoiceError, DEFAULT_EAGER_BUDGET, DEFAULT_MAX_FRAME,

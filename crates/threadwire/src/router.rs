@@ -68,6 +68,8 @@ pub(crate) struct Router {
     pub(crate) named_requests: std::sync::atomic::AtomicU32,
     /// Announced messages, fetches and the eager budget.
     pub(crate) rendezvous: crate::rendezvous::Rendezvous,
+    /// Active-message handlers and their fibers.
+    pub(crate) am: crate::am::Registry,
 }
 
 impl Router {
@@ -89,6 +91,7 @@ impl Router {
             named: Default::default(),
             named_requests: Default::default(),
             rendezvous: crate::rendezvous::Rendezvous::new(nodes, settings),
+            am: Default::default(),
         }
     }
 
@@ -139,6 +142,17 @@ impl Router {
             }
             FrameKind::Mcast => self.on_mcast(peer, frame),
             FrameKind::Named => self.on_named(peer, frame),
+            FrameKind::Am => {
+                if h.source_thread >= MAX_THREADS {
+                    return Err(ProtocolError::NoSuchThread(h.source_thread));
+                }
+                let source = crate::Address::new(peer, h.source_thread);
+                let id = u64::from(h.aux) << 32 | u64::from(h.tag);
+                let payload = Payload::from_wire(h.format, frame.payload);
+                let cost = h.len as usize + OVERHEAD;
+                crate::am::arrive(self, source, id, h.dest_thread, payload, cost);
+                Ok(())
+            }
             FrameKind::Doorbell => Ok(()),
             FrameKind::Control => Err(ProtocolError::ControlFrame),
         }

@@ -84,6 +84,12 @@ pub enum FrameKind {
     /// The receiver took eager messages and returns their bytes to the
     /// sender's budget (payload: the byte count, u64 little-endian).
     Credit = 12,
+    /// An active message: a handler to run at the receiving node on
+    /// arrival. `tag` and `aux` are the handler's id (low and high word),
+    /// `dest_thread` the request's number (0 for a one-way message),
+    /// `source_thread` the sending thread; the payload is the handler's
+    /// argument.
+    Am = 13,
 }
 
 impl FrameKind {
@@ -101,6 +107,7 @@ impl FrameKind {
             10 => Some(FrameKind::Fin),
             11 => Some(FrameKind::Bulk),
             12 => Some(FrameKind::Credit),
+            13 => Some(FrameKind::Am),
             _ => None,
         }
     }

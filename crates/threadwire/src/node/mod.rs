@@ -255,6 +255,7 @@ impl Node {
                 control.queued_bytes() == 0 || control.flush().is_err()
             });
         }
+        s.am.pool.stop();
         node.comm_stop.store(true, Ordering::Release);
         node.engine.wake();
         if let Some(h) = lock(&node.comm_thread).take() {
