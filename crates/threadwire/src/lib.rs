@@ -76,6 +76,7 @@ mod node;
 mod peer;
 mod progress;
 mod receive;
+mod remote_spawn;
 mod rendezvous;
 /// The rendezvous frames' payloads (`Rts`, `Cts`, `Fin`, `Credit`), for
 /// the fuzz target; not part of the API.
@@ -102,6 +103,7 @@ pub use matched::Matched;
 pub use mcast::McastError;
 pub use message::{Message, Status};
 pub use node::{init, Node, ThreadHandle};
+pub use remote_spawn::{RemoteHandle, RemoteJoinError};
 pub use report::ReportError;
 pub use request::{
     wait_all, wait_any, Completion, RecvIntoError, RecvIntoRequest, RecvRequest, Request, SendRequest,

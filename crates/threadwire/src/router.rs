@@ -70,6 +70,8 @@ pub(crate) struct Router {
     pub(crate) rendezvous: crate::rendezvous::Rendezvous,
     /// Active-message handlers and their fibers.
     pub(crate) am: crate::am::Registry,
+    /// Entry points other nodes may start threads on.
+    pub(crate) exports: crate::remote_spawn::Exports,
 }
 
 impl Router {
@@ -91,7 +93,8 @@ impl Router {
             named: Default::default(),
             named_requests: Default::default(),
             rendezvous: crate::rendezvous::Rendezvous::new(nodes, settings),
-            am: Default::default(),
+            am: crate::am::Registry::new(),
+            exports: Default::default(),
         }
     }
 

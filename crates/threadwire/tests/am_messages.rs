@@ -1,7 +1,8 @@
 //! Active messages (`nodes/am.rs`) on every channel: handlers inline and
 //! in fibers, request and reply, order, payloads of 0 B to 8 MiB, nested
 //! calls, unknown, panicking and silent handlers, 1000 messages in flight
-//! from 8 fibers within a small budget, and a request to a node that dies.
+//! from 8 fibers within a small budget; threads started on other nodes by
+//! name and joined; requests, spawns and joins on a node that dies.
 
 mod support;
 
@@ -47,6 +48,11 @@ fn a_thousand_messages_in_flight_from_eight_fibers_within_a_small_budget() {
 }
 
 #[test]
+fn threads_start_on_other_nodes_by_name_and_are_joined() {
+    run(3, "spawn", None);
+}
+
+#[test]
 fn a_request_to_a_node_that_dies_fails_with_peer_lost() {
     for &(name, channel, cma) in &CHANNELS {
         let out = support::run(
@@ -60,6 +66,8 @@ fn a_request_to_a_node_that_dies_fails_with_peer_lost() {
         assert!(!out.report.timed_out, "{name}: the job hung:\n{t}");
         out.line(0, "request failed: lost n1");
         out.line(0, "a later request fails at once");
+        out.line(0, "the join fails");
+        out.line(0, "a later spawn fails");
         out.line(0, "am lost: ok");
     }
 }

@@ -169,6 +169,14 @@ impl ActiveMessage<'_> {
         std::mem::replace(&mut self.payload, Payload::from_vec(Vec::new()))
     }
 
+    /// The router of the node the handler runs on.
+    pub(crate) fn router(&self) -> &crate::router::Router {
+        match &self.via {
+            Replier::Router(router) => router,
+            Replier::Endpoint(ep) => &ep.node.shared.router,
+        }
+    }
+
     /// Whether the sender waits for an answer ([`Endpoint::am_request`]).
     pub fn is_request(&self) -> bool {
         self.request.is_some()

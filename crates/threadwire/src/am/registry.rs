@@ -19,6 +19,14 @@ pub struct Handler {
 }
 
 impl Handler {
+    /// A handler every node registers from its start (`Registry::new`).
+    pub(crate) fn builtin(name: &'static str) -> Handler {
+        Handler {
+            id: name_hash(name),
+            name: name.into(),
+        }
+    }
+
     /// The name it was made from.
     pub fn name(&self) -> &str {
         &self.name
@@ -39,7 +47,6 @@ struct Entry {
 }
 
 /// Handlers of this node, the names it knows, the pool of fiber handlers.
-#[derive(Default)]
 pub(crate) struct Registry {
     entries: RwLock<HashMap<u64, Entry>>,
     /// The number of this node's next request (0 means one-way).
@@ -50,6 +57,26 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
+    /// The handlers every node has from its start: remote spawn's.
+    pub(crate) fn new() -> Registry {
+        let spawn = crate::remote_spawn::SPAWN_HANDLER;
+        let entry = Entry {
+            name: spawn.into(),
+            run: Some(Run::Inline(Arc::new(crate::remote_spawn::serve))),
+        };
+        Registry {
+            entries: RwLock::new(HashMap::from([(name_hash(spawn), entry)])),
+            next_request: AtomicU32::new(0),
+            pool: Pool::default(),
+            node: OnceLock::new(),
+        }
+    }
+
+    /// Gives the registry its node, for starting threads (at start-up).
+    pub(crate) fn bind(&self, node: &Arc<NodeShared>) {
+        let _ = self.node.set(Arc::downgrade(node));
+    }
+
     /// What runs for `id`, if anything.
     #[inline]
     pub(crate) fn lookup(&self, id: u64) -> Option<Run> {
@@ -176,7 +203,7 @@ mod tests {
 
     #[test]
     fn request_numbers_skip_zero() {
-        let r = Registry::default();
+        let r = Registry::new();
         r.next_request.store(u32::MAX - 1, Ordering::Relaxed);
         assert_eq!(r.next_request(), u32::MAX);
         assert_eq!(r.next_request(), 1);

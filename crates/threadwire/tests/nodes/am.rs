@@ -11,8 +11,13 @@
 //!   one-way messages found by `am_check`.
 //! - `flight` (2 nodes): 8 fibers of node 0 keep 1000 requests and 1000
 //!   one-way messages in flight to node 1 (run with a small budget).
-//! - `lost` (2 nodes): node 1's fiber handler never answers and node 1
-//!   kills itself; node 0's request fails with `PeerLost`.
+//! - `spawn` (2 or more nodes): node 0 starts threads on every node
+//!   (itself included) by exported name, fibers and OS threads, joins
+//!   them for their results, talks with one while it runs; an unknown
+//!   entry and a panicking one fail, typed.
+//! - `lost` (2 nodes): node 0 starts a thread on node 1 that blocks, then
+//!   a request whose fiber handler never answers; node 1 kills itself;
+//!   node 0's request and join fail with `PeerLost`, and so do later ones.
 //!
 //! Every node prints `am <mode>: ok` at the end.
 
@@ -20,7 +25,7 @@ mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use threadwire::{ActiveMessage, AmError, Endpoint, Group};
+use threadwire::{ActiveMessage, Address, AmError, Endpoint, Group};
 
 fn word(am: &ActiveMessage<'_>) -> u64 {
     u64::from_le_bytes(am.payload().to_vec().try_into().expect("8 bytes"))
@@ -253,8 +258,83 @@ fn flight(ep: &Endpoint) {
     }
 }
 
+fn spawn(ep: &Endpoint) {
+    let node = ep.node().clone();
+    node.export("square", |_ep, args| {
+        let x = u64::from_le_bytes(args.to_vec().try_into().expect("8 bytes"));
+        (x * x).to_le_bytes().to_vec()
+    })
+    .expect("export");
+    // Talks with its spawner: a remote thread is an endpoint like any.
+    node.export("talk", |ep, args| {
+        let spawner = Address::new(0, 0);
+        ep.send(spawner, 5, ep.address().to_string().into_bytes())
+            .expect("hello");
+        let m = ep.recv(spawner, 6).expect("answer");
+        let mut out = args.to_vec();
+        out.extend_from_slice(&m.into_vec());
+        out
+    })
+    .expect("export");
+    node.export("explode", |_ep, _args| -> Vec<u8> {
+        panic!("entry exploded")
+    })
+    .expect("export");
+    assert!(matches!(
+        node.export("square", |_ep, _args| Vec::new()),
+        Err(threadwire::SpawnError::AlreadyExported { .. })
+    ));
+    let world = Group::world(ep).expect("world");
+    world.barrier().expect("exported everywhere");
+    if ep.address().node == 0 {
+        for target in 0..node.nodes() {
+            for os in [false, true] {
+                let args = (u64::from(target) + 3).to_le_bytes().to_vec();
+                let h = match os {
+                    false => ep.spawn_remote(target, "square", args),
+                    true => ep.spawn_remote_os(target, "square", args),
+                }
+                .expect("spawn");
+                assert_eq!(h.address().node, target);
+                let got = h.join(ep).expect("join");
+                let x = u64::from(target) + 3;
+                assert_eq!(got.into_vec(), (x * x).to_le_bytes(), "n{target} os {os}");
+            }
+            let h = ep
+                .spawn_remote(target, "talk", b"args:".to_vec())
+                .expect("spawn");
+            let hello = ep.recv(h.address(), 5).expect("hello");
+            assert_eq!(hello.into_vec(), h.address().to_string().into_bytes());
+            ep.send(h.address(), 6, b"reply".to_vec()).expect("answer");
+            assert_eq!(h.join(ep).expect("join").into_vec(), b"args:reply");
+            match ep.spawn_remote(target, "nobody.exported.this", Vec::new()) {
+                Err(threadwire::SpawnError::UnknownEntry { node: n, name }) => {
+                    assert_eq!((n, name.as_str()), (target, "nobody.exported.this"))
+                }
+                other => panic!("unknown entry: {other:?}"),
+            }
+            let h = ep
+                .spawn_remote(target, "explode", Vec::new())
+                .expect("spawn");
+            match h.join(ep) {
+                Err(threadwire::RemoteJoinError::Panicked { message, .. }) => {
+                    assert_eq!(message, "entry exploded")
+                }
+                other => panic!("panicking entry: {other:?}"),
+            }
+            println!("n{target}: spawn checks passed");
+        }
+    }
+    world.barrier().expect("done");
+}
+
 fn lost(ep: &Endpoint) {
     let node = ep.node().clone();
+    node.export("block", |ep, _args| -> Vec<u8> {
+        let never = ep.recv(Address::new(0, 0), 99);
+        panic!("the blocked thread got {never:?}");
+    })
+    .expect("export");
     let hang = node
         .register_fiber("hang", |ep: &Endpoint, _am: &mut ActiveMessage<'_>| {
             // Tell node 0 the handler runs, then die without answering.
@@ -272,6 +352,7 @@ fn lost(ep: &Endpoint) {
         .barrier()
         .expect("registered");
     if ep.address().node == 0 {
+        let blocked = ep.spawn_remote(1, "block", Vec::new()).expect("spawn");
         let request = ep.am_request(1, &hang, Vec::new());
         ep.recv(threadwire::Address::new(1, 0), 7).ok();
         match request.wait() {
@@ -281,6 +362,14 @@ fn lost(ep: &Endpoint) {
         match ep.am_request(1, &hang, Vec::new()).wait() {
             Err(AmError::PeerLost { .. }) => println!("a later request fails at once"),
             other => panic!("request to a dead node: {other:?}"),
+        }
+        match blocked.join(ep) {
+            Err(threadwire::RemoteJoinError::PeerLost(_)) => println!("the join fails"),
+            other => panic!("join of a thread on a dead node: {other:?}"),
+        }
+        match ep.spawn_remote(1, "block", Vec::new()) {
+            Err(threadwire::SpawnError::PeerLost(_)) => println!("a later spawn fails"),
+            other => panic!("spawn on a dead node: {other:?}"),
         }
     } else {
         // Waiting in the runtime drives progress, so the handler runs.
@@ -319,6 +408,7 @@ fn main() {
         "basic" => basic(&ep),
         "flight" => flight(&ep),
         "lost" => lost(&ep),
+        "spawn" => spawn(&ep),
         other => panic!("unknown mode {other}"),
     }
     println!("am {mode}: ok");
