@@ -162,12 +162,7 @@ impl Endpoint {
             });
         };
         let tag = router.am.next_request();
-        let mut trailer = Vec::with_capacity(name.len() + 7);
-        trailer.extend_from_slice(name.as_bytes());
-        trailer.extend_from_slice(&name_len.to_le_bytes());
-        trailer.extend_from_slice(&tag.to_le_bytes());
-        trailer.push(placement);
-        args.push_bytes(trailer);
+        args.push_bytes(encode_request(name, name_len, tag, placement));
         let answer = self.am_request(node, &handler, args).wait().map_err(|e| match e {
             AmError::PeerLost { lost, .. } => SpawnError::PeerLost(lost),
             AmError::NoSuchNode { node, nodes } => SpawnError::NoSuchNode { node, nodes },
@@ -221,20 +216,38 @@ pub(crate) fn serve(am: &mut ActiveMessage<'_>) {
     let _ = am.reply(answer);
 }
 
+/// Step 1's trailer, after the arguments: the name, its length, the
+/// result tag and where to run.
+pub fn encode_request(name: &str, name_len: u16, tag: u32, placement: u8) -> Vec<u8> {
+    let mut trailer = Vec::with_capacity(name.len() + 7);
+    trailer.extend_from_slice(name.as_bytes());
+    trailer.extend_from_slice(&name_len.to_le_bytes());
+    trailer.extend_from_slice(&tag.to_le_bytes());
+    trailer.push(placement);
+    trailer
+}
+
+/// A spawn request's parts — arguments (cut off in place), name, result
+/// tag, where to run — or `None` for bytes no correct node sends.
+pub fn decode_request(mut bytes: Vec<u8>) -> Option<(Vec<u8>, String, u32, u8)> {
+    let placement = bytes.pop()?;
+    let at = bytes.len().checked_sub(6)?;
+    let tag = u32::from_le_bytes(bytes[at + 2..at + 6].try_into().ok()?);
+    let name_len = usize::from(u16::from_le_bytes([bytes[at], bytes[at + 1]]));
+    let name_at = at.checked_sub(name_len)?;
+    let name = String::from_utf8(bytes[name_at..at].to_vec()).ok()?;
+    bytes.truncate(name_at);
+    Some((bytes, name, tag, placement))
+}
+
 fn start(am: &mut ActiveMessage<'_>) -> Result<u32, (u8, String)> {
     let spawner = am.source();
     let payload = am.take_payload();
     let format = payload.format();
-    let mut bytes = payload.into_vec();
-    let malformed = || (NOT_STARTED, "malformed spawn request".to_string());
-    let placement = bytes.pop().ok_or_else(malformed)?;
-    let at = bytes.len().checked_sub(6).ok_or_else(malformed)?;
-    let tag = u32::from_le_bytes(bytes[at + 2..at + 6].try_into().expect("4 bytes"));
-    let name_len = usize::from(u16::from_le_bytes([bytes[at], bytes[at + 1]]));
-    let name_at = at.checked_sub(name_len).ok_or_else(malformed)?;
-    let name = String::from_utf8_lossy(&bytes[name_at..at]).into_owned();
-    bytes.truncate(name_at);
-    let args = Payload::from_wire(format, bytes);
+    let Some((args, name, tag, placement)) = decode_request(payload.into_vec()) else {
+        return Err((NOT_STARTED, "malformed spawn request".to_string()));
+    };
+    let args = Payload::from_wire(format, args);
     let router = am.router();
     let entry = lock(&router.exports.entries).get(&name).cloned();
     let Some(entry) = entry else {

@@ -94,7 +94,7 @@ mod arrive;
 mod pool;
 mod registry;
 mod send;
-mod status;
+pub(crate) mod status;
 
 pub(crate) use arrive::arrive;
 pub(crate) use registry::Registry;

@@ -6,8 +6,9 @@
 use threadwire_wire::Payload;
 
 /// What an answer or report says.
+#[allow(missing_docs)] // for the fuzz target only
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Status {
+pub enum Status {
     /// The handler's answer.
     Answer = 0,
     /// The request was not answered.
@@ -21,17 +22,18 @@ pub(crate) enum Status {
 }
 
 /// A failure as the requester decodes it.
+#[allow(missing_docs)] // for the fuzz target only
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Failed {
-    pub(crate) status: Status,
-    pub(crate) id: u64,
-    pub(crate) text: String,
+pub struct Failed {
+    pub status: Status,
+    pub id: u64,
+    pub text: String,
 }
 
 impl Status {
     /// The status's bytes: for an answer the one byte to append to the
     /// handler's, for a failure the whole payload.
-    pub(crate) fn encode(self, id: u64, text: &str) -> Vec<u8> {
+    pub fn encode(self, id: u64, text: &str) -> Vec<u8> {
         if self == Status::Answer {
             return vec![0];
         }
@@ -57,7 +59,7 @@ impl Status {
 /// The answer's bytes, or what failed. Bytes no correct node sends (no
 /// status, an unknown one, a failure shorter than its id) decode as a
 /// failure with the status [`Status::Unknown`] and a text saying so.
-pub(crate) fn decode(payload: Payload) -> Result<Payload, Failed> {
+pub fn decode(payload: Payload) -> Result<Payload, Failed> {
     let format = payload.format();
     let mut bytes = payload.into_vec();
     let malformed = |why: &str| Failed {
