@@ -43,6 +43,8 @@ pub(crate) enum ProtocolError {
     Rendezvous(#[from] crate::rendezvous::RendezvousError),
     #[error("bulk frame of {len} bytes for a buffer of fewer")]
     BulkOverrun { len: u64 },
+    #[error("active message for a thread without the thread's number")]
+    AmTarget,
 }
 
 pub(crate) struct Router {
@@ -145,20 +147,41 @@ impl Router {
             }
             FrameKind::Mcast => self.on_mcast(peer, frame),
             FrameKind::Named => self.on_named(peer, frame),
-            FrameKind::Am => {
-                if h.source_thread >= MAX_THREADS {
-                    return Err(ProtocolError::NoSuchThread(h.source_thread));
-                }
-                let source = crate::Address::new(peer, h.source_thread);
-                let id = u64::from(h.aux) << 32 | u64::from(h.tag);
-                let payload = Payload::from_wire(h.format, frame.payload);
-                let cost = h.len as usize + OVERHEAD;
-                crate::am::arrive(self, source, id, h.dest_thread, payload, cost);
-                Ok(())
-            }
+            FrameKind::Am | FrameKind::AmAt => self.on_am(peer, frame),
             FrameKind::Doorbell => Ok(()),
             FrameKind::Control => Err(ProtocolError::ControlFrame),
         }
+    }
+
+    /// An active message (`am`, protocol step 3).
+    fn on_am(&self, peer: u32, frame: Frame) -> Result<(), ProtocolError> {
+        let h = frame.header;
+        if h.source_thread >= MAX_THREADS {
+            return Err(ProtocolError::NoSuchThread(h.source_thread));
+        }
+        let mut bytes = frame.payload;
+        let target = match h.kind {
+            FrameKind::AmAt => {
+                let at = bytes.len().checked_sub(4).ok_or(ProtocolError::AmTarget)?;
+                let thread = u32::from_le_bytes(bytes[at..].try_into().expect("4 bytes"));
+                if thread >= MAX_THREADS {
+                    return Err(ProtocolError::NoSuchThread(thread));
+                }
+                bytes.truncate(at);
+                Some(thread)
+            }
+            _ => None,
+        };
+        let message = crate::am::Arrival {
+            source: crate::Address::new(peer, h.source_thread),
+            id: u64::from(h.aux) << 32 | u64::from(h.tag),
+            request: h.dest_thread,
+            target,
+            payload: Payload::from_wire(h.format, bytes),
+            cost: h.len as usize + OVERHEAD,
+        };
+        crate::am::arrive(self, message);
+        Ok(())
     }
 
     /// Rendezvous step 2: an announcement into its thread's mailbox.

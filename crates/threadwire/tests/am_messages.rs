@@ -48,6 +48,11 @@ fn a_thousand_messages_in_flight_from_eight_fibers_within_a_small_budget() {
 }
 
 #[test]
+fn a_handler_runs_for_every_member_of_a_group() {
+    run(3, "group", None);
+}
+
+#[test]
 fn threads_start_on_other_nodes_by_name_and_are_joined() {
     run(3, "spawn", None);
 }

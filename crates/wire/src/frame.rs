@@ -90,6 +90,10 @@ pub enum FrameKind {
     /// `source_thread` the sending thread; the payload is the handler's
     /// argument.
     Am = 13,
+    /// An active message for one thread of the receiving node (a group
+    /// member): as [`Am`](Self::Am), the payload ending with that
+    /// thread's number (4 bytes, little-endian).
+    AmAt = 15,
 }
 
 impl FrameKind {
@@ -108,6 +112,7 @@ impl FrameKind {
             11 => Some(FrameKind::Bulk),
             12 => Some(FrameKind::Credit),
             13 => Some(FrameKind::Am),
+            15 => Some(FrameKind::AmAt),
             _ => None,
         }
     }

@@ -14,26 +14,41 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use threadwire_fiber::JoinError;
 use threadwire_wire::{Format, FrameHeader, FrameKind, Payload};
 
-/// Step 3: the message for handler `id` from `source` (`request` 0 when
-/// one-way), whose `cost` goes back to the source's budget once handled
-/// (0 for a message of this node).
-pub(crate) fn arrive(
-    router: &Router,
-    source: Address,
-    id: u64,
-    request: u32,
-    payload: Payload,
-    cost: usize,
-) {
+/// An active message as it arrives (step 3).
+pub(crate) struct Arrival {
+    pub(crate) source: Address,
+    /// The handler's id.
+    pub(crate) id: u64,
+    /// The request's number; 0 when one-way.
+    pub(crate) request: u32,
+    /// The thread of this node it was sent for (a group member), if any.
+    pub(crate) target: Option<u32>,
+    pub(crate) payload: Payload,
+    /// Budget to give back to the source once handled (0 for a message
+    /// of this node).
+    pub(crate) cost: usize,
+}
+
+/// Step 3: runs or hands over the handler of `message`.
+pub(crate) fn arrive(router: &Router, message: Arrival) {
     let registry = &router.am;
     let via = Replier::Router(router);
+    let Arrival {
+        source,
+        id,
+        request,
+        target,
+        payload,
+        cost,
+    } = message;
+    let target = target.map(|t| Address::new(router.id, t));
     match registry.lookup(id) {
         None => {
             fail(&via, source, request, Status::Unknown, id, "");
             give_back(router, source.node, cost);
         }
         Some(Run::Inline(f)) => {
-            let mut am = ActiveMessage::new(source, payload, request, via);
+            let mut am = ActiveMessage::new(source, payload, request, target, via);
             let ran = catch_unwind(AssertUnwindSafe(|| f(&mut am)));
             am.finish(ran, id);
             give_back(router, source.node, cost);
@@ -44,6 +59,7 @@ pub(crate) fn arrive(
                 id,
                 source,
                 request,
+                target,
                 payload,
                 cost,
             };
@@ -63,19 +79,27 @@ pub(super) fn run_fiber(ep: &Endpoint, work: Work) {
         id,
         source,
         request,
+        target,
         payload,
         cost,
     } = work;
-    let mut am = ActiveMessage::new(source, payload, request, Replier::Endpoint(ep));
+    let mut am = ActiveMessage::new(source, payload, request, target, Replier::Endpoint(ep));
     let ran = catch_unwind(AssertUnwindSafe(|| handler(ep, &mut am)));
     am.finish(ran, id);
     give_back(&ep.node.shared.router, source.node, cost);
 }
 
 impl<'a> ActiveMessage<'a> {
-    fn new(source: Address, payload: Payload, request: u32, via: Replier<'a>) -> Self {
+    fn new(
+        source: Address,
+        payload: Payload,
+        request: u32,
+        target: Option<Address>,
+        via: Replier<'a>,
+    ) -> Self {
         ActiveMessage {
             source,
+            target,
             payload,
             request: (request != 0).then_some((source, request)),
             replied: false,

@@ -91,12 +91,13 @@
 //!    [`AmError::PeerLost`] when that node is lost first.
 
 mod arrive;
+mod group;
 mod pool;
 mod registry;
 mod send;
 pub(crate) mod status;
 
-pub(crate) use arrive::arrive;
+pub(crate) use arrive::{arrive, Arrival};
 pub(crate) use registry::Registry;
 pub use registry::Handler;
 pub use send::AmRequest;
@@ -118,6 +119,8 @@ pub(crate) type FiberFn = dyn Fn(&Endpoint, &mut ActiveMessage<'_>) + Send + Syn
 /// (which the handler may keep), and the way to answer it.
 pub struct ActiveMessage<'a> {
     source: Address,
+    /// The group member it was sent for (`Group::am_send_all`).
+    target: Option<Address>,
     payload: Payload,
     /// The requester and the request's number; `None` for a one-way message.
     request: Option<(Address, u32)>,
@@ -146,6 +149,13 @@ impl ActiveMessage<'_> {
     /// The thread that sent it.
     pub fn source(&self) -> Address {
         self.source
+    }
+
+    /// The group member it was sent for, when sent to every member of a
+    /// group ([`Group::am_send_all`](crate::Group::am_send_all)): a thread
+    /// of the node the handler runs on.
+    pub fn target(&self) -> Option<Address> {
+        self.target
     }
 
     /// Payload length in bytes (0 once taken).

@@ -23,6 +23,7 @@ pub(crate) struct Work {
     pub(crate) id: u64,
     pub(crate) source: Address,
     pub(crate) request: u32,
+    pub(crate) target: Option<Address>,
     pub(crate) payload: Payload,
     /// Budget to give back to the source node when done (0: a local message).
     pub(crate) cost: usize,

@@ -35,7 +35,7 @@ impl Endpoint {
     /// [`AmError::NoSuchNode`], [`AmError::TooLarge`],
     /// [`AmError::Finalized`].
     pub fn am_send(&self, node: u32, handler: &Handler, data: impl Into<Payload>) -> Result<(), AmError> {
-        self.am_post(node, handler, 0, data.into(), true)
+        self.am_post(node, handler, 0, data.into(), None, true)
     }
 
     /// [`am_send`](Self::am_send) that never waits: with no room in the
@@ -45,7 +45,7 @@ impl Endpoint {
     ///
     /// As [`am_send`](Self::am_send), and [`AmError::WouldBlock`].
     pub fn try_am_send(&self, node: u32, handler: &Handler, data: impl Into<Payload>) -> Result<(), AmError> {
-        self.am_post(node, handler, 0, data.into(), false)
+        self.am_post(node, handler, 0, data.into(), None, false)
     }
 
     /// Sends a request: `handler` runs on `node` with `data` and its
@@ -57,6 +57,17 @@ impl Endpoint {
     /// [`AmError::HandlerPanicked`], [`AmError::NoReply`] or
     /// [`AmError::PeerLost`] when `node` is lost first; never hangs.
     pub fn am_request(&self, node: u32, handler: &Handler, data: impl Into<Payload>) -> AmRequest {
+        self.am_request_at(node, None, handler, data.into())
+    }
+
+    /// [`am_request`](Self::am_request) for one thread of `node` (`target`).
+    pub(super) fn am_request_at(
+        &self,
+        node: u32,
+        target: Option<u32>,
+        handler: &Handler,
+        data: Payload,
+    ) -> AmRequest {
         let router = &self.node.shared.router;
         if node >= router.nodes {
             return Request::ready(Err(AmError::NoSuchNode {
@@ -68,7 +79,7 @@ impl Endpoint {
         // Posted first: an inline handler of this node answers before
         // `am_post` returns.
         let answer = self.irecv_in(REPLY_CONTEXT, Source::Node(node), TagMatch::from(number));
-        if let Err(e) = self.am_post(node, handler, number, data.into(), true) {
+        if let Err(e) = self.am_post(node, handler, number, data, target, true) {
             drop(answer);
             return Request::ready(Err(e));
         }
@@ -104,12 +115,13 @@ impl Endpoint {
     }
 
     /// Steps 1–2 (and step 3 at once for this node).
-    fn am_post(
+    pub(super) fn am_post(
         &self,
         node: u32,
         handler: &Handler,
         request: u32,
         payload: Payload,
+        target: Option<u32>,
         wait: bool,
     ) -> Result<(), AmError> {
         let shared = &*self.node.shared;
@@ -121,7 +133,15 @@ impl Endpoint {
             return Err(AmError::NoSuchNode { node, nodes: s.nodes });
         }
         if node == s.id {
-            super::arrive(s, self.address, handler.id, request, payload, 0);
+            let message = super::Arrival {
+                source: self.address,
+                id: handler.id,
+                request,
+                target,
+                payload,
+                cost: 0,
+            };
+            super::arrive(s, message);
             return Ok(());
         }
         let peer = &s.peers[node as usize];
@@ -132,7 +152,7 @@ impl Endpoint {
             }),
             None => Ok(payload),
         };
-        let payload = lost(payload)?;
+        let mut payload = lost(payload)?;
         let len = payload.len();
         if len as u64 > s.max_frame {
             return Err(AmError::TooLarge {
@@ -141,6 +161,14 @@ impl Endpoint {
                 payload,
             });
         }
+        let kind = match target {
+            Some(thread) => {
+                payload.push_bytes(thread.to_le_bytes().to_vec());
+                FrameKind::AmAt
+            }
+            None => FrameKind::Am,
+        };
+        let len = payload.len();
         let budget = &s.rendezvous.budget;
         let cost = len + OVERHEAD;
         if !budget.try_take_alone(node, cost) {
@@ -158,7 +186,7 @@ impl Endpoint {
         }
         let id = handler.id;
         let header = FrameHeader::addressed(
-            FrameKind::Am,
+            kind,
             self.address.thread,
             request,
             id as u32,

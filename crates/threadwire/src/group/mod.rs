@@ -290,6 +290,11 @@ impl Group {
         self.comm.rank
     }
 
+    /// The calling member's endpoint.
+    pub(crate) fn endpoint(&self) -> &Endpoint {
+        &self.comm.ep
+    }
+
     /// The members, in rank order.
     pub fn members(&self) -> &[Address] {
         &self.comm.members

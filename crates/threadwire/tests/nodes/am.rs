@@ -15,6 +15,9 @@
 //!   (itself included) by exported name, fibers and OS threads, joins
 //!   them for their results, talks with one while it runs; an unknown
 //!   entry and a panicking one fail, typed.
+//! - `group` (2 or more nodes): a group of two threads a node; node 0
+//!   runs a handler on every member, one-way and as requests, and each
+//!   run knows its member.
 //! - `lost` (2 nodes): node 0 starts a thread on node 1 that blocks, then
 //!   a request whose fiber handler never answers; node 1 kills itself;
 //!   node 0's request and join fail with `PeerLost`, and so do later ones.
@@ -328,6 +331,65 @@ fn spawn(ep: &Endpoint) {
     world.barrier().expect("done");
 }
 
+/// Two members a node (thread 0 and a fiber); node 0 calls a handler on
+/// every member, one-way and as requests.
+fn group(ep: &Endpoint) {
+    let node = ep.node().clone();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let here = node.id();
+    let whom = node
+        .register_inline("group.whom", move |am| {
+            let target = am.target().expect("sent for a member");
+            assert_eq!(target.node, here, "runs at the member's node");
+            s.lock().unwrap().push(target);
+            if am.is_request() {
+                let text = format!(
+                    "{target}:{}",
+                    String::from_utf8_lossy(&am.take_payload().into_vec())
+                );
+                am.reply(text.into_bytes()).expect("reply");
+            }
+        })
+        .expect("register");
+    let members: Vec<Address> = (0..node.nodes())
+        .flat_map(|n| [Address::new(n, 0), Address::new(n, 1)])
+        .collect();
+    let m = members.clone();
+    let fiber = node.spawn(move |ep| {
+        let g = Group::new(&ep, &m).expect("group");
+        g.barrier().expect("ready");
+        g.barrier().expect("done");
+    });
+    let g = Group::new(ep, &members).expect("group");
+    g.barrier().expect("ready");
+    if ep.address().node == 0 {
+        g.am_send_all(&whom, b"one-way".to_vec())
+            .expect("send to all");
+        let answers = threadwire::wait_all(g.am_request_all(&whom, b"asked".to_vec()));
+        for (member, answer) in members.iter().zip(answers) {
+            let answer = answer.expect("answer").into_vec();
+            assert_eq!(String::from_utf8_lossy(&answer), format!("{member}:asked"));
+        }
+    }
+    g.barrier().expect("done");
+    fiber.join().expect("fiber");
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort();
+    let me = ep.address().node;
+    let mine = [
+        Address::new(me, 0),
+        Address::new(me, 0),
+        Address::new(me, 1),
+        Address::new(me, 1),
+    ];
+    assert_eq!(
+        seen, mine,
+        "each member of this node, once one-way and once asked"
+    );
+    println!("n{me}: every member's handler ran");
+}
+
 fn lost(ep: &Endpoint) {
     let node = ep.node().clone();
     node.export("block", |ep, _args| -> Vec<u8> {
@@ -409,6 +471,7 @@ fn main() {
         "flight" => flight(&ep),
         "lost" => lost(&ep),
         "spawn" => spawn(&ep),
+        "group" => group(&ep),
         other => panic!("unknown mode {other}"),
     }
     println!("am {mode}: ok");
