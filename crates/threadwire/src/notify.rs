@@ -30,7 +30,7 @@
 //! | [`Notify`] | messages | today |
 //! |---|---|---|
 //! | `NodeExit(k)` | one, when node `k` finishes or fails | yes |
-//! | `AnyNodeExit` | one per other node of the job, as each finishes or fails | yes |
+//! | `AnyNodeExit` | one per other node of the job, as each finishes or fails (those gone already at once) | yes |
 //! | `HostDelete(h)` | one, when host `h` is removed or crashes | no: [`NotifyError::HostsFixed`] |
 //! | `HostAdd` | one per host added | no: [`NotifyError::HostsFixed`] |
 //!
