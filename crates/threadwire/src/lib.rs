@@ -73,6 +73,7 @@ pub mod mcast;
 mod message;
 mod name_hash;
 mod node;
+pub mod notify;
 mod peer;
 mod progress;
 mod receive;
@@ -111,6 +112,7 @@ pub use mcast::McastError;
 pub use message::{Message, Status};
 pub use node::{init, Node, ThreadHandle};
 pub use remote_spawn::{RemoteHandle, RemoteJoinError};
+pub use notify::{ExitCause, Notification, NotificationError, Notify, NotifyError, NotifyHandle};
 pub use report::ReportError;
 pub use request::{
     wait_all, wait_any, Completion, RecvIntoError, RecvIntoRequest, RecvRequest, Request, SendRequest,

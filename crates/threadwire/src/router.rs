@@ -74,6 +74,8 @@ pub(crate) struct Router {
     pub(crate) am: crate::am::Registry,
     /// Entry points other nodes may start threads on.
     pub(crate) exports: crate::remote_spawn::Exports,
+    /// Threads' subscriptions to peers' exits (`notify`).
+    pub(crate) notify: crate::notify::Notifications,
 }
 
 impl Router {
@@ -97,6 +99,7 @@ impl Router {
             rendezvous: crate::rendezvous::Rendezvous::new(nodes, settings),
             am: crate::am::Registry::new(),
             exports: Default::default(),
+            notify: crate::notify::Notifications::new(nodes),
         }
     }
 
@@ -337,12 +340,15 @@ impl Router {
         }
     }
 
-    /// Records that `peer` is gone (first cause wins), fails what waits on
-    /// it and tells subscribers.
+    /// Records that `peer` is gone (first cause wins), notifies the threads
+    /// that asked (`notify`), fails what waits on it and tells subscribers.
     pub(crate) fn lose_peer(&self, peer: u32, cause: LossCause) {
         let p = &self.peers[peer as usize];
         let lost = PeerLost { node: peer, cause };
-        if !p.set_lost(lost.clone()) {
+        // Notifications first, under their lock, which records every loss
+        // (first cause wins): a receive waiting for one gets it rather
+        // than failing, and whoever sees the loss finds them delivered.
+        if !self.notify.exited(&self.mailboxes, &lost, || p.set_lost(lost.clone())) {
             return;
         }
         if let LossCause::Failed(why) = &lost.cause {

@@ -190,7 +190,8 @@ impl Node {
     }
 
     /// Calls `f` (on an arbitrary runtime thread, briefly) whenever a peer
-    /// node is lost or finishes.
+    /// node is lost or finishes. To be told by a message in a thread's
+    /// mailbox instead, see [`Endpoint::notify`].
     pub fn on_peer_lost(&self, f: impl Fn(&PeerLost) + Send + Sync + 'static) {
         self.shared.router.subscribe(Arc::new(f));
     }
