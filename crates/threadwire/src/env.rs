@@ -74,6 +74,11 @@ pub const EAGER_TCP: &str = "THREADWIRE_EAGER_TCP";
 pub const HOST_STAGE: &str = "THREADWIRE_HOST_STAGE";
 /// Name of the collectives' argument check switch.
 pub const COLL_CHECKS: &str = "THREADWIRE_COLL_CHECKS";
+/// Fault injection for tests of group agreement: `<node>:asked` or
+/// `<node>:told-one` makes that node, when it coordinates an agreement,
+/// kill itself at that point (`group::agree`, step 4). Never set it in
+/// production.
+pub const FAULT_AGREE: &str = "THREADWIRE_FAULT_AGREE";
 
 /// What a launched node learns from its environment.
 #[derive(Clone)]

@@ -105,7 +105,7 @@ pub use config::{
 };
 pub use endpoint::Endpoint;
 pub use send::SendBuf;
-pub use group::{CollError, CollRequest, GroupError, Element, Group, Op, Reducible, Reduction, ValueLoc};
+pub use group::{Agreement, CollError, CollRequest, GroupError, Element, Group, Op, Reducible, Reduction, ValueLoc};
 pub use error::{Failure, InitError, LossCause, PeerLost, RecvError, SendError, SpawnError};
 pub use matched::Matched;
 pub use mcast::McastError;

@@ -76,6 +76,8 @@ pub(crate) struct Router {
     pub(crate) exports: crate::remote_spawn::Exports,
     /// Threads' subscriptions to peers' exits (`notify`).
     pub(crate) notify: crate::notify::Notifications,
+    /// This node's members' parts of their groups' agreements.
+    pub(crate) agreements: crate::group::agree::Table,
 }
 
 impl Router {
@@ -100,6 +102,7 @@ impl Router {
             am: crate::am::Registry::new(),
             exports: Default::default(),
             notify: crate::notify::Notifications::new(nodes),
+            agreements: Default::default(),
         }
     }
 

@@ -93,7 +93,7 @@
 mod arrive;
 mod group;
 mod pool;
-mod registry;
+pub(crate) mod registry;
 mod send;
 pub(crate) mod status;
 

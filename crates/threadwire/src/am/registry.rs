@@ -57,15 +57,25 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    /// The handlers every node has from its start: remote spawn's.
+    /// The handlers every node has from its start: remote spawn's and
+    /// group agreement's.
     pub(crate) fn new() -> Registry {
-        let spawn = crate::remote_spawn::SPAWN_HANDLER;
-        let entry = Entry {
-            name: spawn.into(),
-            run: Some(Run::Inline(Arc::new(crate::remote_spawn::serve))),
-        };
+        let spawn = (
+            crate::remote_spawn::SPAWN_HANDLER,
+            Run::Inline(Arc::new(crate::remote_spawn::serve)),
+        );
+        let entries = std::iter::once(spawn)
+            .chain(crate::group::agree::builtins())
+            .map(|(name, run)| {
+                let entry = Entry {
+                    name: name.into(),
+                    run: Some(run),
+                };
+                (name_hash(name), entry)
+            })
+            .collect();
         Registry {
-            entries: RwLock::new(HashMap::from([(name_hash(spawn), entry)])),
+            entries: RwLock::new(entries),
             next_request: AtomicU32::new(0),
             pool: Pool::default(),
             node: OnceLock::new(),
