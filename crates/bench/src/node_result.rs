@@ -65,6 +65,16 @@ pub enum NodeResult {
         /// When it was past `init`.
         joined_ns: u64,
     },
+    /// `bench spawn`, remote rows: node 0's milliseconds to start N fibers
+    /// on node 1 by name and join them, per repetition, and the
+    /// microseconds of an active-message round trip (request and empty
+    /// reply) between the same nodes, per batch.
+    RemoteSpawned {
+        /// Per repetition.
+        ms: Vec<f64>,
+        /// Per batch of round trips.
+        am_round_trip_us: Vec<f64>,
+    },
 }
 
 impl NodeResult {
@@ -147,6 +157,10 @@ mod tests {
             NodeResult::Joined {
                 started_ns: u64::MAX,
                 joined_ns: 1,
+            },
+            NodeResult::RemoteSpawned {
+                ms: vec![0.5, 0.25],
+                am_round_trip_us: vec![3.5],
             },
             NodeResult::Flood(flood::Side {
                 role: flood::Role::Sender,
