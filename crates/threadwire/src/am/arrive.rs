@@ -32,7 +32,40 @@ pub(crate) struct Arrival {
 /// Step 3: runs or hands over the handler of `message`.
 pub(crate) fn arrive(router: &Router, message: Arrival) {
     let registry = &router.am;
-    let via = Replier::Router(router);
+    match registry.lookup(message.id) {
+        None => {
+            let via = Replier::Router(router);
+            let Arrival {
+                source, request, id, cost, ..
+            } = message;
+            fail(&via, source, request, Status::Unknown, id, "");
+            give_back(router, source.node, cost);
+        }
+        Some(Run::Inline(f)) => run(Replier::Router(router), message, |am| f(am)),
+        Some(Run::Fiber(handler)) => {
+            let (source, request, id, cost) =
+                (message.source, message.request, message.id, message.cost);
+            if let Err(why) = registry.pool.hand(registry, Work { handler, message }) {
+                tracing::warn!("n{}: no fiber for an active message: {why}", router.id);
+                fail(&Replier::Router(router), source, request, Status::NoFiber, id, &why);
+                give_back(router, source.node, cost);
+            }
+        }
+    }
+}
+
+/// A pool fiber's run of one fiber handler (steps 4–5).
+pub(super) fn run_fiber(ep: &Endpoint, work: Work) {
+    let Work { handler, message } = work;
+    run(Replier::Endpoint(ep), message, |am| handler(ep, am));
+}
+
+/// Steps 4–5 of one handler's run, answering through `via`.
+fn run(via: Replier<'_>, message: Arrival, handler: impl FnOnce(&mut ActiveMessage<'_>)) {
+    let router = match &via {
+        Replier::Router(router) => *router,
+        Replier::Endpoint(ep) => &ep.node.shared.router,
+    };
     let Arrival {
         source,
         id,
@@ -42,51 +75,10 @@ pub(crate) fn arrive(router: &Router, message: Arrival) {
         cost,
     } = message;
     let target = target.map(|t| Address::new(router.id, t));
-    match registry.lookup(id) {
-        None => {
-            fail(&via, source, request, Status::Unknown, id, "");
-            give_back(router, source.node, cost);
-        }
-        Some(Run::Inline(f)) => {
-            let mut am = ActiveMessage::new(source, payload, request, target, via);
-            let ran = catch_unwind(AssertUnwindSafe(|| f(&mut am)));
-            am.finish(ran, id);
-            give_back(router, source.node, cost);
-        }
-        Some(Run::Fiber(handler)) => {
-            let work = Work {
-                handler,
-                id,
-                source,
-                request,
-                target,
-                payload,
-                cost,
-            };
-            if let Err(why) = registry.pool.hand(registry, work) {
-                tracing::warn!("n{}: no fiber for an active message: {why}", router.id);
-                fail(&via, source, request, Status::NoFiber, id, &why);
-                give_back(router, source.node, cost);
-            }
-        }
-    }
-}
-
-/// A pool fiber's run of one fiber handler (steps 4–5).
-pub(super) fn run_fiber(ep: &Endpoint, work: Work) {
-    let Work {
-        handler,
-        id,
-        source,
-        request,
-        target,
-        payload,
-        cost,
-    } = work;
-    let mut am = ActiveMessage::new(source, payload, request, target, Replier::Endpoint(ep));
-    let ran = catch_unwind(AssertUnwindSafe(|| handler(ep, &mut am)));
+    let mut am = ActiveMessage::new(source, payload, request, target, via);
+    let ran = catch_unwind(AssertUnwindSafe(|| handler(&mut am)));
     am.finish(ran, id);
-    give_back(&ep.node.shared.router, source.node, cost);
+    give_back(router, source.node, cost);
 }
 
 impl<'a> ActiveMessage<'a> {

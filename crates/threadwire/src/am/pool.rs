@@ -11,22 +11,15 @@
 use super::registry::Registry;
 use super::FiberFn;
 use crate::lock;
-use crate::{Address, Endpoint};
+use crate::Endpoint;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use threadwire_fiber::Unparker;
-use threadwire_wire::Payload;
 
-/// One fiber handler's call.
+/// One fiber handler's call: the handler and its message.
 pub(crate) struct Work {
     pub(crate) handler: Arc<FiberFn>,
-    pub(crate) id: u64,
-    pub(crate) source: Address,
-    pub(crate) request: u32,
-    pub(crate) target: Option<Address>,
-    pub(crate) payload: Payload,
-    /// Budget to give back to the source node when done (0: a local message).
-    pub(crate) cost: usize,
+    pub(crate) message: super::Arrival,
 }
 
 enum Job {

@@ -10,7 +10,6 @@ use crate::rendezvous::OVERHEAD;
 use crate::request::{Completion, Request, State};
 use crate::{Endpoint, Message, PeerLost, Source, TagMatch, ANY_TAG};
 use std::sync::atomic::Ordering;
-use threadwire_transport::SendOutcome;
 use threadwire_wire::{FrameHeader, FrameKind, Payload};
 
 /// A request under way ([`Endpoint::am_request`]): completes with the
@@ -194,14 +193,8 @@ impl Endpoint {
             payload.format(),
             len as u64,
         );
-        match peer.send(&header, payload) {
-            Ok(outcome) => {
-                self.mailbox().counters.sent(len);
-                if outcome == SendOutcome::Queued {
-                    shared.engine.try_progress(s);
-                }
-                Ok(())
-            }
+        match self.hand_over(peer, &header, payload, len) {
+            Ok(()) => Ok(()),
             Err((e, payload)) => {
                 budget.returned(node, cost as u64);
                 s.lose_peer(node, LossCause::Failed(Failure::Channel(e.to_string())));
