@@ -36,6 +36,8 @@ pub(crate) struct Settings {
     pub(crate) eager_budget: usize,
     pub(crate) eager_shm: usize,
     pub(crate) eager_tcp: usize,
+    /// At most this many fiber handlers of active messages run at once.
+    pub(crate) am_fibers: usize,
 }
 
 impl Default for Config {
@@ -182,6 +184,9 @@ impl Config {
                 .unwrap_or(DEFAULT_EAGER_BUDGET),
             eager_shm: var(crate::env::EAGER_SHM).unwrap_or(DEFAULT_EAGER_LIMIT),
             eager_tcp: var(crate::env::EAGER_TCP).unwrap_or(DEFAULT_EAGER_LIMIT),
+            am_fibers: var(crate::env::AM_FIBERS)
+                .unwrap_or(crate::am::DEFAULT_FIBERS)
+                .max(1),
         })
     }
 }

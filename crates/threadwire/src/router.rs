@@ -99,7 +99,7 @@ impl Router {
             named: Default::default(),
             named_requests: Default::default(),
             rendezvous: crate::rendezvous::Rendezvous::new(nodes, settings),
-            am: crate::am::Registry::new(),
+            am: crate::am::Registry::new(settings.am_fibers),
             exports: Default::default(),
             notify: crate::notify::Notifications::new(nodes),
             agreements: Default::default(),

@@ -53,6 +53,28 @@ fn a_handler_runs_for_every_member_of_a_group() {
 }
 
 #[test]
+fn fiber_handlers_beyond_the_bound_wait_their_turn() {
+    for &(name, channel, cma) in &CHANNELS {
+        let out = support::run(
+            support::job(2, "node-am")
+                .args(["bounded"])
+                .env(threadwire::env::CHANNEL, channel)
+                .env(threadwire::env::SHM_CMA, cma)
+                .env(threadwire::env::AM_FIBERS, "2"),
+        );
+        assert!(
+            out.stdout
+                .iter()
+                .all(|l| l.contains(&"am bounded: ok".to_string())),
+            "{name}: {}",
+            out.transcript()
+        );
+        out.line(0, "50 handlers ran on ");
+        out.assert_success();
+    }
+}
+
+#[test]
 fn threads_start_on_other_nodes_by_name_and_are_joined() {
     run(3, "spawn", None);
 }

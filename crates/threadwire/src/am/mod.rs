@@ -49,9 +49,14 @@
 //!   endpoint of their own: they may block, send, receive, spawn and call
 //!   other handlers. A pool fiber that has finished a handler waits for
 //!   the next; a message that finds none idle starts a new one, so
-//!   handlers never wait for each other and the pool holds as many fibers
-//!   as handlers ever ran at once. A fiber handler's address is its pool
-//!   fiber's: valid while it runs, and reused by later handlers.
+//!   handlers never wait for each other, up to a bound
+//!   ([`DEFAULT_FIBERS`], `THREADWIRE_AM_FIBERS`): beyond it, messages wait
+//!   in arrival order for a fiber to finish (their bytes still counted in
+//!   their senders' budgets), so that memory stays bounded however many
+//!   handlers block. Handlers that wait for each other beyond the bound
+//!   deadlock, as threads of a bounded pool do. A fiber handler's address
+//!   is its pool fiber's: valid while it runs, and reused by later
+//!   handlers.
 //!
 //! # The protocol
 //!
@@ -104,6 +109,10 @@ pub use send::AmRequest;
 
 use crate::{Address, Endpoint, PeerLost};
 use threadwire_wire::Payload;
+
+/// Fiber handlers that run at once on a node, by default
+/// ([`env::AM_FIBERS`](crate::env::AM_FIBERS)); more wait their turn.
+pub const DEFAULT_FIBERS: usize = 256;
 
 /// The context of answers to requests (`group::context`).
 pub(crate) const REPLY_CONTEXT: u32 = u32::MAX - 1;

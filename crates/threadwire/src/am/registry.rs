@@ -59,7 +59,7 @@ pub(crate) struct Registry {
 impl Registry {
     /// The handlers every node has from its start: remote spawn's and
     /// group agreement's.
-    pub(crate) fn new() -> Registry {
+    pub(crate) fn new(fibers: usize) -> Registry {
         let spawn = (
             crate::remote_spawn::SPAWN_HANDLER,
             Run::Inline(Arc::new(crate::remote_spawn::serve)),
@@ -77,7 +77,7 @@ impl Registry {
         Registry {
             entries: RwLock::new(entries),
             next_request: AtomicU32::new(0),
-            pool: Pool::default(),
+            pool: Pool::new(fibers),
             node: OnceLock::new(),
         }
     }
@@ -213,7 +213,7 @@ mod tests {
 
     #[test]
     fn request_numbers_skip_zero() {
-        let r = Registry::new();
+        let r = Registry::new(1);
         r.next_request.store(u32::MAX - 1, Ordering::Relaxed);
         assert_eq!(r.next_request(), u32::MAX);
         assert_eq!(r.next_request(), 1);

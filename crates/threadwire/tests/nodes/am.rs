@@ -18,6 +18,8 @@
 //! - `group` (2 or more nodes): a group of two threads a node; node 0
 //!   runs a handler on every member, one-way and as requests, and each
 //!   run knows its member.
+//! - `bounded` (2 nodes, `THREADWIRE_AM_FIBERS=2`): 50 fiber handlers that
+//!   each wait for node 0 run on at most 2 pool fibers, the rest queued.
 //! - `lost` (2 nodes): node 0 starts a thread on node 1 that blocks, then
 //!   a request whose fiber handler never answers; node 1 kills itself;
 //!   node 0's request and join fail with `PeerLost`, and so do later ones.
@@ -390,6 +392,48 @@ fn group(ep: &Endpoint) {
     println!("n{me}: every member's handler ran");
 }
 
+/// Node 1 runs at most `THREADWIRE_AM_FIBERS` (the test sets 2) fiber
+/// handlers at once: 50 requests whose handlers each wait for node 0's
+/// go-ahead all complete, run by at most 2 distinct pool fibers.
+fn bounded(ep: &Endpoint) {
+    const HELLO: u32 = 11;
+    const GO: u32 = 12;
+    let node = ep.node().clone();
+    let slow = node
+        .register_fiber(
+            "bounded.slow",
+            move |ep: &Endpoint, am: &mut ActiveMessage<'_>| {
+                ep.send(am.source(), HELLO, Vec::new()).expect("hello");
+                ep.recv(am.source(), GO).expect("go");
+                am.reply(Vec::new()).expect("reply");
+            },
+        )
+        .expect("register");
+    let world = Group::world(ep).expect("world");
+    world.barrier().expect("registered");
+    if ep.address().node == 0 {
+        let requests: Vec<_> = (0..50)
+            .map(|_| ep.am_request(1, &slow, Vec::new()))
+            .collect();
+        let mut fibers = std::collections::BTreeSet::new();
+        for _ in 0..50 {
+            let hello = ep.recv(threadwire::Source::Node(1), HELLO).expect("hello");
+            fibers.insert(hello.source());
+            ep.send(hello.source(), GO, Vec::new()).expect("go");
+        }
+        for r in threadwire::wait_all(requests) {
+            r.expect("answer");
+        }
+        assert!(
+            fibers.len() <= 2,
+            "{} pool fibers ran: {fibers:?}",
+            fibers.len()
+        );
+        println!("50 handlers ran on {} fibers", fibers.len());
+    }
+    world.barrier().expect("done");
+}
+
 fn lost(ep: &Endpoint) {
     let node = ep.node().clone();
     node.export("block", |ep, _args| -> Vec<u8> {
@@ -472,6 +516,7 @@ fn main() {
         "lost" => lost(&ep),
         "spawn" => spawn(&ep),
         "group" => group(&ep),
+        "bounded" => bounded(&ep),
         other => panic!("unknown mode {other}"),
     }
     println!("am {mode}: ok");
