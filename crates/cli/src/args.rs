@@ -92,7 +92,7 @@ pub struct JobArgs {
     /// (THREADWIRE_CHANNEL).
     #[arg(long, value_parser = ["auto", "tcp", "shm"])]
     pub channel: Option<String>,
-    /// Print the channel each node uses to each peer.
+    /// Print each node's join with the channel it uses to each peer, and each node's leave.
     #[arg(short, long)]
     pub verbose: bool,
     /// Run the nodes on the hosts this file lists, one per line: `local`,

@@ -20,7 +20,7 @@ pub fn event(ev: &Event, verbose: bool) {
             stream: OutputStream::Stderr,
             line,
         } => eprintln!("[n{node}] {line}"),
-        Event::Exited { .. } => {}
+        Event::Exited { node, exit } if verbose => eprintln!("threadwire: n{node} left: {exit}"),
         Event::NodeFailed {
             cause,
             aborting: true,
@@ -33,6 +33,7 @@ pub fn event(ev: &Event, verbose: bool) {
         } => eprintln!("threadwire: {cause}; the other nodes run on"),
         Event::TimedOut => eprintln!("threadwire: the job ran past its timeout; killing it"),
         Event::Channels { node, routes } if verbose => {
+            eprintln!("threadwire: n{node} joined");
             for (peer, route) in routes.iter().enumerate() {
                 if peer as u32 != *node {
                     eprintln!("threadwire: n{node} -> n{peer}: {route}");

@@ -267,3 +267,27 @@ fn nodes_on_namespace_hosts_share_memory_inside_and_use_tcp_between() {
         );
     }
 }
+
+/// `run --verbose` shows every node's join (with its channels) and its
+/// leave, as the launcher's event log.
+#[test]
+fn run_verbose_shows_every_join_and_leave() {
+    let ran = run_ok(
+        threadwire()
+            .args(["run", "-n", "2", "--verbose", "--"])
+            .arg(example("hello")),
+    );
+    for node in 0..2 {
+        for line in [
+            format!("threadwire: n{node} joined"),
+            format!("threadwire: n{node} left: exited with status 0"),
+        ] {
+            assert_eq!(
+                ran.stderr.lines().filter(|l| *l == line).count(),
+                1,
+                "{line:?}\n{}",
+                ran.show()
+            );
+        }
+    }
+}
