@@ -75,6 +75,11 @@ fn fiber_handlers_beyond_the_bound_wait_their_turn() {
 }
 
 #[test]
+fn a_node_sees_the_machine() {
+    run(3, "machine", None);
+}
+
+#[test]
 fn threads_start_on_other_nodes_by_name_and_are_joined() {
     run(3, "spawn", None);
 }

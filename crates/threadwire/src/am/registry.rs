@@ -57,14 +57,19 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    /// The handlers every node has from its start: remote spawn's and
-    /// group agreement's.
+    /// The handlers every node has from its start: remote spawn's, the
+    /// machine's view and group agreement's.
     pub(crate) fn new(fibers: usize) -> Registry {
         let spawn = (
             crate::remote_spawn::SPAWN_HANDLER,
             Run::Inline(Arc::new(crate::remote_spawn::serve)),
         );
-        let entries = std::iter::once(spawn)
+        let machine = (
+            crate::machine::MACHINE_HANDLER,
+            Run::Inline(Arc::new(crate::machine::serve)),
+        );
+        let entries = [spawn, machine]
+            .into_iter()
             .chain(crate::group::agree::builtins())
             .map(|(name, run)| {
                 let entry = Entry {

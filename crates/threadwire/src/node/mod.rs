@@ -174,6 +174,12 @@ impl Node {
         Endpoint::bind(self.clone(), thread)
     }
 
+    /// Thread numbers this node has given out so far: its threads,
+    /// finished ones included.
+    pub fn threads_started(&self) -> u32 {
+        self.shared.next_thread.load(Ordering::Relaxed)
+    }
+
     /// Counters of this node so far.
     pub fn stats(&self) -> Stats {
         self.shared.router.stats()

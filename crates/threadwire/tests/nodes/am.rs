@@ -20,6 +20,8 @@
 //!   run knows its member.
 //! - `bounded` (2 nodes, `THREADWIRE_AM_FIBERS=2`): 50 fiber handlers that
 //!   each wait for node 0 run on at most 2 pool fibers, the rest queued.
+//! - `machine` (3 nodes): node 0's view of the machine, every node alive,
+//!   then node 1 finished.
 //! - `lost` (2 nodes): node 0 starts a thread on node 1 that blocks, then
 //!   a request whose fiber handler never answers; node 1 kills itself;
 //!   node 0's request and join fail with `PeerLost`, and so do later ones.
@@ -434,6 +436,49 @@ fn bounded(ep: &Endpoint) {
     world.barrier().expect("done");
 }
 
+/// The machine as node 0 sees it: every node alive with its pid, host
+/// and threads; then node 1 finishes and shows as finished.
+fn machine(ep: &Endpoint) {
+    let node = ep.node().clone();
+    if ep.address().node == 2 {
+        for _ in 0..2 {
+            node.spawn(|_| ()).join().expect("fiber");
+        }
+    }
+    let world = Group::world(ep).expect("world");
+    world.barrier().expect("ready");
+    if ep.address().node == 0 {
+        let exit = ep
+            .notify(threadwire::Notify::NodeExit(1), 77)
+            .expect("notify");
+        let view = ep.machine();
+        assert_eq!(view.len(), 3);
+        let pids: std::collections::BTreeSet<_> = view.iter().map(|n| n.pid).collect();
+        assert_eq!(pids.len(), 3, "{view:?}");
+        for n in &view {
+            assert_eq!(n.state, threadwire::NodeState::Alive, "{view:?}");
+            assert!(n.host.as_ref().is_some_and(|h| !h.is_empty()), "{view:?}");
+            assert!(n.listen.is_some(), "{view:?}");
+        }
+        assert_eq!(view[0].route, "self");
+        assert_eq!(view[0].pid, Some(std::process::id()));
+        assert!(view[2].threads.is_some_and(|t| t >= 3), "{view:?}");
+        world.barrier().expect("n1 may go");
+        ep.recv(Address::new(1, 0), 77).expect("n1's exit");
+        drop(exit);
+        let view = ep.machine();
+        assert_eq!(view[1].state, threadwire::NodeState::Finished, "{view:?}");
+        assert_eq!(view[2].state, threadwire::NodeState::Alive, "{view:?}");
+        ep.send(Address::new(2, 0), 78, Vec::new()).expect("done");
+        println!("machine: {} nodes seen, n1 finished", view.len());
+    } else {
+        world.barrier().expect("n1 may go");
+        if ep.address().node == 2 {
+            ep.recv(Address::new(0, 0), 78).expect("done");
+        }
+    }
+}
+
 fn lost(ep: &Endpoint) {
     let node = ep.node().clone();
     node.export("block", |ep, _args| -> Vec<u8> {
@@ -517,6 +562,7 @@ fn main() {
         "spawn" => spawn(&ep),
         "group" => group(&ep),
         "bounded" => bounded(&ep),
+        "machine" => machine(&ep),
         other => panic!("unknown mode {other}"),
     }
     println!("am {mode}: ok");
