@@ -4,12 +4,16 @@
 
 use crate::error::{InitError, InitErrorKind};
 use std::str::FromStr;
+use std::time::Duration;
 use threadwire_transport::shm::ShmConfig;
 
 /// Default largest frame accepted from a peer: 1 GiB.
 pub const DEFAULT_MAX_FRAME: u64 = 1 << 30;
 /// Default eager budget per peer node: 32 MiB.
 pub const DEFAULT_EAGER_BUDGET: usize = 32 << 20;
+/// Default peer timeout: a peer silent this long is lost (progress
+/// engine, `liveness` module).
+pub const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(1);
 /// Default longest eager message, on either channel: 256 KiB.
 const DEFAULT_EAGER_LIMIT: usize = 256 << 10;
 
@@ -23,6 +27,7 @@ pub struct Config {
     channel: Option<ChannelChoice>,
     tune_allocator: Option<bool>,
     eager_budget: Option<usize>,
+    peer_timeout: Option<Duration>,
     pub(crate) log: bool,
 }
 
@@ -36,6 +41,8 @@ pub(crate) struct Settings {
     pub(crate) eager_budget: usize,
     pub(crate) eager_shm: usize,
     pub(crate) eager_tcp: usize,
+    /// `None`: silent peers are not looked for.
+    pub(crate) peer_timeout: Option<Duration>,
 }
 
 impl Default for Config {
@@ -55,6 +62,7 @@ impl Config {
             channel: None,
             tune_allocator: None,
             eager_budget: None,
+            peer_timeout: None,
             log: false,
         }
     }
@@ -115,6 +123,20 @@ impl Config {
     /// ```
     pub fn eager_budget(mut self, bytes: usize) -> Config {
         self.eager_budget = Some(bytes);
+        self
+    }
+
+    /// How long a peer node may send nothing before it is taken to be lost
+    /// with [`Failure::Silent`](crate::Failure::Silent) (default
+    /// `THREADWIRE_PEER_TIMEOUT` in milliseconds, else
+    /// [`DEFAULT_PEER_TIMEOUT`]; zero: never). A stopped, hung or cut-off
+    /// peer is found within this time. Every node answers for itself from
+    /// a timer thread of its own, so a node whose threads all compute
+    /// outside the runtime is not taken for lost; one whose process is
+    /// stopped, or that gets no CPU for this long, is. The protocol and
+    /// its limits are in the progress engine's `liveness` module.
+    pub fn peer_timeout(mut self, timeout: Duration) -> Config {
+        self.peer_timeout = Some(timeout);
         self
     }
 
@@ -182,6 +204,12 @@ impl Config {
                 .unwrap_or(DEFAULT_EAGER_BUDGET),
             eager_shm: var(crate::env::EAGER_SHM).unwrap_or(DEFAULT_EAGER_LIMIT),
             eager_tcp: var(crate::env::EAGER_TCP).unwrap_or(DEFAULT_EAGER_LIMIT),
+            peer_timeout: Some(
+                self.peer_timeout
+                    .or_else(|| var(crate::env::PEER_TIMEOUT).map(Duration::from_millis))
+                    .unwrap_or(DEFAULT_PEER_TIMEOUT),
+            )
+            .filter(|t| !t.is_zero()),
         })
     }
 }

@@ -139,7 +139,7 @@ impl Router {
             }
             FrameKind::Mcast => self.on_mcast(peer, frame),
             FrameKind::Named => self.on_named(peer, frame),
-            FrameKind::Doorbell => Ok(()),
+            FrameKind::Doorbell | FrameKind::Heartbeat => Ok(()),
             FrameKind::Control => Err(ProtocolError::ControlFrame),
         }
     }

@@ -84,6 +84,11 @@ pub enum FrameKind {
     /// The receiver took eager messages and returns their bytes to the
     /// sender's budget (payload: the byte count, u64 little-endian).
     Credit = 12,
+    /// "I am here": sent on a pair's TCP connection by a node that has
+    /// sent nothing else on it for a while, so that its peer can tell a
+    /// quiet node from a silent one (the runtime's liveness protocol); no
+    /// payload.
+    Heartbeat = 14,
 }
 
 impl FrameKind {
@@ -101,6 +106,7 @@ impl FrameKind {
             10 => Some(FrameKind::Fin),
             11 => Some(FrameKind::Bulk),
             12 => Some(FrameKind::Credit),
+            14 => Some(FrameKind::Heartbeat),
             _ => None,
         }
     }

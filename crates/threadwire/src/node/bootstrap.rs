@@ -5,7 +5,9 @@
 //!    connection), register this node's listening address, and read the
 //!    directory of every node's address.
 //! 2. Connect to every lower-numbered node; accept every higher-numbered
-//!    one (the progress driver accepts, while this thread polls it).
+//!    one (the progress driver accepts, while this thread polls it). The
+//!    liveness thread starts first, so that every connection carries
+//!    heartbeats as soon as it exists (`progress::liveness`, step 1).
 //! 3. On every connection this node opened (it is the pair's higher node),
 //!    offer shared memory ([`crate::peer`]).
 //! 4. Poll until every peer is connected and its channel choice settled,
@@ -136,6 +138,9 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
         Some(my_addr),
         settings.workers,
     ));
+    if let (Some(timeout), true) = (settings.peer_timeout, env.nodes > 1) {
+        shared.liveness.start(Arc::downgrade(&shared), timeout)?;
+    }
     let (router, engine) = (&shared.router, &shared.engine);
     // Steps 2 and 3.
     {
