@@ -133,8 +133,9 @@ impl Config {
     /// peer is found within this time. Every node answers for itself from
     /// a timer thread of its own, so a node whose threads all compute
     /// outside the runtime is not taken for lost; one whose process is
-    /// stopped, or that gets no CPU for this long, is. The protocol and
-    /// its limits are in the progress engine's `liveness` module.
+    /// stopped (a debugger too), or that gets no CPU for this long, is.
+    /// The protocol, its limits and its cost (a timer thread per node) are
+    /// in the progress engine's `liveness` module.
     pub fn peer_timeout(mut self, timeout: Duration) -> Config {
         self.peer_timeout = Some(timeout);
         self
