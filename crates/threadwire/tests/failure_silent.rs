@@ -1,7 +1,8 @@
 //! Silent peers (`progress/liveness.rs`): a node stopped by SIGSTOP, or
 //! whose host's link is cut, closes nothing, yet the receives waiting on
-//! it end with `PeerLost` for silence within the peer timeout; nodes that
-//! only compute, in one thread or in all, are not taken for lost (see
+//! it end with `PeerLost` for silence within the peer timeout, and the
+//! launcher then ends the stopped node and the job; nodes that only
+//! compute, in one thread or in all, are not taken for lost (see
 //! `nodes/silent.rs`).
 
 mod support;
@@ -62,9 +63,14 @@ fn stopped(channel: &str) {
     let times = survivors_found_n2_silent(&out);
     eprintln!("{channel}: stopped n2 found silent after {times:?} ms");
     out.line(2, "n2: stopping");
-    out.line(0, "n0: killed n2");
+    // The launcher found n2's control connection silent, and killed it.
     let t = out.transcript();
     assert_eq!(out.report.exits[2], NodeExit::Signal(9), "{t}");
+    let (node, cause) = out.report.failure.clone().expect("a failure is reported");
+    assert!(
+        node == 2 && cause.contains("n2 was silent for"),
+        "{cause}\n{t}"
+    );
     for node in 0..2 {
         assert_eq!(out.report.exits[node], NodeExit::Code(0), "{t}");
     }

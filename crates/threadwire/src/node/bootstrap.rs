@@ -12,7 +12,9 @@
 //!    offer shared memory ([`crate::peer`]).
 //! 4. Poll until every peer is connected and its channel choice settled,
 //!    or lost; a failed peer fails the join.
-//! 5. Tell the launcher which channel each peer is reached by.
+//! 5. Tell the launcher which channel each peer is reached by, and, with
+//!    a peer timeout, send it the first heartbeat (control protocol,
+//!    step 7).
 
 use super::{Node, NodeShared};
 use crate::config::{ChannelChoice, Config, Settings};
@@ -138,7 +140,8 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
         Some(my_addr),
         settings.workers,
     ));
-    if let (Some(timeout), true) = (settings.peer_timeout, env.nodes > 1) {
+    let peer_timeout = settings.peer_timeout.filter(|_| env.nodes > 1);
+    if let Some(timeout) = peer_timeout {
         shared.liveness.start(Arc::downgrade(&shared), timeout)?;
     }
     let (router, engine) = (&shared.router, &shared.engine);
@@ -225,6 +228,13 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
     if let Some(control) = router.control.get() {
         let (h, p) = Control::Channels { routes }.encode();
         let _ = control.send(&h, p);
+        // The launcher watches this node from now on (control protocol,
+        // step 7), even if it falls silent before its first tick.
+        if let Some(timeout) = peer_timeout {
+            let timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
+            let (h, p) = Control::Heartbeat { timeout_ms }.encode();
+            let _ = control.send(&h, p);
+        }
     }
     Ok(shared)
 }

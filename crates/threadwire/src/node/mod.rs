@@ -257,6 +257,8 @@ impl Node {
             })
         };
         node.engine.wait_polling(s, Origin::Anywhere, all_quiet);
+        // Before the launcher's goodbye, which no heartbeat may follow.
+        node.liveness.stop();
         if let Some(control) = s.control.get() {
             let (h, p) = Control::Stats(s.stats()).encode();
             let _ = control.send(&h, p);
@@ -268,7 +270,6 @@ impl Node {
                 control.queued_bytes() == 0 || control.flush().is_err()
             });
         }
-        node.liveness.stop();
         node.comm_stop.store(true, Ordering::Release);
         node.engine.wake();
         if let Some(h) = lock(&node.comm_thread).take() {

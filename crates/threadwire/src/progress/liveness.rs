@@ -22,10 +22,11 @@
 //!    the moment its router exists — before its own connections are made,
 //!    so that a peer that finished joining sooner hears from it — until
 //!    the end of finalization. It wakes every tick, `T / 8`.
-//! 2. At each tick, for every peer with a connection that has not failed:
-//!    if the kernel sent no data on it for half a tick and nothing waits
-//!    in its send queue, a [`FrameKind::Heartbeat`] frame (a bare header)
-//!    goes on it. A connection that carries data carries no heartbeats; a
+//! 2. At each tick, for every peer with a connection that has not failed,
+//!    and for the launcher's connection: if the kernel sent no data on it
+//!    for half a tick and nothing waits in its send queue, a
+//!    [`FrameKind::Heartbeat`] frame (a bare header; to the launcher, with
+//!    the timeout in `aux`: control protocol, step 7) goes on it. A connection that carries data carries no heartbeats; a
 //!    heartbeat behind queued bytes would arrive no sooner than they.
 //!    Peers that have said goodbye still get them: finalizing, they wait
 //!    for this node's goodbye and watch for its silence meanwhile.
@@ -63,10 +64,13 @@
 //!   Process liveness (a pidfd) would tell only of an exit, which the
 //!   closing connection already tells; a stopped or hung process shows
 //!   only by its silence.
-//! - The launcher is not told of silence: a stopped node's control
-//!   connection stays open, and the launcher's failure policy acts when
-//!   the node's process ends. The peers that found it silent have closed
-//!   their connections to it.
+//! - The launcher watches the same way, on its own connection to each
+//!   node, with a longer timeout (launcher's `job` module, step 5): the
+//!   peers find a silent node first, and the launcher ends its process
+//!   later, so that a stopped node neither keeps the job from ending nor
+//!   comes back to a job that has given it up. The launcher does not act
+//!   on the peers' word: a node cut off from some peers only is lost to
+//!   them, not killed.
 //! - Before a pair's connection exists nothing is checked: joining has a
 //!   timeout of its own.
 //! - A node stopped in a debugger is lost too: debug with the timeout at
@@ -86,6 +90,7 @@
 //! messages make no system call, and nothing for nodes that have threads
 //! of their own (docs/PERFORMANCE-STUDIES.md, "Silent peers (issue 14)").
 
+use crate::control::Control;
 use crate::error::{Failure, LossCause};
 use crate::lock;
 use crate::progress::ProgressEngine;
@@ -184,6 +189,15 @@ fn check(router: &Router, engine: &ProgressEngine, timeout: Duration) {
     let tick = timeout / TICKS;
     let silent_after = timeout - tick - tick / 4;
     engine.sweep(router);
+    if let Some(launcher) = router.control.get().and_then(Channel::as_tcp) {
+        if launcher.quiet().is_ok_and(|q| q.sent >= tick / 2) {
+            let timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
+            let (header, payload) = Control::Heartbeat { timeout_ms }.encode();
+            if launcher.queued_bytes() == 0 {
+                let _ = launcher.send(&header, payload);
+            }
+        }
+    }
     for (j, peer) in router.peers.iter().enumerate() {
         let j = j as u32;
         let Some(tcp) = peer.tcp().and_then(Channel::as_tcp) else {

@@ -8,8 +8,8 @@
 //!   thread 0 waits on a receive from n2.t0, thread 1 on a nonblocking
 //!   receive from node 2; both must end with `PeerLost` for silence.
 //!   Each prints `<address>: PeerLost n2 (silent for M ms) after D ms`,
-//!   D from the stop to the error. Once n1 has told n0 it saw the loss,
-//!   n0 kills n2 (a stopped process ends only so).
+//!   D from the stop to the error. The launcher, watching n2's control
+//!   connection with a longer timeout, then kills it.
 //! - `cut`, the same with n2 on an emulated host of its own: instead of
 //!   stopping, n2 takes its host's link down (`ip link set eth0 down`)
 //!   and then waits to find its peers silent in turn.
@@ -30,7 +30,6 @@ use threadwire::{Address, Endpoint, Failure, LossCause, PeerLost, RecvError, Sou
 
 const WARM_UP: u32 = 10;
 const STOPPING: u32 = 20;
-const DETECTED: u32 = 30;
 const DONE: u32 = 40;
 const FLOOD: u32 = 50;
 /// Nobody ever sends this tag: a receive of it can only end by a loss.
@@ -105,12 +104,11 @@ fn expect_silent(
 }
 
 /// A survivor thread in `stop` and `cut` modes.
-fn survive(ep: &Endpoint) -> u32 {
+fn survive(ep: &Endpoint) {
     let me = ep.address();
     let m = ep.recv(Address::new(2, 0), STOPPING).expect("n2's notice");
     let bytes = m.into_vec();
     let since = u64::from_le_bytes(bytes[..8].try_into().unwrap());
-    let pid = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
     if me.thread == 0 {
         expect_silent(
             ep,
@@ -128,19 +126,17 @@ fn survive(ep: &Endpoint) -> u32 {
         }
         other => panic!("{me}: send to n2.t0: {other:?}"),
     }
-    pid
 }
 
-/// n2 in `stop` and `cut` modes: tells every survivor thread, then falls
-/// silent.
+/// n2 in `stop` and `cut` modes: tells every survivor thread the time,
+/// then falls silent.
 fn fall_silent(ep: &Endpoint, mode: &str) {
     // Every node's liveness thread starts when the launcher's directory
     // arrives, so their ticks are in step; falling silent at once would
     // always fall at the same point of a tick. A delay of 0–249 ms spreads
     // the detection times over their whole range.
     std::thread::sleep(Duration::from_millis(monotonic_ns() / 1000 % 250));
-    let mut notice = monotonic_ns().to_le_bytes().to_vec();
-    notice.extend(std::process::id().to_le_bytes());
+    let notice = monotonic_ns().to_le_bytes().to_vec();
     for n in 0..2 {
         for t in 0..2 {
             ep.send(Address::new(n, t), STOPPING, notice.clone())
@@ -150,7 +146,7 @@ fn fall_silent(ep: &Endpoint, mode: &str) {
     if mode == "stop" {
         println!("n2: stopping");
         // SAFETY: kill(2) with our own pid; the process stops here until
-        // it is killed.
+        // the launcher kills it.
         unsafe {
             libc::kill(libc::getpid(), libc::SIGSTOP);
         }
@@ -189,21 +185,8 @@ fn stop_or_cut(ep: &Endpoint, mode: &str) {
         fall_silent(ep, mode);
         return;
     }
-    let pid = survive(ep);
+    survive(ep);
     worker.join().expect("worker");
-    if id == 1 {
-        ep.send(Address::new(0, 0), DETECTED, Vec::new())
-            .expect("tell n0");
-    } else {
-        ep.recv(Address::new(1, 0), DETECTED).expect("n1's word");
-        if mode == "stop" {
-            // SAFETY: kill(2) of n2's process, which is stopped.
-            unsafe {
-                libc::kill(pid as libc::pid_t, libc::SIGKILL);
-            }
-            println!("n0: killed n2");
-        }
-    }
 }
 
 fn busy(ep: &Endpoint) {

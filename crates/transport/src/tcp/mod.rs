@@ -265,27 +265,7 @@ impl TcpChannel {
     /// kernel's `TCP_INFO` (millisecond resolution at best, one clock tick
     /// at worst): one system call, and nothing on the send or receive path.
     pub fn quiet(&self) -> io::Result<Quiet> {
-        // SAFETY: `tcp_info` is plain old data; all zeroes is a valid value.
-        let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        // SAFETY: the kernel writes at most `len` bytes into `info`, which
-        // is that long, and stores the length it wrote in `len`.
-        let r = unsafe {
-            libc::getsockopt(
-                self.stream.as_raw_fd(),
-                libc::IPPROTO_TCP,
-                libc::TCP_INFO,
-                (&mut info as *mut libc::tcp_info).cast(),
-                &mut len,
-            )
-        };
-        if r != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Quiet {
-            received: Duration::from_millis(info.tcpi_last_data_recv.into()),
-            sent: Duration::from_millis(info.tcpi_last_data_sent.into()),
-        })
+        quiet(&self.stream)
     }
 
     /// Closes both directions; the peer sees end of stream. Every frame
@@ -297,6 +277,32 @@ impl TcpChannel {
         queue.absorb(&self.handoff);
         queue.close();
     }
+}
+
+/// [`TcpChannel::quiet`] for any TCP socket (the launcher's control
+/// connections, which are not channels).
+pub fn quiet(socket: &impl AsRawFd) -> io::Result<Quiet> {
+    // SAFETY: `tcp_info` is plain old data; all zeroes is a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `info`, which is
+    // that long, and stores the length it wrote in `len`.
+    let r = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(Quiet {
+        received: Duration::from_millis(info.tcpi_last_data_recv.into()),
+        sent: Duration::from_millis(info.tcpi_last_data_sent.into()),
+    })
 }
 
 /// The congestion control of a connection within one host. Over loopback
