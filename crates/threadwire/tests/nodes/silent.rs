@@ -2,11 +2,11 @@
 //! only busy (the runtime's liveness protocol, `progress/liveness.rs`).
 //!
 //! `node-silent MODE`:
-//! - `stop`, 3 nodes of 2 threads: n2 tells every survivor thread the
-//!   time and its pid, after a delay of 0–249 ms, then stops its own
-//!   process (SIGSTOP). Survivor
-//!   thread 0 waits on a receive from n2.t0, thread 1 on a nonblocking
-//!   receive from node 2; both must end with `PeerLost` for silence.
+//! - `stop`, 3 nodes of 2 threads (the main OS thread and a fiber): n2
+//!   tells every survivor thread the time, after a delay of 0–249 ms,
+//!   then stops its own process (SIGSTOP). Survivor thread 0 waits on a
+//!   receive from n2.t0, thread 1 on a nonblocking receive from node 2;
+//!   both must end with `PeerLost` for silence.
 //!   Each prints `<address>: PeerLost n2 (silent for M ms) after D ms`,
 //!   D from the stop to the error. The launcher, watching n2's control
 //!   connection with a longer timeout, then kills it.
@@ -172,7 +172,8 @@ fn stop_or_cut(ep: &Endpoint, mode: &str) {
     let node = ep.node().clone();
     let id = node.id();
     assert_eq!(node.nodes(), 3, "run with -n 3");
-    let worker = node.spawn_os(|ep| {
+    // A fiber: its worker sleeps in the engine while it waits.
+    let worker = node.spawn(|ep| {
         warm_up(&ep, 3);
         if ep.address().node != 2 {
             survive(&ep);
