@@ -248,3 +248,19 @@ impl FromStr for ChannelChoice {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The program's choice wins over the environment; zero turns the
+    /// liveness protocol off.
+    #[test]
+    fn peer_timeout_of_zero_is_off() {
+        let off = Config::new().peer_timeout(Duration::ZERO).settings();
+        assert_eq!(off.map(|s| s.peer_timeout).ok(), Some(None));
+        let short = Duration::from_millis(300);
+        let on = Config::new().peer_timeout(short).settings();
+        assert_eq!(on.map(|s| s.peer_timeout).ok(), Some(Some(short)));
+    }
+}
