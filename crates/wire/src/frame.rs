@@ -84,10 +84,11 @@ pub enum FrameKind {
     /// The receiver took eager messages and returns their bytes to the
     /// sender's budget (payload: the byte count, u64 little-endian).
     Credit = 12,
-    /// "I am here": sent on a pair's TCP connection by a node that has
-    /// sent nothing else on it for a while, so that its peer can tell a
-    /// quiet node from a silent one (the runtime's liveness protocol); no
-    /// payload.
+    /// "I am here": sent on a pair's TCP connection (and to the launcher)
+    /// by a node that has sent nothing else on it for a while, so that
+    /// its peer can tell a quiet node from a silent one (the runtime's
+    /// liveness protocol); `aux` the sender's peer timeout in
+    /// milliseconds, no payload.
     Heartbeat = 14,
 }
 

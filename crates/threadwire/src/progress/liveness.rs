@@ -25,9 +25,11 @@
 //! 2. At each tick, for every peer with a connection that has not failed,
 //!    and for the launcher's connection: if the kernel sent no data on it
 //!    for half a tick and nothing waits in its send queue, a
-//!    [`FrameKind::Heartbeat`] frame (a bare header; to the launcher, with
-//!    the timeout in `aux`: control protocol, step 7) goes on it. A connection that carries data carries no heartbeats; a
-//!    heartbeat behind queued bytes would arrive no sooner than they.
+//!    [`FrameKind::Heartbeat`](threadwire_wire::FrameKind::Heartbeat) frame
+//!    (a bare header, the timeout in `aux`, which the launcher reads:
+//!    control protocol, step 7) goes on it. A connection that carries
+//!    data carries no heartbeats; a heartbeat behind queued bytes would
+//!    arrive no sooner than they.
 //!    Peers that have said goodbye still get them: finalizing, they wait
 //!    for this node's goodbye and watch for its silence meanwhile.
 //! 3. If no thread drives the progress engine (it is free, and there is no
@@ -101,7 +103,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use threadwire_fiber::{Parker, Unparker};
 use threadwire_transport::{Channel, TcpChannel};
-use threadwire_wire::{FrameHeader, FrameKind, Payload};
 
 /// Ticks per peer timeout (step 1).
 const TICKS: u32 = 8;
@@ -188,14 +189,11 @@ impl Drop for Liveness {
 fn check(router: &Router, engine: &ProgressEngine, timeout: Duration) {
     let tick = timeout / TICKS;
     let silent_after = timeout - tick - tick / 4;
+    let timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
     engine.sweep(router);
     if let Some(launcher) = router.control.get().and_then(Channel::as_tcp) {
         if launcher.quiet().is_ok_and(|q| q.sent >= tick / 2) {
-            let timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
-            let (header, payload) = Control::Heartbeat { timeout_ms }.encode();
-            if launcher.queued_bytes() == 0 {
-                let _ = launcher.send(&header, payload);
-            }
+            heartbeat(launcher, timeout_ms);
         }
     }
     for (j, peer) in router.peers.iter().enumerate() {
@@ -210,7 +208,7 @@ fn check(router: &Router, engine: &ProgressEngine, timeout: Duration) {
             continue;
         };
         if quiet.sent >= tick / 2 {
-            heartbeat(tcp);
+            heartbeat(tcp, timeout_ms);
         }
         if peer.lost().is_none() && quiet.received >= silent_after {
             let ms = quiet.received.as_millis() as u64;
@@ -219,14 +217,13 @@ fn check(router: &Router, engine: &ProgressEngine, timeout: Duration) {
     }
 }
 
-/// Step 2's frame, unless bytes wait already.
-fn heartbeat(tcp: &TcpChannel) {
+/// Step 2's frame, unless bytes wait already. Peers ignore the timeout
+/// it carries; the launcher watches by it.
+fn heartbeat(tcp: &TcpChannel, timeout_ms: u32) {
     if tcp.queued_bytes() > 0 {
         return;
     }
+    let (header, payload) = Control::Heartbeat { timeout_ms }.encode();
     // A failure shows as the connection's loss on its read side.
-    let _ = tcp.send(
-        &FrameHeader::control(FrameKind::Heartbeat, 0, 0),
-        Payload::from_vec(Vec::new()),
-    );
+    let _ = tcp.send(&header, payload);
 }
