@@ -1,5 +1,7 @@
 //! Benchmarks of threadwire, written against its public API.
 //!
+//! - [`am`]: active messages: a request's round trip beside the
+//!   ping-pong's, and the rate of one-way messages from T threads.
 //! - [`coll`]: collective latency (barrier, bcast, allreduce, allgather,
 //!   alltoall) among nodes × fibers, beside Open MPI and MPICH.
 //! - [`comm`]: communication time for 1 B … 1 MB between threads, nodes
@@ -44,6 +46,7 @@
 //! prints: results are returned, node results reported to the launcher.
 #![warn(missing_docs)]
 
+pub mod am;
 pub mod coll;
 pub mod comm;
 pub mod encodings;

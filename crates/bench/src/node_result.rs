@@ -17,7 +17,7 @@
 //! Nothing a node measures is printed and parsed back.
 
 use crate::pingpong::{Receive, Sample};
-use crate::{coll, comm, flood, rate};
+use crate::{am, coll, comm, flood, rate};
 use serde::{Deserialize, Serialize};
 use threadwire::ReportError;
 use threadwire_launch::Event;
@@ -37,6 +37,9 @@ pub enum NodeResult {
     },
     /// `bench rate`: one kind and thread count.
     Rate(rate::Sample),
+    /// `bench am`: a size's round trips, or a kind and thread count of
+    /// the rate (the path is the job's).
+    Am(am::Cell),
     /// `bench comm`: one size of one path.
     Comm {
         /// The path's name ([`comm::Path::name`]).
@@ -64,6 +67,16 @@ pub enum NodeResult {
         started_ns: u64,
         /// When it was past `init`.
         joined_ns: u64,
+    },
+    /// `bench spawn`, remote rows: node 0's milliseconds to start N fibers
+    /// on node 1 by name and join them, per repetition, and the
+    /// microseconds of an active-message round trip (request and empty
+    /// reply) between the same nodes, per batch.
+    RemoteSpawned {
+        /// Per repetition.
+        ms: Vec<f64>,
+        /// Per batch of round trips.
+        am_round_trip_us: Vec<f64>,
     },
 }
 
@@ -103,6 +116,11 @@ mod tests {
             min: Duration::from_nanos(2000),
             max: Duration::from_nanos(3000),
         };
+        let times = am::Times {
+            median: Duration::from_nanos(3100),
+            min: Duration::from_nanos(2900),
+            max: Duration::from_nanos(4000),
+        };
         let results = [
             NodeResult::Pingpong {
                 path: "shm".into(),
@@ -124,6 +142,27 @@ mod tests {
                     max: 3.0,
                 },
             }),
+            NodeResult::Am(am::Cell::RoundTrip(am::RoundTrip {
+                size: 8,
+                pingpong: times,
+                inline: times,
+                fiber: times,
+            })),
+            NodeResult::Am(am::Cell::Rate(am::RateSample {
+                kind: rate::ThreadKind::Os,
+                threads: 8,
+                messages: 1000,
+                send: rate::Rate {
+                    median: 3e6,
+                    min: 2e6,
+                    max: 4e6,
+                },
+                end_to_end: rate::Rate {
+                    median: 2.5e6,
+                    min: 2e6,
+                    max: 3e6,
+                },
+            })),
             NodeResult::Comm {
                 path: "tcp/ethernet10".into(),
                 cell: comm::Cell {
@@ -147,6 +186,10 @@ mod tests {
             NodeResult::Joined {
                 started_ns: u64::MAX,
                 joined_ns: 1,
+            },
+            NodeResult::RemoteSpawned {
+                ms: vec![0.5, 0.25],
+                am_round_trip_us: vec![3.5],
             },
             NodeResult::Flood(flood::Side {
                 role: flood::Role::Sender,

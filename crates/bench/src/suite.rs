@@ -176,6 +176,23 @@ pub fn plan(args: &Options) -> Vec<Step> {
             no_namespaces.clone(),
         );
     }
+    // Issue 14's active messages: round trips beside the ping-pong, and
+    // the one-way rate beside LCI's published figure.
+    let am: &[&str] = if quick {
+        &[
+            "--sizes",
+            "0",
+            "--threads",
+            "1",
+            "--messages",
+            "1000",
+            "--rate-repetitions",
+            "1",
+        ]
+    } else {
+        &[]
+    };
+    add("am", &[&["bench", "am"], am, tiny_timing].concat(), None);
     let threads: &[&str] = if quick {
         &["--iterations", "1000", "--repetitions", "1"]
     } else {

@@ -137,9 +137,13 @@ pub enum Bench {
     Pingpong(PingpongArgs),
     /// 8-byte message rate from T threads of node 0 to T threads of node 1 (as MPI's msgrate).
     Rate(RateArgs),
+    /// Active messages between two nodes: a request's round trip (inline and fiber
+    /// handlers) beside the ping-pong's, and the rate of one-way messages from T threads
+    /// (beside LCI's published 3.09 M msgs/s).
+    Am(AmArgs),
     /// Mutex, semaphore, switches, create+join and message round trip: fibers beside OS threads.
     Threads(ThreadsArgs),
-    /// Start-up cost of N node processes, fibers and OS threads (1998: 57.75 ms pvm_spawn, 1.75 ms thread).
+    /// Start-up cost of N node processes, fibers, OS threads and fibers started on another node (1998: 57.75 ms pvm_spawn, 1.75 ms thread).
     Spawn(SpawnArgs),
     /// Communication time for 1 B, 1 KB, 32 KB and 1 MB between threads, nodes and
     /// emulated hosts: one-way ping-pong ms (1998: 5.53 ms Ethernet, 1.01 ms threads at 1 B).
@@ -318,6 +322,41 @@ pub struct RateArgs {
     pub peers: bool,
     #[command(flatten)]
     pub link: OnLink,
+    #[command(flatten)]
+    pub output: MachineReadable,
+}
+
+#[derive(Args)]
+pub struct AmArgs {
+    /// Paths, comma-separated, one job each: `shm`, `tcp`.
+    #[arg(long, value_delimiter = ',', default_value = "shm,tcp", value_parser = ["shm", "tcp"])]
+    pub paths: Vec<String>,
+    /// Payload sizes of the round trip in bytes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "0,8")]
+    pub sizes: Vec<usize>,
+    /// Round-trip repetitions per size (each method's interleaved).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
+    /// Milliseconds per repetition of each method (the round count is calibrated to it).
+    #[arg(long, default_value_t = 100)]
+    pub ms: u64,
+    /// Sending thread counts T of the rate, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2,4,8",
+        value_parser = clap::value_parser!(u32).range(1..=64)
+    )]
+    pub threads: Vec<u32>,
+    /// One-way messages per thread per repetition of the rate.
+    #[arg(long, default_value_t = 50_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub messages: u64,
+    /// Timed repetitions of the rate per kind and thread count (after one untimed warm-up).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate_repetitions: u32,
+    /// Kinds of the sending threads, comma-separated: os, fibers.
+    #[arg(long, value_delimiter = ',', default_value = "os")]
+    pub kinds: Vec<threadwire_bench::rate::ThreadKind>,
     #[command(flatten)]
     pub output: MachineReadable,
 }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use threadwire_bench::pingpong::{self, Budget};
 use threadwire_bench::report::{Format, Report};
-use threadwire_bench::{coll, comm, encodings, flood, floors, rate, spawn, threads};
+use threadwire_bench::{am, coll, comm, encodings, flood, floors, rate, spawn, threads};
 use threadwire_testbed::interrupt;
 use threadwire_testbed::net::ScopedNet;
 
@@ -115,6 +115,31 @@ pub fn run(bench: Bench) -> Result<Outcome> {
                 Ok(rate::run(&options, program, args, net, step, |e| {
                     progress.aside(e)
                 })?)
+            })
+        }
+        Bench::Am(a) => {
+            let (program, args) = own_command()?;
+            let options = am::Options {
+                paths: a.paths,
+                sizes: a.sizes,
+                budget: Budget::from_millis(a.repetitions, a.ms),
+                threads: a.threads,
+                messages: a.messages,
+                rate_repetitions: a.rate_repetitions,
+                kinds: a.kinds,
+                ..am::Options::new(program, args)
+            };
+            if under_launcher() {
+                am::node(&options)?;
+                return exit(0);
+            }
+            interrupt::install(crate::progress::report_interrupt);
+            measured("bench am", am::steps(&options), a.output, |progress| {
+                Ok(am::run(
+                    &options,
+                    || progress.step(),
+                    |e| progress.aside(e),
+                )?)
             })
         }
         Bench::Threads(a) => {

@@ -338,6 +338,12 @@ fn spawn_shape() {
             "pvm.measured",
         ])
         .chain(["pvm.not_measured_because"])
+        .chain([
+            "am_round_trip_us",
+            "am_round_trip_us.median",
+            "am_round_trip_us.min",
+            "am_round_trip_us.max",
+        ])
         .map(String::from)
         .collect();
     for name in [

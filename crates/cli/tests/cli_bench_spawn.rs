@@ -14,7 +14,7 @@ fn bench_spawn_reports_every_kind_and_count() {
     let positive = |figure: &str| assert_positive(figure.parse().ok(), figure, &ran);
     let spread = |median: &str, cell: &str| assert_spread(&ran, median, cell);
     // Rows: kind, N, all joined (min–max), job finished (min–max) or –, 1998 at N = 1.
-    for kind in ["processes", "fibers", "OS threads"] {
+    for kind in ["processes", "fibers", "OS threads", "remote fibers"] {
         for count in ["1", "2"] {
             let row: Vec<&str> = ran
                 .stdout
@@ -55,6 +55,17 @@ fn bench_spawn_reports_every_kind_and_count() {
         "{pvm:?} says neither that pvm_spawn was measured nor which package is missing\n{}",
         ran.show()
     );
+    // The remote rows' yardstick and ratio.
+    for prefix in [
+        "remote fibers: an active-message round trip",
+        "remote fibers: one started and joined in",
+    ] {
+        assert!(
+            ran.stdout.lines().any(|l| l.starts_with(prefix)),
+            "no line {prefix:?}\n{}",
+            ran.show()
+        );
+    }
     // The process timeline: N, then four milestones.
     for count in ["1", "2"] {
         let row: Vec<&str> = ran
@@ -67,7 +78,7 @@ fn bench_spawn_reports_every_kind_and_count() {
 }
 
 /// `bench spawn --json` and `--csv`: every kind and count, and pvm_spawn
-/// either measured or named as missing.
+/// either measured or named as missing; the remote rows' yardstick.
 #[test]
 fn bench_spawn_json_and_csv_have_every_row() {
     let spawn = |format: &str| {
@@ -98,6 +109,7 @@ fn bench_spawn_json_and_csv_have_every_row() {
     if measured {
         expected.push("pvm_spawn");
     }
+    expected.push("remote fibers");
     let expected: Vec<(Option<&str>, Option<f64>)> = expected
         .into_iter()
         .flat_map(|k| [(Some(k), Some(1.0)), (Some(k), Some(2.0))])
@@ -107,6 +119,10 @@ fn bench_spawn_json_and_csv_have_every_row() {
         let median = row.get("joined_ms").and_then(|j| j.get("median")?.as_f64());
         assert_positive(median, "joined_ms.median", &ran);
     }
+    let am = doc
+        .get("am_round_trip_us")
+        .and_then(|a| a.get("median")?.as_f64());
+    assert_positive(am, "am_round_trip_us.median", &ran);
     let ran = spawn("--csv");
     let lines: Vec<&str> = ran.stdout.lines().collect();
     assert!(
@@ -118,5 +134,6 @@ fn bench_spawn_json_and_csv_have_every_row() {
     );
     let pvm_lines = lines.iter().filter(|l| l.starts_with("pvm_spawn,")).count();
     assert_eq!(pvm_lines, if measured { 2 } else { 1 }, "{}", ran.show());
-    assert_eq!(lines.len(), 1 + 6 + pvm_lines, "{}", ran.show());
+    // Processes, fibers, OS threads and remote fibers at N = 1 and 2.
+    assert_eq!(lines.len(), 1 + 8 + pvm_lines, "{}", ran.show());
 }

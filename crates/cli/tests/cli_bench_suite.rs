@@ -35,6 +35,7 @@ fn bench_suite_quick_reports_every_step() {
         "spawn",
         "rate",
         "rate-none",
+        "am",
         "threads",
         "coll",
         "flood",

@@ -43,6 +43,8 @@ pub(crate) struct Settings {
     pub(crate) eager_tcp: usize,
     /// `None`: silent peers are not looked for.
     pub(crate) peer_timeout: Option<Duration>,
+    /// At most this many fiber handlers of active messages run at once.
+    pub(crate) am_fibers: usize,
 }
 
 impl Default for Config {
@@ -211,6 +213,9 @@ impl Config {
                     .unwrap_or(DEFAULT_PEER_TIMEOUT),
             )
             .filter(|t| !t.is_zero()),
+            am_fibers: var(crate::env::AM_FIBERS)
+                .unwrap_or(crate::am::DEFAULT_FIBERS)
+                .max(1),
         })
     }
 }

@@ -21,6 +21,9 @@ pub struct Endpoint {
     /// Whether dropping it finalizes the node (thread 0's own endpoint;
     /// not the aliases groups hold).
     finalizes: bool,
+    /// Whether it is the thread's own endpoint (not an alias): dropping it
+    /// means the thread has finished.
+    owns_thread: bool,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -48,6 +51,7 @@ impl Endpoint {
             node,
             address,
             finalizes: thread == 0,
+            owns_thread: true,
             _not_send: PhantomData,
         })
     }
@@ -59,6 +63,7 @@ impl Endpoint {
             node: self.node.clone(),
             address: self.address,
             finalizes: false,
+            owns_thread: false,
             _not_send: PhantomData,
         }
     }
@@ -355,7 +360,8 @@ impl Endpoint {
             return Ok(Some(status));
         }
         match self.loss_of(from) {
-            Some(e) => Err(e),
+            // A loss is recorded after its notifications are delivered.
+            Some(e) => self.mailbox().probe(0, from, tag).map(Some).ok_or(e),
             None => Ok(None),
         }
     }
@@ -430,7 +436,9 @@ impl Endpoint {
                 || self.loss_of(from).is_some()
                 || (from.node().is_none() && s.failures.load(Ordering::SeqCst) != failures)
         });
-        if let Some(status) = found {
+        // Again: a loss seen in the wait is recorded after its
+        // notifications are delivered.
+        if let Some(status) = found.or_else(|| self.mailbox().probe(0, from, tag)) {
             return Ok(status);
         }
         if let Some(e) = self.loss_of(from) {
@@ -449,6 +457,10 @@ impl Endpoint {
 
 impl Drop for Endpoint {
     fn drop(&mut self) {
+        if self.owns_thread {
+            let router = &self.node.shared.router;
+            router.notify.thread_finished(self.address.thread);
+        }
         if self.finalizes {
             self.node.finalize();
         }

@@ -77,6 +77,14 @@ pub const HOST_STAGE: &str = "THREADWIRE_HOST_STAGE";
 pub const PEER_TIMEOUT: &str = "THREADWIRE_PEER_TIMEOUT";
 /// Name of the collectives' argument check switch.
 pub const COLL_CHECKS: &str = "THREADWIRE_COLL_CHECKS";
+/// Name of the variable bounding the fiber handlers of active messages
+/// that run at once on a node (default [`am::DEFAULT_FIBERS`](crate::am::DEFAULT_FIBERS)).
+pub const AM_FIBERS: &str = "THREADWIRE_AM_FIBERS";
+/// Fault injection for tests of group agreement: `<node>:asked` or
+/// `<node>:told-one` makes that node, when it coordinates an agreement,
+/// kill itself at that point (`group::agree`, step 4). Never set it in
+/// production.
+pub const FAULT_AGREE: &str = "THREADWIRE_FAULT_AGREE";
 
 /// What a launched node learns from its environment.
 #[derive(Clone)]

@@ -180,6 +180,42 @@ pub enum SpawnError {
     /// The OS refused to start a thread (or the fiber workers).
     #[error("the OS refused to start a thread: {0}")]
     Os(std::io::Error),
+    /// [`Node::export`](crate::Node::export) of a name exported before.
+    #[error("entry point {name} is exported already")]
+    AlreadyExported {
+        /// The name.
+        name: String,
+    },
+    /// The node exports no entry point of this name.
+    #[error("node n{node} exports no entry point {name} (export the same names on every node, before any node spawns)")]
+    UnknownEntry {
+        /// The node asked.
+        node: u32,
+        /// The name.
+        name: String,
+    },
+    /// The node is gone.
+    #[error("spawn: {0}")]
+    PeerLost(PeerLost),
+    /// No such node in the job.
+    #[error("spawn on node n{node}: no such node in a job of {nodes}")]
+    NoSuchNode {
+        /// The node asked for.
+        node: u32,
+        /// Nodes in the job.
+        nodes: u32,
+    },
+    /// The node could not start the thread; the text is its error.
+    #[error("node n{node} could not start the thread: {why}")]
+    Remote {
+        /// The node.
+        node: u32,
+        /// Its error.
+        why: String,
+    },
+    /// This node has finalized.
+    #[error("spawn after finalize")]
+    Finalized,
 }
 
 impl From<std::io::Error> for SpawnError {

@@ -59,6 +59,7 @@ pub mod slot;
 
 runtime! {
 mod address;
+pub mod am;
 mod allocator;
 mod config;
 pub mod control;
@@ -70,10 +71,13 @@ mod mailbox;
 mod matched;
 pub mod mcast;
 mod message;
+mod name_hash;
 mod node;
+pub mod notify;
 mod peer;
 mod progress;
 mod receive;
+mod remote_spawn;
 mod rendezvous;
 /// The rendezvous frames' payloads (`Rts`, `Cts`, `Fin`, `Credit`), for
 /// the fuzz target; not part of the API.
@@ -81,12 +85,20 @@ mod rendezvous;
 pub mod rendezvous_codec {
     pub use crate::rendezvous::codec::*;
 }
+/// Active messages' answers and spawn requests, for the fuzz target;
+/// not part of the API.
+#[doc(hidden)]
+pub mod am_codec {
+    pub use crate::am::status::{decode, Failed, Status};
+    pub use crate::remote_spawn::{decode_request, encode_request};
+}
 mod report;
 mod send;
 mod request;
 mod router;
 mod stats;
 
+pub use am::{ActiveMessage, AmError, AmRequest, Handler};
 pub use address::{Address, ParseAddressError, Source, Tag, TagMatch, ANY_SOURCE, ANY_TAG};
 pub use config::{
     ChannelChoice, Config, ParseChannelChoiceError, DEFAULT_EAGER_BUDGET, DEFAULT_MAX_FRAME,
@@ -94,12 +106,14 @@ pub use config::{
 };
 pub use endpoint::Endpoint;
 pub use send::SendBuf;
-pub use group::{CollError, CollRequest, GroupError, Element, Group, Op, Reducible, Reduction, ValueLoc};
+pub use group::{Agreement, CollError, CollRequest, GroupError, Element, Group, Op, Reducible, Reduction, ValueLoc};
 pub use error::{Failure, InitError, LossCause, PeerLost, RecvError, SendError, SpawnError};
 pub use matched::Matched;
 pub use mcast::McastError;
 pub use message::{Message, Status};
 pub use node::{init, Node, ThreadHandle};
+pub use remote_spawn::{RemoteHandle, RemoteJoinError};
+pub use notify::{ExitCause, Notification, NotificationError, Notify, NotifyError, NotifyHandle};
 pub use report::ReportError;
 pub use request::{
     wait_all, wait_any, Completion, RecvIntoError, RecvIntoRequest, RecvRequest, Request, SendRequest,

@@ -43,6 +43,8 @@ pub(crate) enum ProtocolError {
     Rendezvous(#[from] crate::rendezvous::RendezvousError),
     #[error("bulk frame of {len} bytes for a buffer of fewer")]
     BulkOverrun { len: u64 },
+    #[error("active message for a thread without the thread's number")]
+    AmTarget,
 }
 
 pub(crate) struct Router {
@@ -68,6 +70,14 @@ pub(crate) struct Router {
     pub(crate) named_requests: std::sync::atomic::AtomicU32,
     /// Announced messages, fetches and the eager budget.
     pub(crate) rendezvous: crate::rendezvous::Rendezvous,
+    /// Active-message handlers and their fibers.
+    pub(crate) am: crate::am::Registry,
+    /// Entry points other nodes may start threads on.
+    pub(crate) exports: crate::remote_spawn::Exports,
+    /// Threads' subscriptions to peers' exits (`notify`).
+    pub(crate) notify: crate::notify::Notifications,
+    /// This node's members' parts of their groups' agreements.
+    pub(crate) agreements: crate::group::agree::Table,
 }
 
 impl Router {
@@ -89,6 +99,10 @@ impl Router {
             named: Default::default(),
             named_requests: Default::default(),
             rendezvous: crate::rendezvous::Rendezvous::new(nodes, settings),
+            am: crate::am::Registry::new(settings.am_fibers),
+            exports: Default::default(),
+            notify: crate::notify::Notifications::new(nodes),
+            agreements: Default::default(),
         }
     }
 
@@ -139,9 +153,41 @@ impl Router {
             }
             FrameKind::Mcast => self.on_mcast(peer, frame),
             FrameKind::Named => self.on_named(peer, frame),
+            FrameKind::Am | FrameKind::AmAt => self.on_am(peer, frame),
             FrameKind::Doorbell | FrameKind::Heartbeat => Ok(()),
             FrameKind::Control => Err(ProtocolError::ControlFrame),
         }
+    }
+
+    /// An active message (`am`, protocol step 3).
+    fn on_am(&self, peer: u32, frame: Frame) -> Result<(), ProtocolError> {
+        let h = frame.header;
+        if h.source_thread >= MAX_THREADS {
+            return Err(ProtocolError::NoSuchThread(h.source_thread));
+        }
+        let mut bytes = frame.payload;
+        let target = match h.kind {
+            FrameKind::AmAt => {
+                let at = bytes.len().checked_sub(4).ok_or(ProtocolError::AmTarget)?;
+                let thread = u32::from_le_bytes(bytes[at..].try_into().expect("4 bytes"));
+                if thread >= MAX_THREADS {
+                    return Err(ProtocolError::NoSuchThread(thread));
+                }
+                bytes.truncate(at);
+                Some(thread)
+            }
+            _ => None,
+        };
+        let message = crate::am::Arrival {
+            source: crate::Address::new(peer, h.source_thread),
+            id: u64::from(h.aux) << 32 | u64::from(h.tag),
+            request: h.dest_thread,
+            target,
+            payload: Payload::from_wire(h.format, bytes),
+            cost: h.len as usize + OVERHEAD,
+        };
+        crate::am::arrive(self, message);
+        Ok(())
     }
 
     /// Rendezvous step 2: an announcement into its thread's mailbox.
@@ -297,12 +343,15 @@ impl Router {
         }
     }
 
-    /// Records that `peer` is gone (first cause wins), fails what waits on
-    /// it and tells subscribers.
+    /// Records that `peer` is gone (first cause wins), notifies the threads
+    /// that asked (`notify`), fails what waits on it and tells subscribers.
     pub(crate) fn lose_peer(&self, peer: u32, cause: LossCause) {
         let p = &self.peers[peer as usize];
         let lost = PeerLost { node: peer, cause };
-        if !p.set_lost(lost.clone()) {
+        // Notifications first, under their lock, which records every loss
+        // (first cause wins): a receive waiting for one gets it rather
+        // than failing, and whoever sees the loss finds them delivered.
+        if !self.notify.exited(&self.mailboxes, &lost, || p.set_lost(lost.clone())) {
             return;
         }
         if let LossCause::Failed(why) = &lost.cause {

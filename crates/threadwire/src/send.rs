@@ -242,16 +242,30 @@ impl Endpoint {
             payload.format(),
             len as u64,
         );
-        match peer.send(&header, payload) {
-            Ok(outcome) => {
-                self.mailbox().counters.sent(len);
-                if outcome == SendOutcome::Queued {
-                    node.engine.try_progress(s);
-                }
-                Request::ready(Ok(()))
-            }
+        match self.hand_over(peer, &header, payload, len) {
+            Ok(()) => Request::ready(Ok(())),
             Err((e, payload)) => Request::ready(Err(self.send_failed(to, e, payload))),
         }
+    }
+
+    /// Hands a frame of a message of `len` bytes to `peer`'s channel,
+    /// counts the message sent and, if the channel queued it, drives
+    /// progress once to push it along.
+    #[inline]
+    pub(crate) fn hand_over(
+        &self,
+        peer: &crate::peer::Peer,
+        header: &FrameHeader,
+        payload: Payload,
+        len: usize,
+    ) -> Result<(), (threadwire_transport::ChannelError, Payload)> {
+        let outcome = peer.send(header, payload)?;
+        self.mailbox().counters.sent(len);
+        if outcome == SendOutcome::Queued {
+            let node = &*self.node.shared;
+            node.engine.try_progress(&node.router);
+        }
+        Ok(())
     }
 
     /// Rendezvous step 1: keeps the payload under a send id and sends the
@@ -317,14 +331,8 @@ impl Endpoint {
             format,
             rts.len() as u64,
         );
-        match peer.send(&header, rts) {
-            Ok(outcome) => {
-                self.mailbox().counters.sent(len);
-                if outcome == SendOutcome::Queued {
-                    node.engine.try_progress(s);
-                }
-                Ok(done)
-            }
+        match self.hand_over(peer, &header, rts, len) {
+            Ok(()) => Ok(done),
             Err((e, _)) => {
                 s.rendezvous.budget.returned(to.node, held as u64);
                 let kept = s.rendezvous.sends.remove(id).and_then(|o| o.payload);

@@ -84,12 +84,22 @@ pub enum FrameKind {
     /// The receiver took eager messages and returns their bytes to the
     /// sender's budget (payload: the byte count, u64 little-endian).
     Credit = 12,
+    /// An active message: a handler to run at the receiving node on
+    /// arrival. `tag` and `aux` are the handler's id (low and high word),
+    /// `dest_thread` the request's number (0 for a one-way message),
+    /// `source_thread` the sending thread; the payload is the handler's
+    /// argument.
+    Am = 13,
     /// "I am here": sent on a pair's TCP connection (and to the launcher)
     /// by a node that has sent nothing else on it for a while, so that
     /// its peer can tell a quiet node from a silent one (the runtime's
     /// liveness protocol); `aux` the sender's peer timeout in
     /// milliseconds, no payload.
     Heartbeat = 14,
+    /// An active message for one thread of the receiving node (a group
+    /// member): as [`Am`](Self::Am), the payload ending with that
+    /// thread's number (4 bytes, little-endian).
+    AmAt = 15,
 }
 
 impl FrameKind {
@@ -107,7 +117,9 @@ impl FrameKind {
             10 => Some(FrameKind::Fin),
             11 => Some(FrameKind::Bulk),
             12 => Some(FrameKind::Credit),
+            13 => Some(FrameKind::Am),
             14 => Some(FrameKind::Heartbeat),
+            15 => Some(FrameKind::AmAt),
             _ => None,
         }
     }

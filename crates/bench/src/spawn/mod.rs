@@ -8,6 +8,11 @@
 //! | fibers     | N × [`spawn`](threadwire::Node::spawn) of a body that returns | all N joined |
 //! | OS threads | N × [`spawn_os`](threadwire::Node::spawn_os), likewise | all N joined |
 //! | pvm_spawn  | N tasks with one `pvm_spawn` from a PVM parent, under a private pvmd ([`crate::peers::pvm`]) | a message from each has reached the parent |
+//! | remote fibers | in a job of 2 nodes, N × [`spawn_remote`](threadwire::Endpoint::spawn_remote) by node 0 on node 1 of an entry that returns | all N joined ([`RemoteHandle::join`](threadwire::RemoteHandle::join)) |
+//!
+//! The remote rows' job also times active-message round trips (an empty
+//! inline handler that answers empty) between the same two nodes, the
+//! yardstick of a remote spawn: [`Report::am_round_trip_us`].
 //!
 //! Every row has one untimed warm-up (page cache, stack pool, the node's
 //! fiber workers, which start at its first spawn) before its timed
@@ -56,15 +61,18 @@ pub enum Kind {
     OsThreads,
     /// PVM tasks started by `pvm_spawn` ([`crate::peers::pvm::spawn_times`]).
     PvmSpawn,
+    /// Fibers started on another node ([`Endpoint::spawn_remote`](threadwire::Endpoint::spawn_remote)).
+    RemoteFibers,
 }
 
 impl Kind {
     /// Every kind, in report order.
-    pub const ALL: [Kind; 4] = [
+    pub const ALL: [Kind; 5] = [
         Kind::Processes,
         Kind::Fibers,
         Kind::OsThreads,
         Kind::PvmSpawn,
+        Kind::RemoteFibers,
     ];
 
     /// The row's name in tables.
@@ -74,6 +82,7 @@ impl Kind {
             Kind::Fibers => "fibers",
             Kind::OsThreads => "OS threads",
             Kind::PvmSpawn => "pvm_spawn",
+            Kind::RemoteFibers => "remote fibers",
         }
     }
 
@@ -82,7 +91,7 @@ impl Kind {
     pub fn reference_1998_ms(self) -> f64 {
         match self {
             Kind::Processes | Kind::PvmSpawn => PVM_SPAWN_1998_MS,
-            Kind::Fibers | Kind::OsThreads => 1.75,
+            Kind::Fibers | Kind::OsThreads | Kind::RemoteFibers => 1.75,
         }
     }
 }
@@ -202,6 +211,10 @@ pub struct Report {
     /// Where the process rows ran, if on two emulated hosts (the caller's
     /// to fill in: it built them).
     pub emulated_hosts: Option<EmulatedHosts>,
+    /// An active-message round trip between the remote rows' two nodes,
+    /// in µs over the batches of every remote job (`None` without remote
+    /// rows).
+    pub am_round_trip_us: Option<Millis>,
 }
 
 /// The two emulated hosts of the process rows: node i on host i mod 2.
@@ -297,6 +310,7 @@ pub fn run(
     let repetitions = options.repetitions.max(1);
     let mut rows = Vec::new();
     let mut pvm = Pvm::Measured;
+    let mut round_trips = Vec::new();
     for kind in Kind::ALL {
         for &count in &options.counts {
             let count = count.max(1);
@@ -315,6 +329,11 @@ pub fn run(
                     }
                 }
                 Kind::PvmSpawn => None,
+                Kind::RemoteFibers => {
+                    let (row, us) = remote(options, count, repetitions, &mut on_event)?;
+                    round_trips.extend(us);
+                    Some(row)
+                }
             };
             rows.extend(row);
             on_step(kind, count);
@@ -325,7 +344,54 @@ pub fn run(
         pvm,
         repetitions,
         emulated_hosts: None,
+        am_round_trip_us: (!round_trips.is_empty()).then(|| Millis::of(&mut round_trips)),
     })
+}
+
+/// Where [`node`] learns it runs a remote row's job: `N:repetitions`.
+pub const REMOTE_VARIABLE: &str = "THREADWIRE_BENCH_SPAWN_REMOTE";
+
+/// A remote row: one job of two nodes, node 0 timing every repetition.
+fn remote(
+    options: &Options,
+    count: u32,
+    repetitions: u32,
+    on_event: &mut impl FnMut(&Event),
+) -> Result<(Row, Vec<f64>), Error> {
+    let mut spec = JobSpec::new(2, &options.program)
+        .args(options.args.iter().cloned())
+        .env(REMOTE_VARIABLE, format!("{count}:{repetitions}"))
+        .timeout(JOB_TIMEOUT);
+    if !options.hosts.is_empty() {
+        spec = spec.hosts(options.hosts.clone());
+    }
+    let mut measured = None;
+    let report = threadwire_launch::run(&spec, |ev| match NodeResult::decode(ev) {
+        Some((
+            0,
+            NodeResult::RemoteSpawned {
+                ms,
+                am_round_trip_us,
+            },
+        )) => measured = Some((ms, am_round_trip_us)),
+        _ => on_event(ev),
+    })
+    .map_err(Error::Launch)?;
+    if report.status != 0 {
+        return Err(Error::Job {
+            status: report.status,
+            failure: report.failure.map(|(_, cause)| cause),
+        });
+    }
+    let (mut ms, us) = measured.ok_or(Error::NoReport { node: 0 })?;
+    let row = Row {
+        kind: Kind::RemoteFibers,
+        count,
+        joined: Millis::of(&mut ms),
+        finished: None,
+        timeline: None,
+    };
+    Ok((row, us))
 }
 
 fn pvm_spawn(options: &Options, count: u32, repetitions: u32) -> Result<Row, crate::peers::Error> {

@@ -15,12 +15,97 @@ pub enum NodeError {
     /// The timestamps could not be reported to the launcher.
     #[error("reporting that the node joined")]
     Report(#[source] ReportError),
+    /// The remote row's variable does not read `N:repetitions`.
+    #[error("{} is {0:?}, not N:repetitions", super::REMOTE_VARIABLE)]
+    Spec(String),
+    /// Starting, joining or calling across the nodes failed.
+    #[error("the remote row: {0}")]
+    Remote(String),
 }
+
+/// Entry point and handler of the remote rows.
+const NOOP: &str = "bench.spawn.noop";
+/// Round trips per batch, and batches.
+const ROUND_TRIPS: u32 = 2000;
+const BATCHES: u32 = 5;
+
+/// A remote row's job of two nodes: node 0 starts `count` fibers on node 1
+/// and joins them, once untimed and `repetitions` times timed, then times
+/// batches of active-message round trips; it reports
+/// [`NodeResult::RemoteSpawned`].
+pub fn remote(count: u32, repetitions: u32) -> Result<(), NodeError> {
+    let failed = |e: &dyn std::fmt::Display| NodeError::Remote(e.to_string());
+    let ep = threadwire::init().map_err(NodeError::Init)?;
+    let node = ep.node().clone();
+    node.export(NOOP, |_ep, _args| Vec::new())
+        .map_err(|e| failed(&e))?;
+    let noop = node
+        .register_inline(NOOP, |am| {
+            let _ = am.reply(Vec::new());
+        })
+        .map_err(|e| failed(&e))?;
+    let world = threadwire::Group::world(&ep).map_err(|e| failed(&e))?;
+    world.barrier().map_err(|e| failed(&e))?;
+    if ep.address().node == 0 {
+        let mut am_round_trip_us = Vec::new();
+        for _ in 0..BATCHES {
+            let start = std::time::Instant::now();
+            for _ in 0..ROUND_TRIPS {
+                ep.am_request(1, &noop, Vec::new())
+                    .wait()
+                    .map_err(|e| failed(&e))?;
+            }
+            am_round_trip_us.push(start.elapsed().as_secs_f64() * 1e6 / f64::from(ROUND_TRIPS));
+        }
+        let once = || -> Result<f64, NodeError> {
+            let start = std::time::Instant::now();
+            let handles = (0..count)
+                .map(|_| ep.spawn_remote(1, NOOP, Vec::new()))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| failed(&e))?;
+            for h in handles {
+                h.join(&ep).map_err(|e| failed(&e))?;
+            }
+            Ok(start.elapsed().as_secs_f64() * 1e3)
+        };
+        once()?;
+        let ms = (0..repetitions)
+            .map(|_| once())
+            .collect::<Result<Vec<_>, _>>()?;
+        NodeResult::RemoteSpawned {
+            ms,
+            am_round_trip_us,
+        }
+        .send(ep.node())
+        .map_err(NodeError::Report)?;
+        ep.send(threadwire::Address::new(1, 0), DONE, Vec::new())
+            .map_err(|e| failed(&e))?;
+    } else {
+        // Waiting in a receive drives node 1's progress as a ping-pong's
+        // receiver does, so its handlers run at once.
+        ep.recv(threadwire::Address::new(0, 0), DONE)
+            .map_err(|e| failed(&e))?;
+    }
+    Ok(())
+}
+
+/// Node 0 to node 1: the row is measured.
+const DONE: u32 = 1;
 
 /// Joins the job and reports when this node's code started and when it
 /// was past `init` ([`NodeResult::Joined`]); the launcher times the
 /// report's arrival. Returns when the job ends for this node.
+///
+/// In a remote row's job ([`REMOTE_VARIABLE`](super::REMOTE_VARIABLE)
+/// set) it runs that row instead ([`remote`]).
 pub fn node() -> Result<(), NodeError> {
+    if let Ok(spec) = std::env::var(super::REMOTE_VARIABLE) {
+        let (count, repetitions) = spec
+            .split_once(':')
+            .and_then(|(c, r)| Some((c.parse().ok()?, r.parse().ok()?)))
+            .ok_or(NodeError::Spec(spec))?;
+        return remote(count, repetitions);
+    }
     let started_ns = monotonic_ns();
     let ep = threadwire::init().map_err(NodeError::Init)?;
     let joined_ns = monotonic_ns();

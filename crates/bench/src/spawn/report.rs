@@ -17,6 +17,8 @@ struct Document {
     repetitions: u32,
     rows: Vec<JsonRow>,
     pvm: JsonPvm,
+    /// The remote rows' yardstick, in µs.
+    am_round_trip_us: Option<Spread>,
 }
 
 #[derive(Serialize)]
@@ -162,6 +164,27 @@ impl crate::report::Report for Report {
                 )?;
             }
         }
+        if let Some(am) = &self.am_round_trip_us {
+            writeln!(
+                out,
+                "remote fibers: an active-message round trip between the two nodes takes {} µs",
+                spread(am)
+            )?;
+            let one = self
+                .rows
+                .iter()
+                .find(|r| r.kind == Kind::RemoteFibers && r.count == 1);
+            if let Some(row) = one {
+                let us = row.joined.median * 1e3;
+                writeln!(
+                    out,
+                    "remote fibers: one started and joined in {} µs, {:.2}× the round trip \
+                     (issue 14's goal: at most 2×)",
+                    three_figures(us),
+                    us / am.median
+                )?;
+            }
+        }
         if let Some(hosts) = &self.emulated_hosts {
             writeln!(
                 out,
@@ -190,6 +213,7 @@ impl crate::report::Report for Report {
                     reference_1998_ms: reference(row.count, row.kind),
                 })
                 .collect(),
+            am_round_trip_us: self.am_round_trip_us.as_ref().map(Spread::from),
             pvm: JsonPvm {
                 measured: matches!(self.pvm, Pvm::Measured),
                 not_measured_because: match &self.pvm {

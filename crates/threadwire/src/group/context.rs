@@ -11,7 +11,11 @@
 //! | abort         | `k << 2 | 2` | a member's error, telling the others to stop |
 //!
 //! Outside this scheme, context `u32::MAX` carries the replies of a named
-//! group's home ([`named::protocol::REPLY_CONTEXT`](super::named::protocol)).
+//! group's home ([`named::protocol::REPLY_CONTEXT`](super::named::protocol)),
+//! `u32::MAX - 1` the answers to active-message requests, `u32::MAX - 2`
+//! the reports of failed one-way active messages (`am`), and
+//! `u32::MAX - 3` the results of remotely spawned threads
+//! (`remote_spawn`).
 //!
 //! Id 0 is not a group: context 0 is plain point-to-point between
 //! endpoints, and contexts 1 and 2 carry the agreement that builds a group

@@ -140,6 +140,7 @@
 //! allgather, more than one stage call under way per member (a slot per
 //! call), and thresholds moved by measurement.
 
+pub(crate) mod agree;
 mod algorithms;
 mod check;
 pub mod context;
@@ -153,6 +154,7 @@ pub mod tuning;
 
 pub(crate) use algorithms::node_stage::NodeTeams;
 pub(crate) use context::ContextTable;
+pub use agree::Agreement;
 pub use element::{Element, Op, Reducible, Reduction, ValueLoc};
 pub use error::CollError;
 pub use named::GroupError;
@@ -288,6 +290,11 @@ impl Group {
     /// The caller's rank.
     pub fn rank(&self) -> usize {
         self.comm.rank
+    }
+
+    /// The calling member's endpoint.
+    pub(crate) fn endpoint(&self) -> &Endpoint {
+        &self.comm.ep
     }
 
     /// The members, in rank order.

@@ -102,6 +102,8 @@ pub(crate) struct Comm {
     in_flight: RefCell<Vec<(u64, InFlight)>>,
     /// The group id this side holds, given back on drop (rule 6).
     pub(crate) lease: Option<IdLease>,
+    /// Calls to `agree` so far: the next agreement's number.
+    pub(crate) agreements: Cell<u64>,
 }
 
 /// A group id held by one thread, given back when dropped (rule 6).
@@ -168,6 +170,7 @@ impl Comm {
             host_stage: std::cell::OnceCell::new(),
             in_flight: RefCell::new(Vec::new()),
             lease: None,
+            agreements: Cell::new(0),
         }
     }
 

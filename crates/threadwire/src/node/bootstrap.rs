@@ -66,7 +66,9 @@ impl Config {
             Err(EnvError::NotLaunched) if self.standalone => {
                 let engine = ProgressEngine::new(Driver::new(None, None)?)?;
                 let router = Router::new(0, 1, 0, &settings);
-                Arc::new(NodeShared::new(router, engine, None, settings.workers))
+                let shared = Arc::new(NodeShared::new(router, engine, None, settings.workers));
+                shared.router.am.bind(&shared);
+                shared
             }
             Err(e) => return Err(e.into()),
         };
@@ -140,6 +142,7 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
         Some(my_addr),
         settings.workers,
     ));
+    shared.router.am.bind(&shared);
     let peer_timeout = settings.peer_timeout.filter(|_| env.nodes > 1);
     if let Some(timeout) = peer_timeout {
         shared.liveness.start(Arc::downgrade(&shared), timeout)?;

@@ -203,7 +203,8 @@ impl Node {
     }
 
     /// Calls `f` (on an arbitrary runtime thread, briefly) whenever a peer
-    /// node is lost or finishes.
+    /// node is lost or finishes. To be told by a message in a thread's
+    /// mailbox instead, see [`Endpoint::notify`].
     pub fn on_peer_lost(&self, f: impl Fn(&PeerLost) + Send + Sync + 'static) {
         self.shared.router.subscribe(Arc::new(f));
     }
@@ -270,6 +271,7 @@ impl Node {
                 control.queued_bytes() == 0 || control.flush().is_err()
             });
         }
+        s.am.pool.stop();
         node.comm_stop.store(true, Ordering::Release);
         node.engine.wake();
         if let Some(h) = lock(&node.comm_thread).take() {

@@ -51,6 +51,18 @@ impl Budget {
 
     /// Takes `cost` bytes towards `node` whether they fit or not (messages
     /// the runtime itself must send eagerly).
+    /// [`try_take`](Self::try_take), or, for a cost beyond the whole
+    /// budget, the budget alone: it takes it only while nothing else is
+    /// outstanding, so that any message can go, one at a time.
+    pub(crate) fn try_take_alone(&self, node: u32, cost: usize) -> bool {
+        if cost <= self.limit {
+            return self.try_take(node, cost);
+        }
+        self.outstanding[node as usize]
+            .compare_exchange(0, cost, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+
     pub(crate) fn force_take(&self, node: u32, cost: usize) {
         self.outstanding[node as usize].fetch_add(cost, Ordering::Relaxed);
     }
@@ -107,6 +119,16 @@ mod tests {
         assert!(b.try_take(1, 1000));
         b.returned(1, u64::MAX);
         assert_eq!(b.outstanding(1), 0, "an overstated return stops at zero");
+    }
+
+    #[test]
+    fn a_cost_beyond_the_budget_goes_alone() {
+        let b = Budget::new(2, 1000);
+        assert!(b.try_take_alone(1, 10));
+        assert!(!b.try_take_alone(1, 5000), "not while anything is outstanding");
+        b.returned(1, 10);
+        assert!(b.try_take_alone(1, 5000));
+        assert!(!b.try_take_alone(1, 10), "the budget is spent");
     }
 
     #[test]

@@ -188,12 +188,7 @@ pub enum GroupError {
 /// The home node of `name` in a job of `nodes` nodes: FNV-1a (64-bit) of
 /// its UTF-8 bytes modulo `nodes`.
 pub fn home_of(name: &str, nodes: u32) -> u32 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in name.as_bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    (h % u64::from(nodes.max(1))) as u32
+    (crate::name_hash::name_hash(name) % u64::from(nodes.max(1))) as u32
 }
 
 /// How long a request keeps asking nodes that answer `NotHome` (views of

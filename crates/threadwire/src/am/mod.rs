@@ -1,0 +1,328 @@
+//! Active messages: a message that names a handler, which runs at the
+//! destination node when the message arrives — a remote update, lookup or
+//! lock in one message, with no receive posted for it.
+//!
+//! ```no_run
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use std::sync::Arc;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let me = threadwire::init()?;
+//! let node = me.node().clone();
+//! // Every node registers the same names, before any node calls them.
+//! let counter = Arc::new(AtomicU64::new(0));
+//! let c = counter.clone();
+//! let add = node.register_inline("counter.add", move |am| {
+//!     let by = u64::from_le_bytes(am.payload().to_vec().try_into().unwrap_or([0; 8]));
+//!     let before = c.fetch_add(by, Ordering::Relaxed);
+//!     let _ = am.reply(before.to_le_bytes().to_vec());
+//! })?;
+//! threadwire::Group::world(&me)?.barrier()?;
+//! // From any thread: one message to node 0, the handler's reply back.
+//! let before = me.am_request(0, &add, 5u64.to_le_bytes().to_vec()).wait()?;
+//! me.am_send(0, &add, 1u64.to_le_bytes().to_vec())?; // one-way
+//! # let _ = before;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Handlers
+//!
+//! A handler is registered by name on a node ([`Node::register_inline`],
+//! [`Node::register_fiber`]) and called by a [`Handler`] of the same name
+//! ([`Node::handler`] gives one without registering anything). Its id is
+//! the 64-bit FNV-1a hash of the name (`crate::name_hash`): every node
+//! computes the same id from the same name whatever order it registers
+//! in, and no message is needed to agree. Two names of one node with one
+//! id are refused at registration. A message for an id the destination
+//! has not registered is answered with [`AmError::UnknownHandler`],
+//! named by the sender's own record of the name.
+//!
+//! - **Inline** handlers run in whichever thread is driving the node's
+//!   progress when the frame arrives (a waiting thread, an idle fiber
+//!   worker or the communication thread), before the next frame from that
+//!   node is read. They get no endpoint, so they cannot send, receive or
+//!   wait on messages: a handler must be short, and one that blocks (on a
+//!   lock, in the kernel) holds back every frame this node's driver would
+//!   read meanwhile, though the node's other threads go on computing.
+//! - **Fiber** handlers run in a fiber of the node's pool, with an
+//!   endpoint of their own: they may block, send, receive, spawn and call
+//!   other handlers. A pool fiber that has finished a handler waits for
+//!   the next; a message that finds none idle starts a new one, so
+//!   handlers never wait for each other, up to a bound
+//!   ([`DEFAULT_FIBERS`], `THREADWIRE_AM_FIBERS`): beyond it, messages wait
+//!   in arrival order for a fiber to finish (their bytes still counted in
+//!   their senders' budgets), so that memory stays bounded however many
+//!   handlers block. Handlers that wait for each other beyond the bound
+//!   deadlock, as threads of a bounded pool do. A fiber handler's address
+//!   is its pool fiber's: valid while it runs, and reused by later
+//!   handlers.
+//!
+//! # The protocol
+//!
+//! 1. The sender takes the message's cost (its length plus
+//!    [`OVERHEAD`](crate::rendezvous::OVERHEAD)) from the destination's
+//!    eager budget. With no room, [`Endpoint::am_send`] and
+//!    [`Endpoint::am_request`] wait (parking only the calling fiber or
+//!    thread, which meanwhile drives progress to receive the credit) and
+//!    [`Endpoint::try_am_send`] gives the payload back in
+//!    [`AmError::WouldBlock`]. A message longer than the whole budget
+//!    goes alone, once nothing else is outstanding.
+//! 2. It sends one `Am` frame: the handler's id in `tag` and `aux`, the
+//!    request's number in `dest_thread` (0 for a one-way message; numbers
+//!    come from a counter of the sending node), the payload as it is.
+//!    Frames from one thread to one node arrive in order.
+//! 3. The destination's router looks the id up. An inline handler runs at
+//!    once, in arrival order; a fiber handler is handed to an idle pool
+//!    fiber or a new one, in arrival order (they then run side by side).
+//!    A message to the sender's own node takes the same path, inline
+//!    handlers running in the sending thread.
+//! 4. The handler may take the payload (keeping its buffer, no copy) and
+//!    answer a request once ([`ActiveMessage::reply`]): a data message in
+//!    the reply context (`group::context`), tag the request's number, its
+//!    payload the answer followed by one status byte. An inline handler's
+//!    answer is sent eagerly whatever the budget (the driver may not
+//!    wait); a fiber handler's goes like any send of its endpoint.
+//! 5. When the handler returns, the message's cost goes back to the
+//!    sender's budget (a `Credit` frame, gathered as for eager data). A
+//!    request left unanswered is answered [`AmError::NoReply`]; a handler
+//!    that panicked is answered [`AmError::HandlerPanicked`] with its
+//!    message, or — for a one-way message — reported to the sending
+//!    thread in the report context, where [`Endpoint::am_check`] finds it.
+//!    The panic goes no further: the node runs on.
+//! 6. The requester's [`AmRequest`] is a receive in the reply context from
+//!    the destination node with the request's number as tag: it completes
+//!    with the answer, the error the status byte names, or
+//!    [`AmError::PeerLost`] when that node is lost first.
+
+mod arrive;
+mod group;
+mod pool;
+pub(crate) mod registry;
+mod send;
+pub(crate) mod status;
+
+pub(crate) use arrive::{arrive, Arrival};
+pub(crate) use registry::Registry;
+pub use registry::Handler;
+pub use send::AmRequest;
+
+use crate::{Address, Endpoint, PeerLost};
+use threadwire_wire::Payload;
+
+/// Fiber handlers that run at once on a node, by default
+/// ([`env::AM_FIBERS`](crate::env::AM_FIBERS)); more wait their turn.
+pub const DEFAULT_FIBERS: usize = 256;
+
+/// The context of answers to requests (`group::context`).
+pub(crate) const REPLY_CONTEXT: u32 = u32::MAX - 1;
+/// The context of reports of one-way messages whose handler failed.
+pub(crate) const REPORT_CONTEXT: u32 = u32::MAX - 2;
+
+/// An inline handler: runs in the thread driving progress.
+pub(crate) type InlineFn = dyn Fn(&mut ActiveMessage<'_>) + Send + Sync;
+/// A fiber handler: runs in a pool fiber, with its endpoint.
+pub(crate) type FiberFn = dyn Fn(&Endpoint, &mut ActiveMessage<'_>) + Send + Sync;
+
+/// An active message as its handler sees it: who sent it, its payload
+/// (which the handler may keep), and the way to answer it.
+pub struct ActiveMessage<'a> {
+    source: Address,
+    /// The group member it was sent for (`Group::am_send_all`).
+    target: Option<Address>,
+    payload: Payload,
+    /// The requester and the request's number; `None` for a one-way message.
+    request: Option<(Address, u32)>,
+    replied: bool,
+    via: Replier<'a>,
+}
+
+/// How an answer leaves: from the driving thread (inline) or from the
+/// handler's endpoint (fiber).
+pub(crate) enum Replier<'a> {
+    Router(&'a crate::router::Router),
+    Endpoint(&'a Endpoint),
+}
+
+impl std::fmt::Debug for ActiveMessage<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActiveMessage")
+            .field("source", &self.source)
+            .field("len", &self.payload.len())
+            .field("request", &self.request)
+            .finish()
+    }
+}
+
+impl ActiveMessage<'_> {
+    /// The thread that sent it.
+    pub fn source(&self) -> Address {
+        self.source
+    }
+
+    /// The group member it was sent for, when sent to every member of a
+    /// group ([`Group::am_send_all`](crate::Group::am_send_all)): a thread
+    /// of the node the handler runs on.
+    pub fn target(&self) -> Option<Address> {
+        self.target
+    }
+
+    /// Payload length in bytes (0 once taken).
+    pub fn len(&self) -> usize {
+        self.payload.len()
+    }
+
+    /// Whether the payload is empty (or taken).
+    pub fn is_empty(&self) -> bool {
+        self.payload.is_empty()
+    }
+
+    /// The payload.
+    pub fn payload(&self) -> &Payload {
+        &self.payload
+    }
+
+    /// The payload, taken out to keep: its buffer moves, nothing is
+    /// copied. Later calls get an empty payload.
+    pub fn take_payload(&mut self) -> Payload {
+        std::mem::replace(&mut self.payload, Payload::from_vec(Vec::new()))
+    }
+
+    /// The router of the node the handler runs on.
+    pub(crate) fn router(&self) -> &crate::router::Router {
+        match &self.via {
+            Replier::Router(router) => router,
+            Replier::Endpoint(ep) => &ep.node.shared.router,
+        }
+    }
+
+    /// Whether the sender waits for an answer ([`Endpoint::am_request`]).
+    pub fn is_request(&self) -> bool {
+        self.request.is_some()
+    }
+
+    /// Answers the request: the requester's [`AmRequest`] completes with
+    /// `data`. Once per request.
+    ///
+    /// # Errors
+    ///
+    /// [`AmError::NotARequest`] for a one-way message,
+    /// [`AmError::AlreadyReplied`] the second time, and
+    /// [`AmError::PeerLost`] when the requester's node is gone.
+    pub fn reply(&mut self, data: impl Into<Payload>) -> Result<(), AmError> {
+        let Some((to, number)) = self.request else {
+            return Err(AmError::NotARequest);
+        };
+        if self.replied {
+            return Err(AmError::AlreadyReplied);
+        }
+        self.replied = true;
+        let mut payload = data.into();
+        payload.push_bytes(status::Status::Answer.encode(0, ""));
+        arrive::answer(&self.via, REPLY_CONTEXT, to, number, payload)
+    }
+}
+
+/// Why an active-message operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AmError {
+    /// The destination node has no handler of this name (it registered
+    /// none, another name, or not yet).
+    #[error("node n{node} has no handler {name} (register the same names on every node, before any node calls them)")]
+    UnknownHandler {
+        /// The destination.
+        node: u32,
+        /// The handler's name as the sender knows it (its id in hex if
+        /// the sender's node never saw the name).
+        name: String,
+    },
+    /// The handler panicked; the node it ran on goes on.
+    #[error("handler {name} panicked on node n{node}: {message}")]
+    HandlerPanicked {
+        /// Where it ran.
+        node: u32,
+        /// The handler.
+        name: String,
+        /// The panic's message.
+        message: String,
+    },
+    /// The handler returned without answering the request.
+    #[error("handler {name} on node n{node} returned without answering")]
+    NoReply {
+        /// Where it ran.
+        node: u32,
+        /// The handler.
+        name: String,
+    },
+    /// The destination (or, for an answer, the requester) is gone.
+    #[error("{lost}")]
+    PeerLost {
+        /// Which node, and why.
+        lost: PeerLost,
+        /// The message, given back where it was not sent.
+        payload: Payload,
+    },
+    /// No such node in the job.
+    #[error("no node n{node} in a job of {nodes}")]
+    NoSuchNode {
+        /// The node asked for.
+        node: u32,
+        /// Nodes in the job.
+        nodes: u32,
+    },
+    /// The destination's budget has no room now
+    /// ([`Endpoint::try_am_send`]); try again later.
+    #[error("no room in node n{node}'s budget now")]
+    WouldBlock {
+        /// The destination.
+        node: u32,
+        /// The message, given back.
+        payload: Payload,
+    },
+    /// Longer than the largest frame.
+    #[error("active message of {len} B, the largest frame is {max} B")]
+    TooLarge {
+        /// The payload's length.
+        len: usize,
+        /// The configured maximum frame.
+        max: u64,
+        /// The message, given back.
+        payload: Payload,
+    },
+    /// [`ActiveMessage::reply`] on a one-way message.
+    #[error("a one-way active message has nobody to answer")]
+    NotARequest,
+    /// [`ActiveMessage::reply`] a second time.
+    #[error("the request is answered already")]
+    AlreadyReplied,
+    /// This node registered the name already.
+    #[error("handler {name} is registered already")]
+    AlreadyRegistered {
+        /// The name.
+        name: String,
+    },
+    /// Two names hash to one id (FNV-1a, 64-bit): rename one.
+    #[error("handlers {name} and {other} have the same id; rename one")]
+    IdCollision {
+        /// The name being registered.
+        name: String,
+        /// The name registered before with the same id.
+        other: String,
+    },
+    /// A fiber handler could not start: the node's thread numbers are
+    /// exhausted or the OS refused its workers.
+    #[error("could not start the handler's fiber on node n{node}: {why}")]
+    NoFiber {
+        /// Where.
+        node: u32,
+        /// The spawn's error.
+        why: String,
+    },
+    /// The request was cancelled ([`Request::cancel`](crate::Request::cancel)).
+    #[error("active message request cancelled")]
+    Cancelled,
+    /// This node has finalized.
+    #[error("active message after finalize")]
+    Finalized,
+}

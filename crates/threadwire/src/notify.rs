@@ -1,0 +1,546 @@
+//! Notification as messages, after PVM's `pvm_notify`: a thread asks to be
+//! told of an event — a given node's exit, any node's exit — and is told
+//! by an ordinary message in its own mailbox, with a tag it chose. It
+//! receives it with `recv`, `probe` or `irecv` beside its other traffic,
+//! where a [`Node::on_peer_lost`](crate::Node::on_peer_lost) callback would
+//! run on some runtime thread at some moment.
+//!
+//! ```no_run
+//! use threadwire::{Notification, Notify, ExitCause, ANY_SOURCE};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! const WORKER_GONE: u32 = 9999;
+//! let ep = threadwire::init()?;
+//! // Told once when node 2 finishes or fails; dropping `watch` cancels.
+//! let watch = ep.notify(Notify::NodeExit(2), WORKER_GONE)?;
+//! let m = ep.recv(ANY_SOURCE, WORKER_GONE)?; // beside any other message
+//! assert_eq!(m.source(), threadwire::Address::new(2, 0));
+//! match Notification::from_message(m)? {
+//!     Notification::NodeExit { node, cause: ExitCause::Finished } => println!("n{node} is done"),
+//!     Notification::NodeExit { node, cause: ExitCause::Failed(why) } => println!("n{node} failed: {why}"),
+//!     _ => unreachable!("this version sends no other notification"),
+//! }
+//! # drop(watch);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # The events
+//!
+//! | [`Notify`] | messages | today |
+//! |---|---|---|
+//! | `NodeExit(k)` | one, when node `k` finishes or fails | yes |
+//! | `AnyNodeExit` | one per other node of the job, as each finishes or fails (those gone already at once) | yes |
+//! | `HostDelete(h)` | one, when host `h` is removed or crashes | no: [`NotifyError::HostsFixed`] |
+//! | `HostAdd` | one per host added | no: [`NotifyError::HostsFixed`] |
+//!
+//! A job's hosts are fixed for its life today (the launcher starts every
+//! node at once, on the hosts it was given), so no host is ever added, and
+//! a host that crashes is seen as the failure of its nodes: the host
+//! events are named so that programs and this enum need not change when
+//! the virtual machine can grow, but asking for them fails for now.
+//!
+//! # The message
+//!
+//! - **source**: `n<k>.t0`, thread 0 of the node that exited, so that a
+//!   receive from that node (`Source::Node(k)`, `Address::new(k, 0)`) or
+//!   from anyone finds it;
+//! - **tag**: the one given to [`Endpoint::notify`];
+//! - **payload**: packed ([`Encoding::Portable`]), read with
+//!   [`Notification::from_message`] or by hand with an [`Unpacker`](crate::Unpacker):
+//!
+//! | item | type | value |
+//! |---|---|---|
+//! | kind | `u32` | 1: a node exited |
+//! | node | `u32` | the node's number |
+//! | cause | `u32` | 0: it finished (said goodbye); 1: it failed |
+//! | why | string | the failure, as [`Failure`](crate::Failure) prints it; empty when it finished |
+//!
+//! [`Node::lost_peers`](crate::Node::lost_peers) gives the typed cause.
+//! Choose a tag no other traffic of the thread uses, as with PVM. A
+//! notification counts among the thread's received messages in
+//! [`Stats`](crate::Stats).
+//!
+//! # How it works
+//!
+//! 1. [`Endpoint::notify`] checks the event, then, under the node's one
+//!    notification lock, delivers at once what is already due (a node that
+//!    has exited already: each such node for `AnyNodeExit`) and records the
+//!    subscription — thread, tag, event — unless nothing more can come.
+//! 2. When the router learns that a peer is gone — a goodbye, a broken
+//!    connection, the launcher's word (`Router::lose_peer`) — it calls
+//!    `Notifications::exited` before anything else. Under the same lock,
+//!    unless the node's exit is recorded already (the first cause wins),
+//!    the exit is recorded, one message goes into the mailbox of each
+//!    subscription naming that node or any node (a `NodeExit`
+//!    subscription ends there, an `AnyNodeExit` one once every other node
+//!    has exited), and only then is the loss written into the peer table.
+//!    So whoever sees the loss — a receive or probe naming the node, a
+//!    wildcard one seeing a failure — finds the notification delivered,
+//!    and the receives that fail with the loss come after it.
+//! 3. The message is delivered like any other: it completes the first
+//!    posted receive that matches it (so a receive waiting for it gets it,
+//!    instead of failing with the loss), or waits in the unexpected queue,
+//!    in arrival order with the thread's other messages. A node's messages
+//!    that arrived before its loss came before it; a finished node's
+//!    goodbye follows all it sent, on the same channel, so nothing it sent
+//!    comes after its notification.
+//! 4. [`NotifyHandle::cancel`], or dropping the handle, removes the
+//!    subscription under the lock: once it returns, nothing more comes of
+//!    it. Messages delivered before stay in the mailbox.
+//! 5. When a thread's endpoint is dropped (the thread has finished), its
+//!    subscriptions are removed, so nothing accumulates for a thread that
+//!    can no longer receive.
+//!
+//! Steps 1 and 2 both run under the lock, and use the exits recorded
+//! there, so every notification is delivered exactly once: a subscription
+//! made while a node is being lost gets it from step 1 or from step 2,
+//! never both, never neither. The notification lock is taken before a
+//! mailbox's (whose lock is a leaf, mailbox rule 2), never the other way.
+
+use crate::lock;
+use crate::mailbox::{remote_message, MailboxTable};
+use crate::node::NodeShared;
+use crate::{Endpoint, LossCause, Message, PeerLost, Tag};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, Weak};
+use threadwire_wire::{Encoding, Packer, UnpackError};
+
+/// An event a thread can ask to be told of ([`Endpoint::notify`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Notify {
+    /// Node `k` leaves the job: it finishes, or it fails (its process
+    /// dies, its connection breaks). One message.
+    NodeExit(u32),
+    /// Any other node of the job leaves it: one message per node, as it
+    /// finishes or fails, those gone already at once.
+    AnyNodeExit,
+    /// Host `h` (its number in the job's host list) is removed or
+    /// crashes. Not available: hosts are fixed for a job's life today.
+    HostDelete(u32),
+    /// A host joins the virtual machine. Not available: hosts are fixed
+    /// for a job's life today.
+    HostAdd,
+}
+
+/// Why a subscription could not be made.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NotifyError {
+    /// The event names no node of this job.
+    #[error("notify: no node n{0} in this job")]
+    NoSuchNode(u32),
+    /// The event names the caller's own node, whose exit it cannot receive.
+    #[error("notify: node n{0} is the caller's own node")]
+    OwnNode(u32),
+    /// A host event: hosts are fixed for a job's life in this version.
+    #[error("notify: {0:?}: hosts are fixed for a job's life; none is added or removed")]
+    HostsFixed(Notify),
+    /// This node has finalized.
+    #[error("notify after finalize")]
+    Finalized,
+}
+
+/// How a node left the job, as its notification tells.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExitCause {
+    /// It finished: said goodbye and sends nothing more.
+    Finished,
+    /// It failed; the text says how ([`Failure`](crate::Failure)'s).
+    Failed(String),
+}
+
+/// A notification message, read ([`Notification::from_message`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Notification {
+    /// A node left the job (`Notify::NodeExit`, `Notify::AnyNodeExit`).
+    NodeExit {
+        /// The node.
+        node: u32,
+        /// How.
+        cause: ExitCause,
+    },
+}
+
+/// A message that is not a notification this version knows.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NotificationError {
+    /// Its payload does not unpack as a notification's.
+    #[error("not a notification: {0}")]
+    Unpack(#[from] UnpackError),
+    /// Its kind or cause is none this version sends.
+    #[error("not a notification: unknown {what} {value}")]
+    Unknown {
+        /// `"kind"` or `"cause"`.
+        what: &'static str,
+        /// The value found.
+        value: u32,
+    },
+}
+
+const KIND_NODE_EXIT: u32 = 1;
+const CAUSE_FINISHED: u32 = 0;
+const CAUSE_FAILED: u32 = 1;
+
+impl Notification {
+    /// Reads a notification message (the payload layout is in the
+    /// [module docs](self)).
+    pub fn from_message(message: Message) -> Result<Notification, NotificationError> {
+        let mut u = message.unpack()?;
+        let kind: u32 = u.unpack()?;
+        if kind != KIND_NODE_EXIT {
+            return Err(NotificationError::Unknown {
+                what: "kind",
+                value: kind,
+            });
+        }
+        let node: u32 = u.unpack()?;
+        let cause: u32 = u.unpack()?;
+        let why = u.unpack_string()?;
+        let cause = match cause {
+            CAUSE_FINISHED => ExitCause::Finished,
+            CAUSE_FAILED => ExitCause::Failed(why),
+            value => {
+                return Err(NotificationError::Unknown {
+                    what: "cause",
+                    value,
+                })
+            }
+        };
+        Ok(Notification::NodeExit { node, cause })
+    }
+}
+
+/// A subscription made with [`Endpoint::notify`]. Dropping it cancels the
+/// subscription, as [`cancel`](Self::cancel) does; [`detach`](Self::detach)
+/// lets it run on its own until it is done or its thread finishes.
+#[must_use = "dropping a NotifyHandle cancels its subscription; `detach` keeps it"]
+#[derive(Debug)]
+pub struct NotifyHandle {
+    node: Weak<NodeShared>,
+    /// `None` when nothing more could come at subscription time.
+    id: Option<u64>,
+    event: Notify,
+    tag: Tag,
+}
+
+impl NotifyHandle {
+    /// The event subscribed to.
+    pub fn event(&self) -> Notify {
+        self.event
+    }
+
+    /// The tag its messages carry.
+    pub fn tag(&self) -> Tag {
+        self.tag
+    }
+
+    /// Whether more messages may come of it: `false` once its event has
+    /// been delivered (for `AnyNodeExit`, every other node's exit) or its
+    /// thread has finished.
+    pub fn is_active(&self) -> bool {
+        match (self.id, self.node.upgrade()) {
+            (Some(id), Some(node)) => node.router.notify.is_active(id),
+            _ => false,
+        }
+    }
+
+    /// Cancels the subscription: once this returns, no message comes of
+    /// it; those delivered already stay in the mailbox. `true` if it was
+    /// still active.
+    pub fn cancel(mut self) -> bool {
+        self.cancel_now()
+    }
+
+    /// Lets the subscription run on without its handle, until its event
+    /// is delivered or its thread finishes (PVM's behaviour).
+    pub fn detach(mut self) {
+        self.id = None;
+    }
+
+    fn cancel_now(&mut self) -> bool {
+        match (self.id.take(), self.node.upgrade()) {
+            (Some(id), Some(node)) => node.router.notify.cancel(id),
+            _ => false,
+        }
+    }
+}
+
+impl Drop for NotifyHandle {
+    fn drop(&mut self) {
+        self.cancel_now();
+    }
+}
+
+impl Endpoint {
+    /// Subscribes this thread to `event` (PVM's `pvm_notify`): each time
+    /// it happens, one message with `tag` arrives in this thread's
+    /// mailbox, from thread 0 of the node concerned, its payload packed
+    /// as the [module docs](crate::notify) say. An exit that has
+    /// happened already is delivered at once. The subscription lasts until
+    /// it is done, cancelled (the handle dropped or
+    /// [`cancel`](NotifyHandle::cancel)led), or this thread finishes.
+    ///
+    /// ```
+    /// use threadwire::{Notify, NotifyError};
+    ///
+    /// let ep = threadwire::Config::new().standalone(true).init().unwrap();
+    /// // A one-node job: there is no other node to exit.
+    /// assert_eq!(ep.notify(Notify::NodeExit(1), 5).unwrap_err(), NotifyError::NoSuchNode(1));
+    /// let any = ep.notify(Notify::AnyNodeExit, 5).unwrap();
+    /// assert!(!any.is_active());
+    /// assert!(matches!(ep.notify(Notify::HostAdd, 6), Err(NotifyError::HostsFixed(_))));
+    /// ```
+    pub fn notify(&self, event: Notify, tag: Tag) -> Result<NotifyHandle, NotifyError> {
+        let shared = &self.node.shared;
+        let router = &shared.router;
+        if router.finalized.load(Ordering::Acquire) {
+            return Err(NotifyError::Finalized);
+        }
+        match event {
+            Notify::NodeExit(k) if k >= router.nodes => return Err(NotifyError::NoSuchNode(k)),
+            Notify::NodeExit(k) if k == router.id => return Err(NotifyError::OwnNode(k)),
+            Notify::HostDelete(_) | Notify::HostAdd => return Err(NotifyError::HostsFixed(event)),
+            Notify::NodeExit(_) | Notify::AnyNodeExit => {}
+        }
+        let id = router
+            .notify
+            .subscribe(&router.mailboxes, self.address.thread, event, tag);
+        Ok(NotifyHandle {
+            node: Arc::downgrade(shared),
+            id,
+            event,
+            tag,
+        })
+    }
+}
+
+/// A node's subscriptions and the exits seen so far (steps 1–5).
+pub(crate) struct Notifications {
+    /// Nodes that can exit: the job's others.
+    others: usize,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    next_id: u64,
+    subscriptions: Vec<Subscription>,
+    /// Every exit seen, in the order seen; at most one per node.
+    exits: Vec<PeerLost>,
+}
+
+struct Subscription {
+    id: u64,
+    thread: u32,
+    tag: Tag,
+    /// `NodeExit` or `AnyNodeExit`.
+    event: Notify,
+}
+
+impl Subscription {
+    fn wants(&self, node: u32) -> bool {
+        match self.event {
+            Notify::NodeExit(k) => k == node,
+            _ => true,
+        }
+    }
+}
+
+impl Notifications {
+    pub(crate) fn new(nodes: u32) -> Notifications {
+        Notifications {
+            others: nodes.saturating_sub(1) as usize,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Step 1: delivers what `event` already calls for, and records the
+    /// subscription if more may come (its id).
+    pub(crate) fn subscribe(
+        &self,
+        mailboxes: &MailboxTable,
+        thread: u32,
+        event: Notify,
+        tag: Tag,
+    ) -> Option<u64> {
+        let mut s = lock(&self.state);
+        let id = s.next_id;
+        s.next_id += 1;
+        let sub = Subscription {
+            id,
+            thread,
+            tag,
+            event,
+        };
+        for exit in s.exits.iter().filter(|e| sub.wants(e.node)) {
+            deliver(mailboxes, &sub, exit);
+        }
+        let done = match event {
+            Notify::NodeExit(k) => s.exits.iter().any(|e| e.node == k),
+            _ => s.exits.len() >= self.others,
+        };
+        if done {
+            return None;
+        }
+        s.subscriptions.push(sub);
+        Some(id)
+    }
+
+    /// Step 2: `lost` has exited. Unless an exit of that node was
+    /// recorded already (then `false`, and nothing happens), delivers its
+    /// notifications and then runs `record` (the peer table's), all under
+    /// the lock.
+    pub(crate) fn exited(
+        &self,
+        mailboxes: &MailboxTable,
+        lost: &PeerLost,
+        record: impl FnOnce() -> bool,
+    ) -> bool {
+        let mut s = lock(&self.state);
+        if s.exits.iter().any(|e| e.node == lost.node) {
+            return false;
+        }
+        s.exits.push(lost.clone());
+        let all_gone = s.exits.len() >= self.others;
+        s.subscriptions.retain(|sub| {
+            if !sub.wants(lost.node) {
+                return true;
+            }
+            deliver(mailboxes, sub, lost);
+            matches!(sub.event, Notify::AnyNodeExit) && !all_gone
+        });
+        let recorded = record();
+        debug_assert!(recorded, "every loss is recorded here first");
+        recorded
+    }
+
+    /// Step 4: `true` if the subscription was still active.
+    pub(crate) fn cancel(&self, id: u64) -> bool {
+        let mut s = lock(&self.state);
+        let before = s.subscriptions.len();
+        s.subscriptions.retain(|sub| sub.id != id);
+        s.subscriptions.len() != before
+    }
+
+    pub(crate) fn is_active(&self, id: u64) -> bool {
+        lock(&self.state)
+            .subscriptions
+            .iter()
+            .any(|sub| sub.id == id)
+    }
+
+    /// Step 5: `thread` has finished.
+    pub(crate) fn thread_finished(&self, thread: u32) {
+        lock(&self.state)
+            .subscriptions
+            .retain(|sub| sub.thread != thread);
+    }
+}
+
+/// The notification of `exit` into `sub`'s mailbox (step 3).
+fn deliver(mailboxes: &MailboxTable, sub: &Subscription, exit: &PeerLost) {
+    let Some(mailbox) = mailboxes.get(sub.thread) else {
+        return;
+    };
+    let (cause, why) = match &exit.cause {
+        LossCause::Finished => (CAUSE_FINISHED, String::new()),
+        LossCause::Failed(f) => (CAUSE_FAILED, f.to_string()),
+    };
+    let mut p = Packer::new(Encoding::Portable);
+    p.pack(KIND_NODE_EXIT)
+        .pack(exit.node)
+        .pack(cause)
+        .pack_str(&why);
+    mailbox.deliver(remote_message(exit.node, 0, 0, sub.tag, p.finish()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Failure, Source, TagMatch};
+
+    fn killed(node: u32) -> PeerLost {
+        PeerLost {
+            node,
+            cause: LossCause::Failed(Failure::ClosedWithoutGoodbye),
+        }
+    }
+
+    fn finished(node: u32) -> PeerLost {
+        PeerLost {
+            node,
+            cause: LossCause::Finished,
+        }
+    }
+
+    /// The notifications waiting in `thread`'s mailbox with `tag`, read.
+    fn take_all(mailboxes: &MailboxTable, thread: u32, tag: Tag) -> Vec<(u32, Notification)> {
+        let mailbox = mailboxes.get(thread).unwrap();
+        let mut got = Vec::new();
+        while let Some(m) = mailbox.try_take(0, Source::Any, TagMatch::Is(tag)) {
+            assert_eq!(m.source().thread, 0);
+            let from = m.source().node;
+            got.push((from, Notification::from_message(m).unwrap()));
+        }
+        got
+    }
+
+    fn exited(n: &Notifications, mb: &MailboxTable, lost: &PeerLost) -> bool {
+        n.exited(mb, lost, || true)
+    }
+
+    fn exit(node: u32, cause: ExitCause) -> Notification {
+        Notification::NodeExit { node, cause }
+    }
+
+    #[test]
+    fn node_exit_is_delivered_once_with_its_cause() {
+        let (mb, n) = (MailboxTable::new(), Notifications::new(4));
+        let id = n.subscribe(&mb, 1, Notify::NodeExit(2), 9).unwrap();
+        n.subscribe(&mb, 1, Notify::NodeExit(3), 8).unwrap();
+        assert!(exited(&n, &mb, &killed(2)));
+        assert!(!exited(&n, &mb, &finished(2))); // the first cause stays
+        let why = Failure::ClosedWithoutGoodbye.to_string();
+        assert_eq!(take_all(&mb, 1, 9), [(2, exit(2, ExitCause::Failed(why)))]);
+        assert!(!n.is_active(id));
+        exited(&n, &mb, &finished(3));
+        assert_eq!(take_all(&mb, 1, 8), [(3, exit(3, ExitCause::Finished))]);
+        assert!(take_all(&mb, 1, 9).is_empty());
+    }
+
+    #[test]
+    fn a_past_exit_is_delivered_at_once() {
+        let (mb, n) = (MailboxTable::new(), Notifications::new(3));
+        exited(&n, &mb, &finished(1));
+        assert_eq!(n.subscribe(&mb, 0, Notify::NodeExit(1), 4), None);
+        assert_eq!(take_all(&mb, 0, 4), [(1, exit(1, ExitCause::Finished))]);
+        // Any node: the past one now, the other when it goes, then done.
+        let id = n.subscribe(&mb, 0, Notify::AnyNodeExit, 5).unwrap();
+        assert_eq!(take_all(&mb, 0, 5).len(), 1);
+        exited(&n, &mb, &killed(2));
+        assert_eq!(take_all(&mb, 0, 5)[0].0, 2);
+        assert!(!n.is_active(id));
+        assert_eq!(n.subscribe(&mb, 0, Notify::AnyNodeExit, 6), None);
+        assert_eq!(take_all(&mb, 0, 6).len(), 2);
+    }
+
+    #[test]
+    fn cancelled_and_finished_threads_get_nothing() {
+        let (mb, n) = (MailboxTable::new(), Notifications::new(3));
+        let cancelled = n.subscribe(&mb, 0, Notify::NodeExit(1), 4).unwrap();
+        n.subscribe(&mb, 5, Notify::AnyNodeExit, 4).unwrap();
+        n.subscribe(&mb, 6, Notify::NodeExit(1), 4).unwrap();
+        assert!(n.cancel(cancelled));
+        assert!(!n.cancel(cancelled));
+        n.thread_finished(5);
+        exited(&n, &mb, &killed(1));
+        assert!(take_all(&mb, 0, 4).is_empty());
+        assert!(take_all(&mb, 5, 4).is_empty());
+        assert_eq!(take_all(&mb, 6, 4).len(), 1);
+        assert!(lock(&n.state).subscriptions.is_empty());
+    }
+}

@@ -1,0 +1,100 @@
+//! Active messages (`nodes/am.rs`) on every channel: handlers inline and
+//! in fibers, request and reply, order, payloads of 0 B to 8 MiB, nested
+//! calls, unknown, panicking and silent handlers, 1000 messages in flight
+//! from 8 fibers within a small budget; threads started on other nodes by
+//! name and joined; requests, spawns and joins on a node that dies.
+
+mod support;
+
+use threadwire_launch::FailurePolicy;
+
+/// Shared memory with cross-memory pulls, shared memory pushing through
+/// the rings, and TCP.
+const CHANNELS: [(&str, &str, &str); 3] = [
+    ("shm", "shm", "1"),
+    ("shm-rings", "shm", "0"),
+    ("tcp", "tcp", "1"),
+];
+
+fn run(nodes: u32, mode: &str, budget: Option<&str>) {
+    for &(name, channel, cma) in &CHANNELS {
+        let mut spec = support::job(nodes, "node-am")
+            .args([mode])
+            .env(threadwire::env::CHANNEL, channel)
+            .env(threadwire::env::SHM_CMA, cma);
+        if let Some(b) = budget {
+            spec = spec.env(threadwire::env::EAGER_BUDGET, b);
+        }
+        let out = support::run(spec);
+        let done = format!("am {mode}: ok");
+        assert!(
+            out.stdout.iter().all(|lines| lines.contains(&done)),
+            "{name}: {}",
+            out.transcript()
+        );
+        out.assert_success();
+    }
+}
+
+#[test]
+fn handlers_answer_fail_and_keep_order_on_every_node() {
+    run(3, "basic", None);
+}
+
+#[test]
+fn a_thousand_messages_in_flight_from_eight_fibers_within_a_small_budget() {
+    // 64 KiB: under a thousand messages' cost, so senders wait for credit.
+    run(2, "flight", Some("65536"));
+}
+
+#[test]
+fn a_handler_runs_for_every_member_of_a_group() {
+    run(3, "group", None);
+}
+
+#[test]
+fn fiber_handlers_beyond_the_bound_wait_their_turn() {
+    for &(name, channel, cma) in &CHANNELS {
+        let out = support::run(
+            support::job(2, "node-am")
+                .args(["bounded"])
+                .env(threadwire::env::CHANNEL, channel)
+                .env(threadwire::env::SHM_CMA, cma)
+                .env(threadwire::env::AM_FIBERS, "2"),
+        );
+        assert!(
+            out.stdout
+                .iter()
+                .all(|l| l.contains(&"am bounded: ok".to_string())),
+            "{name}: {}",
+            out.transcript()
+        );
+        out.line(0, "50 handlers ran on ");
+        out.assert_success();
+    }
+}
+
+#[test]
+fn threads_start_on_other_nodes_by_name_and_are_joined() {
+    run(3, "spawn", None);
+}
+
+#[test]
+fn a_request_to_a_node_that_dies_fails_with_peer_lost() {
+    for &(name, channel, cma) in &CHANNELS {
+        let out = support::run(
+            support::job(2, "node-am")
+                .args(["lost"])
+                .env(threadwire::env::CHANNEL, channel)
+                .env(threadwire::env::SHM_CMA, cma)
+                .on_failure(FailurePolicy::Continue),
+        );
+        let t = out.transcript();
+        assert!(!out.report.timed_out, "{name}: the job hung:\n{t}");
+        out.line(0, "request failed: lost n1");
+        out.line(0, "a later request fails at once");
+        out.line(0, "the join fails");
+        out.line(0, "a later spawn fails");
+        out.line(0, "am lost: ok");
+    }
+}

@@ -1,0 +1,86 @@
+//! Agreement among a group's survivors, and the group of survivors
+//! (`group_agree.rs` runs it).
+//!
+//! `node-agree MODE [KILLED] [DELAY_US]`, every node's thread 0 a member
+//! of the world group:
+//! - `rounds`: 20 agreements with no failure, flags differing by round;
+//! - `dies`: the nodes listed in KILLED (comma-separated) kill themselves
+//!   DELAY_US microseconds after entering the agreement (negative: before
+//!   it, right after a barrier), while every survivor agrees on
+//!   `flag = (node != 2)`, then shrinks the group and runs an allreduce
+//!   in it, then agrees once more in the new group.
+//!
+//! Survivors print `agreement <i>: <flag> <failed ranks>` for each
+//! agreement (the test compares them across nodes) and `agree <mode>: ok`.
+
+mod common;
+
+use std::time::Duration;
+use threadwire::{Group, Op};
+
+fn kill_self() -> ! {
+    // SAFETY: kill(2) with our own pid; SIGKILL ends the process.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+    unreachable!("killed")
+}
+
+fn main() {
+    common::exit_on_panic();
+    let mode: String = common::arg(1, "rounds".to_string());
+    let killed: String = common::arg(2, String::new());
+    let delay: i64 = common::arg(3, 0);
+    let ep = threadwire::Config::new()
+        .log(true)
+        .init()
+        .expect("join the job");
+    let me = ep.address().node;
+    let world = Group::world(&ep).expect("world");
+    // A node killed right after it returned from the barrier may fail the
+    // others' barrier: the agreement is what must cope.
+    let here = world.barrier();
+    assert!(mode == "dies" || here.is_ok(), "{here:?}");
+    match mode.as_str() {
+        "rounds" => {
+            for round in 0..20u32 {
+                let flag = !(me + round).is_multiple_of(3) || round.is_multiple_of(2);
+                let a = world.agree(flag).expect("agree");
+                println!("agreement {round}: {} {:?}", a.flag, a.failed);
+            }
+        }
+        "dies" => {
+            let doomed: Vec<u32> = killed.split(',').filter_map(|s| s.parse().ok()).collect();
+            if doomed.contains(&me) {
+                if delay < 0 {
+                    kill_self();
+                }
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_micros(delay as u64));
+                    kill_self();
+                });
+            }
+            let a = world.agree(me != 2).expect("agree");
+            println!("agreement 0: {} {:?}", a.flag, a.failed);
+            if doomed.contains(&me) {
+                // Outlived the delay: wait for the kill without taking part
+                // any more, as if already dead.
+                loop {
+                    std::thread::park();
+                }
+            }
+            let survivors = world.shrink().expect("shrink");
+            assert!(survivors.size() < world.size() && survivors.rank_of(ep.address()).is_some());
+            println!("agreement shrink: {}", survivors.size());
+            let mut sum = [1u64];
+            survivors
+                .allreduce(&mut sum, Op::Sum)
+                .expect("allreduce among survivors");
+            assert_eq!(sum[0] as usize, survivors.size());
+            let b = survivors.agree(true).expect("agree again");
+            println!("agreement 1: {} {:?}", b.flag, b.failed);
+        }
+        other => panic!("unknown mode {other}"),
+    }
+    println!("agree {mode}: ok");
+}
