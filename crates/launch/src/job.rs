@@ -14,6 +14,15 @@
 //! 4. Then drain: wait (at most [`CONTROL_DRAIN`]) for every control
 //!    connection to close, since a node's last reports and counters come
 //!    on it, then for the output threads to end.
+//! 5. Meanwhile, watch every node that has sent a heartbeat on its control
+//!    connection (control protocol, step 7) until that connection closes:
+//!    every eighth of its peer timeout, ask the kernel how long the
+//!    connection has received nothing (`TCP_INFO`); past [`FENCE_AFTER`]
+//!    times the timeout, the node is silent — stopped, hung or cut off —
+//!    and its process is killed, so that it can neither keep the job from
+//!    ending nor come back to peers that have given it up. Its peers,
+//!    watching with the timeout itself, have found it lost first. Its
+//!    exit is then the job's failure, as in step 3, named for the silence.
 
 use crate::event::{Event, JobReport, LaunchError, OutputStream};
 use crate::hosts::Host;
@@ -60,11 +69,24 @@ pub(crate) enum Internal {
     ControlClosed {
         node: u32,
     },
+    /// A node heartbeats on its control connection, with this peer
+    /// timeout (step 5).
+    Watch {
+        node: u32,
+        timeout: Duration,
+    },
 }
 
 /// How long a finished job waits for its nodes' control connections to
 /// close; they close with the nodes, so this is only a bound.
 const CONTROL_DRAIN: Duration = Duration::from_secs(2);
+
+/// A node's control connection silent for this many of its peer timeouts
+/// gets the node killed (step 5): later than its peers find it silent.
+const FENCE_AFTER: f64 = 1.5;
+
+/// Checks of a watched connection per peer timeout (step 5).
+const CHECKS: u32 = 8;
 
 /// When nothing is due, how long a wait for news may last before looking
 /// again (a bound, not a poll: news wakes the wait at once).
@@ -90,6 +112,12 @@ struct Job<'a> {
     first_bad: Option<NodeExit>,
     /// End of the grace period after a failure.
     kill_at: Option<Instant>,
+    /// The peer timeout of each node that heartbeats (step 5).
+    watched: Vec<Option<Duration>>,
+    /// Why a node was killed for its silence, until its exit is reported.
+    silent: Vec<Option<String>>,
+    /// The next look at the watched connections.
+    next_check: Option<Instant>,
     deadline: Option<Instant>,
     timed_out: bool,
 }
@@ -108,6 +136,9 @@ impl<'a> Job<'a> {
             failure: None,
             first_bad: None,
             kill_at: None,
+            watched: vec![None; n],
+            silent: vec![None; n],
+            next_check: None,
             deadline: spec.timeout.map(|t| Instant::now() + t),
             timed_out: false,
         }
@@ -118,7 +149,10 @@ impl<'a> Job<'a> {
     }
 
     fn next_due(&self) -> Option<Instant> {
-        [self.deadline, self.kill_at].into_iter().flatten().min()
+        [self.deadline, self.kill_at, self.next_check]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn kill_rest(&self) {
@@ -147,6 +181,34 @@ impl<'a> Job<'a> {
             self.kill_at = None;
             self.kill_rest();
         }
+        if self.next_check.is_some_and(|c| now >= c) {
+            self.fence_silent();
+        }
+    }
+
+    /// Step 5: kills the watched nodes whose control connection has been
+    /// silent too long, and plans the next look.
+    fn fence_silent(&mut self) {
+        let mut next_tick = None::<Duration>;
+        for i in 0..self.pids.len() {
+            let (Some(timeout), Some(stream)) = (self.watched[i], &self.controls[i]) else {
+                continue;
+            };
+            if self.exits[i].is_some() || !self.control_open[i] || self.silent[i].is_some() {
+                continue;
+            }
+            next_tick = Some(next_tick.map_or(timeout / CHECKS, |t| t.min(timeout / CHECKS)));
+            let Ok(quiet) = threadwire_transport::quiet(stream) else {
+                continue;
+            };
+            if quiet.received >= timeout.mul_f64(FENCE_AFTER) {
+                let ms = quiet.received.as_millis();
+                tracing::warn!("launcher: node n{i} silent for {ms} ms; killing it");
+                self.silent[i] = Some(format!("node n{i} was silent for {ms} ms and was killed"));
+                process::kill(self.pids[i]);
+            }
+        }
+        self.next_check = next_tick.map(|t| Instant::now() + t);
     }
 
     fn on_message(&mut self, message: Internal, on_event: &mut impl FnMut(&Event)) {
@@ -158,6 +220,13 @@ impl<'a> Job<'a> {
             Internal::Channels { node, routes } => on_event(&Event::Channels { node, routes }),
             Internal::Report { node, data } => on_event(&Event::Report { node, data }),
             Internal::ControlClosed { node } => self.control_open[node as usize] = false,
+            Internal::Watch { node, timeout } => {
+                if !timeout.is_zero() {
+                    self.watched[node as usize] = Some(timeout);
+                    let first = Instant::now() + timeout / CHECKS;
+                    self.next_check = Some(self.next_check.map_or(first, |c| c.min(first)));
+                }
+            }
             Internal::Registered { node, addr, stream } => {
                 self.control_open[node as usize] = true;
                 self.addrs[node as usize] = Some(addr);
@@ -186,7 +255,9 @@ impl<'a> Job<'a> {
         if self.failure.is_some() || self.kill_at.is_some() {
             return;
         }
-        let cause = format!("node n{node} {exit}");
+        let cause = self.silent[node as usize]
+            .take()
+            .unwrap_or_else(|| format!("node n{node} {exit}"));
         self.send_all(&Control::PeerLost {
             node,
             cause: cause.clone(),

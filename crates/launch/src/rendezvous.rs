@@ -4,6 +4,7 @@
 use crate::job::Internal;
 use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc::Sender;
+use std::time::Duration;
 use threadwire::control::{self as protocol, Control, LAUNCHER};
 use threadwire_transport::handshake::{self, Credentials};
 
@@ -66,8 +67,17 @@ fn read_controls(node: u32, mut stream: TcpStream, events: &Sender<Internal>) {
     {
         return;
     }
+    let mut watched = None;
     loop {
         match protocol::read_control(&mut stream) {
+            Ok(Some(Control::Heartbeat { timeout_ms })) => {
+                // The first, and any that changes the timeout.
+                if watched != Some(timeout_ms) {
+                    watched = Some(timeout_ms);
+                    let timeout = Duration::from_millis(timeout_ms.into());
+                    let _ = events.send(Internal::Watch { node, timeout });
+                }
+            }
             Ok(Some(Control::Stats(stats))) => {
                 let _ = events.send(Internal::Stats { node, stats });
             }

@@ -4,12 +4,16 @@
 
 use crate::error::{InitError, InitErrorKind};
 use std::str::FromStr;
+use std::time::Duration;
 use threadwire_transport::shm::ShmConfig;
 
 /// Default largest frame accepted from a peer: 1 GiB.
 pub const DEFAULT_MAX_FRAME: u64 = 1 << 30;
 /// Default eager budget per peer node: 32 MiB.
 pub const DEFAULT_EAGER_BUDGET: usize = 32 << 20;
+/// Default peer timeout: a peer silent this long is lost (progress
+/// engine, `liveness` module).
+pub const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(1);
 /// Default longest eager message, on either channel: 256 KiB.
 const DEFAULT_EAGER_LIMIT: usize = 256 << 10;
 
@@ -23,6 +27,7 @@ pub struct Config {
     channel: Option<ChannelChoice>,
     tune_allocator: Option<bool>,
     eager_budget: Option<usize>,
+    peer_timeout: Option<Duration>,
     pub(crate) log: bool,
 }
 
@@ -36,6 +41,8 @@ pub(crate) struct Settings {
     pub(crate) eager_budget: usize,
     pub(crate) eager_shm: usize,
     pub(crate) eager_tcp: usize,
+    /// `None`: silent peers are not looked for.
+    pub(crate) peer_timeout: Option<Duration>,
     /// At most this many fiber handlers of active messages run at once.
     pub(crate) am_fibers: usize,
 }
@@ -57,6 +64,7 @@ impl Config {
             channel: None,
             tune_allocator: None,
             eager_budget: None,
+            peer_timeout: None,
             log: false,
         }
     }
@@ -117,6 +125,21 @@ impl Config {
     /// ```
     pub fn eager_budget(mut self, bytes: usize) -> Config {
         self.eager_budget = Some(bytes);
+        self
+    }
+
+    /// How long a peer node may send nothing before it is taken to be lost
+    /// with [`Failure::Silent`](crate::Failure::Silent) (default
+    /// `THREADWIRE_PEER_TIMEOUT` in milliseconds, else
+    /// [`DEFAULT_PEER_TIMEOUT`]; zero: never). A stopped, hung or cut-off
+    /// peer is found within this time. Every node answers for itself from
+    /// a timer thread of its own, so a node whose threads all compute
+    /// outside the runtime is not taken for lost; one whose process is
+    /// stopped (a debugger too), or that gets no CPU for this long, is.
+    /// The protocol, its limits and its cost (a timer thread per node) are
+    /// in the progress engine's `liveness` module.
+    pub fn peer_timeout(mut self, timeout: Duration) -> Config {
+        self.peer_timeout = Some(timeout);
         self
     }
 
@@ -184,6 +207,12 @@ impl Config {
                 .unwrap_or(DEFAULT_EAGER_BUDGET),
             eager_shm: var(crate::env::EAGER_SHM).unwrap_or(DEFAULT_EAGER_LIMIT),
             eager_tcp: var(crate::env::EAGER_TCP).unwrap_or(DEFAULT_EAGER_LIMIT),
+            peer_timeout: Some(
+                self.peer_timeout
+                    .or_else(|| var(crate::env::PEER_TIMEOUT).map(Duration::from_millis))
+                    .unwrap_or(DEFAULT_PEER_TIMEOUT),
+            )
+            .filter(|t| !t.is_zero()),
             am_fibers: var(crate::env::AM_FIBERS)
                 .unwrap_or(crate::am::DEFAULT_FIBERS)
                 .max(1),
@@ -222,5 +251,21 @@ impl FromStr for ChannelChoice {
                 name: other.to_string(),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The program's choice wins over the environment; zero turns the
+    /// liveness protocol off.
+    #[test]
+    fn peer_timeout_of_zero_is_off() {
+        let off = Config::new().peer_timeout(Duration::ZERO).settings();
+        assert_eq!(off.map(|s| s.peer_timeout).ok(), Some(None));
+        let short = Duration::from_millis(300);
+        let on = Config::new().peer_timeout(short).settings();
+        assert_eq!(on.map(|s| s.peer_timeout).ok(), Some(Some(short)));
     }
 }

@@ -14,6 +14,12 @@
 //! 5. Node → launcher, at any time: `Report { data }`, a result the
 //!    program reports ([`Node::report`](crate::Node::report)).
 //! 6. Node → launcher, at finalize: `Stats`, then a `Bye` frame.
+//! 7. Node → launcher, from joining until its `Bye`, whenever the
+//!    connection was otherwise quiet for a liveness tick: `Heartbeat
+//!    { timeout_ms }`, a bare [`FrameKind::Heartbeat`] frame whose `aux`
+//!    word is the node's peer timeout (the runtime's liveness protocol).
+//!    A launcher that has heard one may take a node whose connection then
+//!    stays silent for longer than the timeout to be lost, and end it.
 
 use crate::Stats;
 use std::io::{self, Read, Write};
@@ -67,6 +73,12 @@ pub enum Control {
         /// The report's bytes.
         data: Vec<u8>,
     },
+    /// The node is alive (step 7); sent as a [`FrameKind::Heartbeat`]
+    /// frame, not a `Control` one.
+    Heartbeat {
+        /// The node's peer timeout, in milliseconds.
+        timeout_ms: u32,
+    },
 }
 
 /// A list of strings: its length, then each.
@@ -107,6 +119,10 @@ pub enum ControlError {
 impl Control {
     /// The frame header and payload of this message.
     pub fn encode(&self) -> (FrameHeader, Payload) {
+        if let Control::Heartbeat { timeout_ms } = self {
+            let header = FrameHeader::control(FrameKind::Heartbeat, *timeout_ms, 0);
+            return (header, Payload::from_vec(Vec::new()));
+        }
         let mut p = Packer::new(Encoding::Portable);
         let kind = match self {
             Control::Register { addr } => {
@@ -138,6 +154,7 @@ impl Control {
                 p.pack_bytes(data);
                 REPORT
             }
+            Control::Heartbeat { .. } => unreachable!("encoded above"),
         };
         let payload = p.finish();
         let mut header = FrameHeader::control(FrameKind::Control, kind, payload.len() as u64);
@@ -147,6 +164,11 @@ impl Control {
 
     /// Decodes a control frame's payload.
     pub fn decode(header: &FrameHeader, payload: Vec<u8>) -> Result<Control, ControlError> {
+        if header.kind == FrameKind::Heartbeat {
+            return Ok(Control::Heartbeat {
+                timeout_ms: header.aux,
+            });
+        }
         if header.kind != FrameKind::Control {
             return Err(ControlError::Unexpected(header.kind as u32));
         }
@@ -245,6 +267,7 @@ mod tests {
                 data: b"{\"rows\": []}".to_vec(),
             },
             Control::Report { data: Vec::new() },
+            Control::Heartbeat { timeout_ms: 1000 },
         ];
         let mut buf = Vec::new();
         for m in &msgs {

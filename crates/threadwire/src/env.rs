@@ -30,6 +30,7 @@
 //! | `THREADWIRE_EAGER_SHM`   | longest message sent eagerly to a node of this host; longer ones by rendezvous (default 262144) |
 //! | `THREADWIRE_EAGER_TCP`   | longest message sent eagerly over TCP (default 262144) |
 //! | `THREADWIRE_HOST_STAGE`  | `0`: groups get no host stage (nodes of one host combining small collectives through one shared segment); `1`: barriers and small allreduces take it wherever a group has one; default: as tuning chooses (`group/algorithms/host_stage.rs`) |
+//! | `THREADWIRE_PEER_TIMEOUT` | milliseconds a peer node may send nothing before it is lost as silent (default 1000; `0`: never; `Config::peer_timeout`, progress engine's `liveness` module) |
 //! | `THREADWIRE_COLL_CHECKS` | `1` or `0`: whether collectives first check that every member passed the same arguments (default: on in debug builds, off in release; `group/check.rs`) |
 
 use std::net::{IpAddr, SocketAddr};
@@ -72,6 +73,8 @@ pub const EAGER_SHM: &str = "THREADWIRE_EAGER_SHM";
 pub const EAGER_TCP: &str = "THREADWIRE_EAGER_TCP";
 /// Name of the collectives' host stage switch.
 pub const HOST_STAGE: &str = "THREADWIRE_HOST_STAGE";
+/// Name of the peer timeout variable ([`Config::peer_timeout`](crate::Config::peer_timeout)).
+pub const PEER_TIMEOUT: &str = "THREADWIRE_PEER_TIMEOUT";
 /// Name of the collectives' argument check switch.
 pub const COLL_CHECKS: &str = "THREADWIRE_COLL_CHECKS";
 /// Name of the variable bounding the fiber handlers of active messages

@@ -32,6 +32,16 @@ pub enum Failure {
     /// The launcher itself is gone: the job is over for this node.
     #[error("the launcher is gone")]
     LauncherGone,
+    /// Nothing came from it for `ms` milliseconds, longer than the peer
+    /// timeout ([`Config::peer_timeout`](crate::Config::peer_timeout)):
+    /// stopped, cut off or hung (liveness protocol in the progress
+    /// engine's `liveness` module). Its connection is closed, so a node
+    /// that was only stopped finds itself cut off when it resumes.
+    #[error("silent for {ms} ms")]
+    Silent {
+        /// How long nothing had come from it.
+        ms: u64,
+    },
 }
 
 /// A node that has left the job, and why. Delivered to

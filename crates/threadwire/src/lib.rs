@@ -103,6 +103,7 @@ pub use am::{ActiveMessage, AmError, AmRequest, Handler};
 pub use address::{Address, ParseAddressError, Source, Tag, TagMatch, ANY_SOURCE, ANY_TAG};
 pub use config::{
     ChannelChoice, Config, ParseChannelChoiceError, DEFAULT_EAGER_BUDGET, DEFAULT_MAX_FRAME,
+    DEFAULT_PEER_TIMEOUT,
 };
 pub use endpoint::Endpoint;
 pub use send::SendBuf;

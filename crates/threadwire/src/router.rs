@@ -154,7 +154,7 @@ impl Router {
             FrameKind::Mcast => self.on_mcast(peer, frame),
             FrameKind::Named => self.on_named(peer, frame),
             FrameKind::Am | FrameKind::AmAt => self.on_am(peer, frame),
-            FrameKind::Doorbell => Ok(()),
+            FrameKind::Doorbell | FrameKind::Heartbeat => Ok(()),
             FrameKind::Control => Err(ProtocolError::ControlFrame),
         }
     }

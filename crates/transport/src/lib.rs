@@ -42,4 +42,4 @@ mod tcp;
 
 #[cfg(not(loom))]
 pub use channel::Channel;
-pub use tcp::{ChannelError, Frame, ReadOutcome, SendOutcome, TcpChannel};
+pub use tcp::{quiet, ChannelError, Frame, Quiet, ReadOutcome, SendOutcome, TcpChannel};

@@ -90,6 +90,12 @@ pub enum FrameKind {
     /// `source_thread` the sending thread; the payload is the handler's
     /// argument.
     Am = 13,
+    /// "I am here": sent on a pair's TCP connection (and to the launcher)
+    /// by a node that has sent nothing else on it for a while, so that
+    /// its peer can tell a quiet node from a silent one (the runtime's
+    /// liveness protocol); `aux` the sender's peer timeout in
+    /// milliseconds, no payload.
+    Heartbeat = 14,
     /// An active message for one thread of the receiving node (a group
     /// member): as [`Am`](Self::Am), the payload ending with that
     /// thread's number (4 bytes, little-endian).
@@ -112,6 +118,7 @@ impl FrameKind {
             11 => Some(FrameKind::Bulk),
             12 => Some(FrameKind::Credit),
             13 => Some(FrameKind::Am),
+            14 => Some(FrameKind::Heartbeat),
             15 => Some(FrameKind::AmAt),
             _ => None,
         }

@@ -5,12 +5,16 @@
 //!    connection), register this node's listening address, and read the
 //!    directory of every node's address.
 //! 2. Connect to every lower-numbered node; accept every higher-numbered
-//!    one (the progress driver accepts, while this thread polls it).
+//!    one (the progress driver accepts, while this thread polls it). The
+//!    liveness thread starts first, so that every connection carries
+//!    heartbeats as soon as it exists (`progress::liveness`, step 1).
 //! 3. On every connection this node opened (it is the pair's higher node),
 //!    offer shared memory ([`crate::peer`]).
 //! 4. Poll until every peer is connected and its channel choice settled,
 //!    or lost; a failed peer fails the join.
-//! 5. Tell the launcher which channel each peer is reached by.
+//! 5. Tell the launcher which channel each peer is reached by, and, with
+//!    a peer timeout, send it the first heartbeat (control protocol,
+//!    step 7).
 
 use super::{Node, NodeShared};
 use crate::config::{ChannelChoice, Config, Settings};
@@ -139,6 +143,10 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
         settings.workers,
     ));
     shared.router.am.bind(&shared);
+    let peer_timeout = settings.peer_timeout.filter(|_| env.nodes > 1);
+    if let Some(timeout) = peer_timeout {
+        shared.liveness.start(Arc::downgrade(&shared), timeout)?;
+    }
     let (router, engine) = (&shared.router, &shared.engine);
     // Steps 2 and 3.
     {
@@ -223,6 +231,13 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
     if let Some(control) = router.control.get() {
         let (h, p) = Control::Channels { routes }.encode();
         let _ = control.send(&h, p);
+        // The launcher watches this node from now on (control protocol,
+        // step 7), even if it falls silent before its first tick.
+        if let Some(timeout) = peer_timeout {
+            let timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
+            let (h, p) = Control::Heartbeat { timeout_ms }.encode();
+            let _ = control.send(&h, p);
+        }
     }
     Ok(shared)
 }

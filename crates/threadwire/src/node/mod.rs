@@ -18,7 +18,7 @@ use crate::error::{Failure, InitError, LossCause, PeerLost, SpawnError};
 use crate::control::Control;
 use crate::lock;
 use crate::mailbox::MAX_THREADS;
-use crate::progress::{Origin, ProgressEngine, IDLE_TIMEOUT};
+use crate::progress::{Liveness, Origin, ProgressEngine, Watched, IDLE_TIMEOUT};
 use crate::router::Router;
 use crate::{Endpoint, Stats};
 use std::net::SocketAddr;
@@ -45,6 +45,8 @@ pub(crate) struct NodeShared {
     listen: Option<SocketAddr>,
     comm_stop: AtomicBool,
     comm_thread: Mutex<Option<JoinHandle<()>>>,
+    /// The timer thread that finds silent peers (`progress::liveness`).
+    liveness: Liveness,
 }
 
 /// A handle to this process's node: cheap to clone, usable from any thread.
@@ -79,6 +81,7 @@ impl NodeShared {
             listen,
             comm_stop: AtomicBool::new(false),
             comm_thread: Mutex::new(None),
+            liveness: Liveness::default(),
         }
     }
 
@@ -110,6 +113,16 @@ impl NodeShared {
                 (n < MAX_THREADS).then_some(n + 1)
             })
             .map_err(|_| SpawnError::ThreadsExhausted { max: MAX_THREADS })
+    }
+}
+
+impl Watched for NodeShared {
+    fn router(&self) -> &Router {
+        &self.router
+    }
+
+    fn engine(&self) -> &ProgressEngine {
+        &self.engine
     }
 }
 
@@ -251,6 +264,8 @@ impl Node {
             })
         };
         node.engine.wait_polling(s, Origin::Anywhere, all_quiet);
+        // Before the launcher's goodbye, which no heartbeat may follow.
+        node.liveness.stop();
         if let Some(control) = s.control.get() {
             let (h, p) = Control::Stats(s.stats()).encode();
             let _ = control.send(&h, p);

@@ -184,6 +184,14 @@ impl Driver {
         progressed
     }
 
+    /// Polls once without waiting, asking epoll whatever the pacing of
+    /// zero-timeout polls says (the liveness thread's poll, a few times a
+    /// second: its TCP reads must not wait for fifteen more).
+    pub(crate) fn sweep(&mut self, router: &Router) -> bool {
+        self.quick_polls = EPOLL_EVERY;
+        self.poll(router, Some(Duration::ZERO))
+    }
+
     /// `f` on the receiving side of every shared-memory channel still
     /// read; `true` if it returned `true` for all.
     fn each_ring(&self, router: &Router, mut f: impl FnMut(&ShmChannel) -> bool) -> bool {

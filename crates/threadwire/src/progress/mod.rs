@@ -56,11 +56,17 @@
 //!    [`SHARED_RECHECK`] before they re-check, and fibers park with that
 //!    timeout instead of until woken.
 //!
+//! 10. A timer thread per node, the liveness thread, sends heartbeats to
+//!     quiet peers, finds silent ones, and polls the engine a few times a
+//!     second when nobody else does ([`liveness`], steps 1–4).
+//!
 //! No thread spins when nothing is pending: idle waits end in the kernel.
 
 mod driver;
+mod liveness;
 
 pub(crate) use driver::{Driver, Tokens};
+pub(crate) use liveness::{Liveness, Watched};
 
 use crate::lock;
 use crate::router::Router;
@@ -226,6 +232,17 @@ impl ProgressEngine {
         }
         if let Some(mut d) = self.try_driver() {
             d.poll(router, Some(Duration::ZERO));
+        }
+    }
+
+    /// The liveness thread's poll ([`liveness`], step 3): everything that
+    /// has arrived, epoll included, if nobody else drives the engine.
+    pub(crate) fn sweep(&self, router: &Router) {
+        if self.comm_thread.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Some(mut d) = self.try_driver() {
+            d.sweep(router);
         }
     }
 

@@ -34,6 +34,11 @@
 //! rendezvous straight into the buffer its receiver registered
 //! ([`TcpChannel::place`]).
 //!
+//! How long a connection has been quiet each way ([`TcpChannel::quiet`])
+//! is the kernel's count, not the channel's: it costs the senders and the
+//! reader nothing, and it goes on counting bytes that arrive while nobody
+//! reads them.
+//!
 //! A connection whose two ends are on this host uses Reno congestion
 //! control, whatever the system's default (`SAME_HOST_CONGESTION_CONTROL`
 //! says why).
@@ -46,6 +51,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::{Mutex, TryLockError};
+use std::time::Duration;
 use threadwire_wire::{FrameError, FrameHeader, Payload};
 
 use reader::FrameReader;
@@ -100,6 +106,16 @@ pub enum ReadOutcome {
     /// The read budget ran out with data left: call again without waiting
     /// for readiness (edge-triggered polling will not report it again).
     More,
+}
+
+/// How long a connection has carried no data, each way
+/// ([`TcpChannel::quiet`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quiet {
+    /// Since the kernel last received data from the peer (read or not).
+    pub received: Duration,
+    /// Since the kernel last sent data to the peer.
+    pub sent: Duration,
 }
 
 /// A framed, authenticated TCP connection to one peer node.
@@ -245,6 +261,13 @@ impl TcpChannel {
         lock(&self.reader).unplace(id);
     }
 
+    /// How long the connection has carried no data each way, from the
+    /// kernel's `TCP_INFO` (millisecond resolution at best, one clock tick
+    /// at worst): one system call, and nothing on the send or receive path.
+    pub fn quiet(&self) -> io::Result<Quiet> {
+        quiet(&self.stream)
+    }
+
     /// Closes both directions; the peer sees end of stream. Every frame
     /// still queued is dropped by the time this returns (so the owner of
     /// borrowed bytes in one may stop waiting for them).
@@ -254,6 +277,32 @@ impl TcpChannel {
         queue.absorb(&self.handoff);
         queue.close();
     }
+}
+
+/// [`TcpChannel::quiet`] for any TCP socket (the launcher's control
+/// connections, which are not channels).
+pub fn quiet(socket: &impl AsRawFd) -> io::Result<Quiet> {
+    // SAFETY: `tcp_info` is plain old data; all zeroes is a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `info`, which is
+    // that long, and stores the length it wrote in `len`.
+    let r = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(Quiet {
+        received: Duration::from_millis(info.tcpi_last_data_recv.into()),
+        sent: Duration::from_millis(info.tcpi_last_data_sent.into()),
+    })
 }
 
 /// The congestion control of a connection within one host. Over loopback

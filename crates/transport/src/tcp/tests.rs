@@ -190,3 +190,22 @@ fn same_host_connections_use_reno() {
     assert_eq!(congestion_control(&a), SAME_HOST_CONGESTION_CONTROL);
     assert_eq!(congestion_control(&b), SAME_HOST_CONGESTION_CONTROL);
 }
+
+/// The kernel's quiet times grow while nothing passes, and a frame resets
+/// them on both ends.
+#[test]
+fn quiet_counts_from_the_last_data() {
+    let (a, b, _) = pair(1 << 20);
+    let pause = Duration::from_millis(60);
+    std::thread::sleep(pause);
+    let before = b.quiet().unwrap();
+    assert!(before.received >= pause / 2, "{before:?}");
+    let header = FrameHeader::data(0, 0, 1, Format::OPAQUE, 3);
+    a.send(&header, Payload::from_vec(vec![1, 2, 3])).unwrap();
+    pump(&a, &b, 1).unwrap();
+    let (sent, received) = (a.quiet().unwrap().sent, b.quiet().unwrap().received);
+    assert!(
+        sent < pause / 2 && received < pause / 2,
+        "{sent:?} {received:?}"
+    );
+}
