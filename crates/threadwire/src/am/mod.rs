@@ -28,10 +28,12 @@
 //!
 //! # Handlers
 //!
-//! A handler is registered by name on a node ([`Node::register_inline`],
-//! [`Node::register_fiber`]) and called by a [`Handler`] of the same name
-//! ([`Node::handler`] gives one without registering anything). Its id is
-//! the 64-bit FNV-1a hash of the name (`crate::name_hash`): every node
+//! A handler is registered by name on a node
+//! ([`Node::register_inline`](crate::Node::register_inline),
+//! [`Node::register_fiber`](crate::Node::register_fiber)) and called by a
+//! [`Handler`] of the same name ([`Node::handler`](crate::Node::handler)
+//! gives one without registering anything). Its id is the 64-bit FNV-1a
+//! hash of the name (`crate::name_hash`): every node
 //! computes the same id from the same name whatever order it registers
 //! in, and no message is needed to agree. Two names of one node with one
 //! id are refused at registration. A message for an id the destination
@@ -61,7 +63,7 @@
 //! # The protocol
 //!
 //! 1. The sender takes the message's cost (its length plus
-//!    [`OVERHEAD`](crate::rendezvous::OVERHEAD)) from the destination's
+//!    per-message overhead of 64 bytes) from the destination's
 //!    eager budget. With no room, [`Endpoint::am_send`] and
 //!    [`Endpoint::am_request`] wait (parking only the calling fiber or
 //!    thread, which meanwhile drives progress to receive the credit) and

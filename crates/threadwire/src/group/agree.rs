@@ -123,7 +123,7 @@ impl Group {
     /// Agrees with the other members on `flag` (ANDed) and on which ranks
     /// are lost, completing even when members' nodes are lost before or
     /// during the call: every member that returns gets the same
-    /// [`Agreement`] (see the protocol in [`agree`](self)). Collective:
+    /// [`Agreement`] (the protocol is in `group/agree.rs`). Collective:
     /// every surviving member calls it.
     ///
     /// # Errors

@@ -1,6 +1,6 @@
 //! How a collective runs: its messages, its waits, and its request.
 //!
-//! An algorithm is an `async fn` over a [`Call`] — one collective call of
+//! An algorithm is an `async fn` over a `Call` — one collective call of
 //! one member — that sends (never waiting for the receive, rule 7) and
 //! awaits receives. Nothing here is an async runtime: the future is polled by
 //! whoever waits for the collective, with a waker that does nothing,

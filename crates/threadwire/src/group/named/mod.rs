@@ -42,7 +42,7 @@
 //! 3. Otherwise it sends a `Named` frame to the server (see [`protocol`]):
 //!    its thread, the request number as tag, the operation and the name;
 //!    then waits for the reply in the reserved context
-//!    [`REPLY_CONTEXT`](protocol::REPLY_CONTEXT) from that node with
+//!    `REPLY_CONTEXT` (`u32::MAX`) from that node with
 //!    that tag.
 //! 4. The server's router decodes the request (a malformed one is a
 //!    protocol error that closes that peer's channel). If by its own view

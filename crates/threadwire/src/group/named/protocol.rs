@@ -11,10 +11,10 @@
 //! with no argument for join, leave, size, members and freeze, one word
 //! (the instance) for "address of", two (node, thread) for "instance of".
 //! The reply is an ordinary data frame to the requesting thread in context
-//! [`REPLY_CONTEXT`], with the request's number as tag: a status byte
-//! ([`Status`]) and then `u32` words, little-endian.
+//! `REPLY_CONTEXT`, with the request's number as tag: a status byte
+//! (`Status`) and then `u32` words, little-endian.
 //!
-//! Between a home and its backup ([`Replica`]), `Named` frames whose first
+//! Between a home and its backup (`Replica`), `Named` frames whose first
 //! byte is 8 to 11 (numbers little-endian):
 //!
 //! ```text
