@@ -7,8 +7,11 @@
 //!    the message within a frame) and sends nothing if one fails.
 //! 2. It sorts the list and drops repeats: an address listed twice gets
 //!    the message once.
-//! 3. For each other node in the list it sends one multicast frame
-//!    ([`FrameKind::Mcast`](threadwire_wire::FrameKind)): the data, then
+//! 3. For each other node in the list it takes one copy's cost (the
+//!    data's length plus the per-message overhead) per listed thread of
+//!    that node from the node's eager budget, waiting for credit as an
+//!    active message does when there is no room, and sends one multicast
+//!    frame ([`FrameKind::Mcast`](threadwire_wire::FrameKind)): the data, then
 //!    the node's listed threads as a trailer
 //!    ([`threadwire_wire::mcast`]), on the same channel as its ordinary
 //!    messages — so order per (sender thread, receiver thread) is kept
@@ -17,7 +20,8 @@
 //!    protocol error that closes that peer's channel; nothing of the frame
 //!    is delivered) and puts a copy of the data — the received buffer
 //!    itself for the last thread — into each listed thread's mailbox, as
-//!    an ordinary message from the sender with the tag, context 0.
+//!    an ordinary eager message from the sender with the tag, context 0:
+//!    each copy's receipt returns its cost to the sender's budget.
 //! 5. Threads of the sender's own node get theirs straight into their
 //!    mailboxes, as a local send does.
 //!
@@ -26,6 +30,7 @@
 
 use crate::error::{Failure, LossCause, PeerLost};
 use crate::mailbox::MAX_THREADS;
+use crate::rendezvous::OVERHEAD;
 use crate::{Address, Endpoint, Tag};
 use std::sync::atomic::Ordering;
 use threadwire_transport::SendOutcome;
@@ -167,6 +172,12 @@ impl Endpoint {
             return Err(lost.clone());
         }
         let len = data.len();
+        // Each listed thread's copy is held at the receiver until taken
+        // (step 4), and returns its cost when received.
+        let cost = threads.len() * (len + OVERHEAD);
+        if !self.wait_for_budget(node, cost) {
+            return Err(peer.lost().cloned().expect("the wait ends on budget or a loss"));
+        }
         let list: Vec<u32> = threads.iter().map(|a| a.thread).collect();
         data.push_bytes(encode_list(&list));
         let header = FrameHeader::mcast(
@@ -188,6 +199,7 @@ impl Endpoint {
                 Ok(())
             }
             Err((e, _)) => {
+                s.rendezvous.budget.returned(node, cost as u64);
                 s.lose_peer(node, LossCause::Failed(Failure::Channel(e.to_string())));
                 Err(peer.lost().cloned().expect("just marked lost"))
             }

@@ -285,12 +285,17 @@ impl Router {
         let mut data = frame.payload;
         data.truncate(data_len);
         let (last, rest) = mailboxes.split_last().expect("the list is not empty");
+        // Each copy returns its share of the sender's budget when received.
+        let cost = (data.len() + OVERHEAD) as u32;
+        let eager = |payload| {
+            let mut m = remote_message(peer, h.source_thread, h.aux, h.tag, payload);
+            m.tail = Tail::Eager(cost);
+            m
+        };
         for mailbox in rest {
-            let copy = Payload::from_wire(h.format, data.clone());
-            mailbox.deliver(remote_message(peer, h.source_thread, h.aux, h.tag, copy));
+            mailbox.deliver(eager(Payload::from_wire(h.format, data.clone())));
         }
-        let payload = Payload::from_wire(h.format, data);
-        last.deliver(remote_message(peer, h.source_thread, h.aux, h.tag, payload));
+        last.deliver(eager(Payload::from_wire(h.format, data)));
         Ok(())
     }
 

@@ -248,6 +248,26 @@ impl Endpoint {
         }
     }
 
+    /// Waits, parking only this thread or fiber (which meanwhile drives
+    /// progress to receive credit), until `cost` bytes of `node`'s budget
+    /// are taken — or, for a cost beyond the whole budget, the budget
+    /// alone (`Budget::try_take_alone`); `false` if `node` is lost first.
+    /// For what has no announced path: active messages and multicasts.
+    pub(crate) fn wait_for_budget(&self, node: u32, cost: usize) -> bool {
+        let shared = &*self.node.shared;
+        let s = &shared.router;
+        let budget = &s.rendezvous.budget;
+        let mut took = budget.try_take_alone(node, cost);
+        if !took {
+            let peer = &s.peers[node as usize];
+            shared.engine.wait_polling(s, crate::progress::Origin::Peer(node), || {
+                took = took || budget.try_take_alone(node, cost);
+                took || peer.lost().is_some()
+            });
+        }
+        took
+    }
+
     /// Hands a frame of a message of `len` bytes to `peer`'s channel,
     /// counts the message sent and, if the channel queued it, drives
     /// progress once to push it along.

@@ -31,3 +31,32 @@ fn three_nodes_of_three_fibers_over_tcp() {
 fn three_nodes_of_two_fibers_over_shared_memory() {
     mcast(3, 2, &[(threadwire::env::CHANNEL, "shm")]);
 }
+
+/// 200 multicasts of 1 MiB to four threads of a node that starts
+/// receiving 2 s late: every copy counts in that node's eager budget, so
+/// both nodes' peaks stay far below the 800 MiB the copies make.
+#[test]
+fn a_multicast_flood_to_a_late_node_stays_within_its_budget() {
+    for channel in ["shm", "tcp"] {
+        let out = support::run(
+            support::job(2, "node-mcast")
+                .args(["flood", "200"])
+                .env(threadwire::env::CHANNEL, channel),
+        );
+        out.assert_success();
+        for node in 0..2u32 {
+            let line = out.line(node, "peak ");
+            let kb: u64 = line
+                .rsplit(' ')
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("peak line {line:?}"));
+            assert!(
+                kb < 256 * 1024,
+                "{channel}: n{node} peaked at {kb} kB:\n{}",
+                out.transcript()
+            );
+            eprintln!("{channel}: n{node} peaked at {kb} kB");
+        }
+    }
+}

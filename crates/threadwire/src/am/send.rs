@@ -4,7 +4,6 @@
 use super::status::{self, Failed, Status};
 use super::{AmError, Handler, REPLY_CONTEXT, REPORT_CONTEXT};
 use crate::error::{Failure, LossCause, RecvError};
-use crate::progress::Origin;
 use crate::receive::{Got, Receive};
 use crate::rendezvous::OVERHEAD;
 use crate::request::{Completion, Request, State};
@@ -174,12 +173,7 @@ impl Endpoint {
             if !wait {
                 return Err(AmError::WouldBlock { node, payload });
             }
-            let mut took = false;
-            shared.engine.wait_polling(s, Origin::Peer(node), || {
-                took = took || budget.try_take_alone(node, cost);
-                took || peer.lost().is_some()
-            });
-            if !took {
+            if !self.wait_for_budget(node, cost) {
                 return lost(payload).map(drop);
             }
         }

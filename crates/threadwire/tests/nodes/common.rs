@@ -21,3 +21,13 @@ pub fn arg<T: std::str::FromStr>(i: usize, default: T) -> T {
         None => default,
     }
 }
+
+/// This process's peak resident memory, in kB.
+pub fn vm_hwm() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/self/status")
+}

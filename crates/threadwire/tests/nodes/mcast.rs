@@ -9,6 +9,12 @@
 //! message; bad lists give typed errors and deliver nothing.
 //!
 //! Thread 0 of each node prints `mcast n<id>: ok received=<n>`.
+//!
+//! `node-mcast flood COUNT` (2 nodes): n0.t0 multicasts COUNT messages of
+//! 1 MiB to four threads of n1, which start receiving 2 s late; every
+//! copy counts in n1's eager budget, so the sender waits instead of
+//! piling copies up at the receiver. Each node prints `peak n<id> <VmHWM
+//! kB>` and `mcast flood: ok`.
 
 mod common;
 
@@ -95,8 +101,53 @@ fn run(ep: &Endpoint, threads: u32, rounds: u32) -> u32 {
     received
 }
 
+fn flood(ep: &Endpoint, count: u32) {
+    const LEN: usize = 1 << 20;
+    let node = ep.node().clone();
+    let list: Vec<Address> = (0..4).map(|t| Address::new(1, t)).collect();
+    if ep.address().node == 0 {
+        let data = vec![7u8; LEN];
+        for _ in 0..count {
+            ep.mcast(&list, TAG, data.clone()).expect("mcast");
+        }
+    } else {
+        let receivers: Vec<_> = (1..4)
+            .map(|_| {
+                node.spawn(move |ep| {
+                    threadwire::fiber::sleep(std::time::Duration::from_secs(2));
+                    for _ in 0..count {
+                        let m = ep.recv(Address::new(0, 0), TAG).expect("copy");
+                        assert_eq!(m.len(), LEN);
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        for _ in 0..count {
+            let m = ep.recv(Address::new(0, 0), TAG).expect("copy");
+            assert_eq!(m.len(), LEN);
+        }
+        for r in receivers {
+            r.join().expect("receiver");
+        }
+    }
+    threadwire::Group::world(ep)
+        .expect("world")
+        .barrier()
+        .expect("done");
+    println!("peak n{} {}", node.id(), common::vm_hwm());
+    println!("mcast flood: ok");
+}
+
 fn main() {
     common::exit_on_panic();
+    if std::env::args().nth(1).as_deref() == Some("flood") {
+        let ep = threadwire::Config::new()
+            .log(true)
+            .init()
+            .expect("join the job");
+        return flood(&ep, common::arg(2, 200));
+    }
     let threads: u32 = common::arg(1, 2);
     let rounds: u32 = common::arg(2, 20);
     let ep = threadwire::Config::new()

@@ -241,16 +241,6 @@ fn probe_cancel(ep: &Endpoint) {
     ep.recv(peer, GO).expect("the ssend completed");
 }
 
-/// This process's peak resident memory, in kB.
-fn vm_hwm() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM in /proc/self/status")
-}
-
 fn flood(ep: &Endpoint, count: u32, delay: Duration) {
     let peer = Address::new(1 - ep.address().node, 0);
     if ep.address().node == 1 {
@@ -272,7 +262,7 @@ fn flood(ep: &Endpoint, count: u32, delay: Duration) {
         }
         ep.send(peer, GO, Vec::new()).expect("done");
     }
-    println!("peak {} {}", ep.address().node, vm_hwm());
+    println!("peak {} {}", ep.address().node, common::vm_hwm());
 }
 
 fn direct_lost(ep: &Endpoint) {
