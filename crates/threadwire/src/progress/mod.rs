@@ -42,12 +42,15 @@
 //! 8. The spin budget counts from the last sign of a transfer, not from
 //!    the start of the wait: a poll that moved bytes (a frame, or part of
 //!    one), or a sleep that ended on an event, starts a new spin. A large
-//!    TCP message arrives in socket-buffer pieces, and its sender flushes
-//!    the rest on writable events; sleeping between the pieces added a
-//!    kernel wake-up to each (measured: 1 MiB over loopback TCP at 3.1 GB/s
-//!    against 8.4 GB/s for 1,000,000 B, which fits the socket in one
-//!    write). On a slow link the pieces come milliseconds apart, so the
-//!    waiter still sleeps between them.
+//!    TCP message arrives in socket-buffer pieces; sleeping between the
+//!    pieces added a kernel wake-up to each. On a slow link the pieces
+//!    come milliseconds apart, so the waiter still sleeps between them.
+//!    (This step was first justified by 1 MiB over loopback TCP at
+//!    3.1 GB/s against 8.4 GB/s for 1,000,000 B, read as 1,000,000 B
+//!    fitting the socket in one write. It does not explain that gap: both
+//!    sizes go in one `writev`, and the cliff was the congestion control,
+//!    BBR, on loopback — PERFORMANCE-STUDIES.md, "TCP: the cliff between
+//!    512 KiB and 1 MiB". The step stands on the wake-ups it saves.)
 //!
 //! 9. A wait on memory that other processes write (the host stage of a
 //!    group's collectives, `group/algorithms/host_stage.rs`) has nobody to
