@@ -62,10 +62,7 @@ pub(super) fn run_fiber(ep: &Endpoint, work: Work) {
 
 /// Steps 4–5 of one handler's run, answering through `via`.
 fn run(via: Replier<'_>, message: Arrival, handler: impl FnOnce(&mut ActiveMessage<'_>)) {
-    let router = match &via {
-        Replier::Router(router) => *router,
-        Replier::Endpoint(ep) => &ep.node.shared.router,
-    };
+    let router = via.router();
     let Arrival {
         source,
         id,
@@ -126,9 +123,12 @@ impl<'a> ActiveMessage<'a> {
 /// message, to the sending thread's reports.
 fn fail(via: &Replier<'_>, source: Address, request: u32, status: Status, id: u64, text: &str) {
     let payload = Payload::from_vec(status.encode(id, text));
-    let context = match request {
-        0 => REPORT_CONTEXT,
-        _ => REPLY_CONTEXT,
+    // Reports leave from the router, whatever ran the handler: they go to
+    // the sending node's report table, never through a mailbox.
+    let router = via.router();
+    let (via, context) = match request {
+        0 => (&Replier::Router(router), REPORT_CONTEXT),
+        _ => (via, REPLY_CONTEXT),
     };
     if let Err(e) = answer(via, context, source, request, payload) {
         tracing::debug!("active message failure not delivered to {source}: {e}");
@@ -151,6 +151,10 @@ pub(super) fn answer(
         }
         Replier::Router(router) => *router,
     };
+    if to.node == router.id && context == REPORT_CONTEXT {
+        router.am.reports.add(to.thread, router.id, payload);
+        return Ok(());
+    }
     if to.node == router.id {
         if let Some(mailbox) = router.mailboxes.get(to.thread) {
             mailbox.deliver(remote_message(router.id, 0, context, tag, payload));
@@ -197,7 +201,7 @@ pub(super) fn from_send_error(e: SendError) -> AmError {
 
 /// Step 5: a remote message's cost back to its sender's budget, in a
 /// `Credit` frame once enough has gathered (as for eager data).
-fn give_back(router: &Router, node: u32, cost: usize) {
+pub(crate) fn give_back(router: &Router, node: u32, cost: usize) {
     if cost == 0 || node == router.id {
         return;
     }

@@ -90,7 +90,9 @@
 //!    request left unanswered is answered [`AmError::NoReply`]; a handler
 //!    that panicked is answered [`AmError::HandlerPanicked`] with its
 //!    message, or — for a one-way message — reported to the sending
-//!    thread in the report context, where [`Endpoint::am_check`] finds it.
+//!    thread's node in the report context, which keeps the first 16
+//!    reports per thread (and counts the rest) until [`Endpoint::am_check`]
+//!    takes them.
 //!    The panic goes no further: the node runs on.
 //! 6. The requester's [`AmRequest`] is a receive in the reply context from
 //!    the destination node with the request's number as tag: it completes
@@ -101,10 +103,11 @@ mod arrive;
 mod group;
 mod pool;
 pub(crate) mod registry;
+mod reports;
 mod send;
 pub(crate) mod status;
 
-pub(crate) use arrive::{arrive, Arrival};
+pub(crate) use arrive::{arrive, give_back, Arrival};
 pub(crate) use registry::Registry;
 pub use registry::Handler;
 pub use send::AmRequest;
@@ -144,6 +147,16 @@ pub struct ActiveMessage<'a> {
 pub(crate) enum Replier<'a> {
     Router(&'a crate::router::Router),
     Endpoint(&'a Endpoint),
+}
+
+impl<'a> Replier<'a> {
+    /// The router of the node the handler runs on.
+    pub(crate) fn router(&self) -> &'a crate::router::Router {
+        match self {
+            Replier::Router(router) => router,
+            Replier::Endpoint(ep) => &ep.node.shared.router,
+        }
+    }
 }
 
 impl std::fmt::Debug for ActiveMessage<'_> {
@@ -192,10 +205,7 @@ impl ActiveMessage<'_> {
 
     /// The router of the node the handler runs on.
     pub(crate) fn router(&self) -> &crate::router::Router {
-        match &self.via {
-            Replier::Router(router) => router,
-            Replier::Endpoint(ep) => &ep.node.shared.router,
-        }
+        self.via.router()
     }
 
     /// Whether the sender waits for an answer ([`Endpoint::am_request`]).
@@ -324,6 +334,13 @@ pub enum AmError {
     /// The request was cancelled ([`Request::cancel`](crate::Request::cancel)).
     #[error("active message request cancelled")]
     Cancelled,
+    /// More one-way messages of this thread failed than
+    /// [`Endpoint::am_check`] keeps reports of (16): the rest were counted.
+    #[error("{count} more one-way active messages failed; their reports were not kept")]
+    ReportsDropped {
+        /// How many.
+        count: u64,
+    },
     /// This node has finalized.
     #[error("active message after finalize")]
     Finalized,

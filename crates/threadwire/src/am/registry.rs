@@ -52,6 +52,8 @@ pub(crate) struct Registry {
     /// The number of this node's next request (0 means one-way).
     next_request: AtomicU32,
     pub(crate) pool: Pool,
+    /// Reports of this node's threads' failed one-way messages.
+    pub(crate) reports: super::reports::Reports,
     /// The node, for starting pool fibers; set at the first registration.
     node: OnceLock<Weak<NodeShared>>,
 }
@@ -83,6 +85,7 @@ impl Registry {
             entries: RwLock::new(entries),
             next_request: AtomicU32::new(0),
             pool: Pool::new(fibers),
+            reports: Default::default(),
             node: OnceLock::new(),
         }
     }

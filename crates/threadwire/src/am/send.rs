@@ -7,7 +7,8 @@ use crate::error::{Failure, LossCause, RecvError};
 use crate::receive::{Got, Receive};
 use crate::rendezvous::OVERHEAD;
 use crate::request::{Completion, Request, State};
-use crate::{Endpoint, Message, PeerLost, Source, TagMatch, ANY_TAG};
+use super::reports::Taken;
+use crate::{Endpoint, Message, PeerLost, Source, TagMatch};
 use std::sync::atomic::Ordering;
 use threadwire_wire::{FrameHeader, FrameKind, Payload};
 
@@ -93,22 +94,26 @@ impl Endpoint {
         }
     }
 
-    /// The first failure reported for this thread's one-way active
-    /// messages since the last call (their handler panicked, was unknown,
-    /// or could not start), without waiting. Reports come back as
-    /// messages, so a failure shows once the destination's report has
-    /// arrived: a thread that must know sends a request last.
+    /// The oldest failure reported for this thread's one-way active
+    /// messages and not yet taken (their handler panicked, was unknown,
+    /// or could not start), without waiting. A failure shows once the
+    /// destination's report has arrived: a thread that must know sends a
+    /// request last. The node keeps 16 reports per thread; beyond, it
+    /// counts them, and once the kept ones are taken the count comes as
+    /// [`AmError::ReportsDropped`].
     ///
     /// # Errors
     ///
     /// The failure, as the request would have failed.
     pub fn am_check(&self) -> Result<(), AmError> {
-        match self.mailbox().try_take(REPORT_CONTEXT, Source::Any, ANY_TAG) {
-            Some(m) => match decode_answer(&self.node.shared.router.am, m) {
-                Ok(_) => Ok(()),
-                Err(e) => Err(e),
-            },
-            None => Ok(()),
+        let registry = &self.node.shared.router.am;
+        match registry.reports.take(self.address.thread) {
+            Taken::Report { node, payload } => {
+                let m = crate::mailbox::remote_message(node, 0, REPORT_CONTEXT, 0, payload);
+                decode_answer(registry, m).map(drop)
+            }
+            Taken::Dropped(count) => Err(AmError::ReportsDropped { count }),
+            Taken::Nothing => Ok(()),
         }
     }
 

@@ -196,6 +196,26 @@ fn basic(ep: &Endpoint) {
                 other => panic!("second report: {other:?}"),
             }
             assert!(ep.am_check().is_ok(), "no third report");
+            // A node keeps 16 reports per thread and counts the rest.
+            for _ in 0..20 {
+                ep.am_send(target, &boom_inline, Vec::new())
+                    .expect("one-way");
+            }
+            ep.am_request(target, &add, 0u64.to_le_bytes().to_vec())
+                .wait()
+                .expect("after");
+            for i in 0..16 {
+                let report = ep.am_check();
+                assert!(
+                    matches!(report, Err(AmError::HandlerPanicked { .. })),
+                    "report {i}: {report:?}"
+                );
+            }
+            match ep.am_check() {
+                Err(AmError::ReportsDropped { count }) => assert_eq!(count, 4),
+                other => panic!("the dropped reports' count: {other:?}"),
+            }
+            assert!(ep.am_check().is_ok(), "nothing more");
             println!("n{target}: every check passed");
         }
     }
