@@ -45,12 +45,7 @@ fn a_multicast_flood_to_a_late_node_stays_within_its_budget() {
         );
         out.assert_success();
         for node in 0..2u32 {
-            let line = out.line(node, "peak ");
-            let kb: u64 = line
-                .rsplit(' ')
-                .next()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("peak line {line:?}"));
+            let kb = out.peak_kb(node);
             assert!(
                 kb < 256 * 1024,
                 "{channel}: n{node} peaked at {kb} kB:\n{}",

@@ -70,12 +70,7 @@ fn cancel_and_matched_probes() {
 fn a_flood_of_large_sends_to_a_late_receiver_stays_bounded() {
     for out in run(&["flood", "2000", "3000"], None) {
         for node in 0..2u32 {
-            let line = out.line(node, "peak ");
-            let kb: u64 = line
-                .rsplit(' ')
-                .next()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("peak line {line:?}"));
+            let kb = out.peak_kb(node);
             assert!(
                 kb < 256 * 1024,
                 "n{node} peaked at {kb} kB for 2000 × 1 MiB sends:\n{}",

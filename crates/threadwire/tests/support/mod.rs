@@ -109,6 +109,16 @@ impl JobOutput {
         );
         found[0]
     }
+
+    /// The peak resident memory node `node` printed, in kB: its one line
+    /// `peak <…> <kB>` (`common::vm_hwm` in the node programs).
+    pub fn peak_kb(&self, node: u32) -> u64 {
+        let line = self.line(node, "peak ");
+        line.rsplit(' ')
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("peak line {line:?}"))
+    }
 }
 
 /// Runs `spec` to its end (with [`JOB_TIMEOUT`] unless it has a timeout).
