@@ -120,13 +120,6 @@ impl Router {
                     return Err(ProtocolError::NoSuchThread(h.dest_thread));
                 };
                 let payload = Payload::from_wire(h.format, frame.payload);
-                if h.aux == crate::am::REPORT_CONTEXT {
-                    // A failed one-way active message's report: kept in
-                    // the bounded table, its cost returned at once.
-                    self.am.reports.add(h.dest_thread, peer, payload);
-                    crate::am::give_back(self, peer, h.len as usize + OVERHEAD);
-                    return Ok(());
-                }
                 let mut m = remote_message(peer, h.source_thread, h.aux, h.tag, payload);
                 m.tail = Tail::Eager((h.len as usize + OVERHEAD) as u32);
                 mailbox.deliver(m);

@@ -4,7 +4,7 @@
 use super::pool::Work;
 use super::registry::Run;
 use super::status::Status;
-use super::{ActiveMessage, AmError, Replier, REPLY_CONTEXT, REPORT_CONTEXT};
+use super::{ActiveMessage, AmError, Replier, REPLY_CONTEXT};
 use crate::error::{Failure, LossCause, SendError};
 use crate::mailbox::remote_message;
 use crate::rendezvous::{codec, OVERHEAD};
@@ -123,45 +123,60 @@ impl<'a> ActiveMessage<'a> {
 /// message, to the sending thread's reports.
 fn fail(via: &Replier<'_>, source: Address, request: u32, status: Status, id: u64, text: &str) {
     let payload = Payload::from_vec(status.encode(id, text));
-    // Reports leave from the router, whatever ran the handler: they go to
-    // the sending node's report table, never through a mailbox.
-    let router = via.router();
-    let (via, context) = match request {
-        0 => (&Replier::Router(router), REPORT_CONTEXT),
-        _ => (via, REPLY_CONTEXT),
+    let sent = match request {
+        0 => report(via.router(), source, payload),
+        _ => answer(via, source, request, payload),
     };
-    if let Err(e) = answer(via, context, source, request, payload) {
+    if let Err(e) = sent {
         tracing::debug!("active message failure not delivered to {source}: {e}");
     }
 }
 
-/// Step 4: a data message in `context` to `to`, from the driving thread
-/// (eagerly, whatever the budget: it may not wait) or from the handler's
-/// endpoint.
-pub(super) fn answer(
-    via: &Replier<'_>,
-    context: u32,
-    to: Address,
-    tag: u32,
-    payload: Payload,
-) -> Result<(), AmError> {
+/// Step 4: an answer, a data message in the reply context to `to` with
+/// `tag`, from the driving thread (eagerly, whatever the budget: it may
+/// not wait) or from the handler's endpoint.
+pub(super) fn answer(via: &Replier<'_>, to: Address, tag: u32, payload: Payload) -> Result<(), AmError> {
     let router = match via {
         Replier::Endpoint(ep) => {
-            return ep.send_in(context, to, tag, payload).map_err(from_send_error);
+            return ep.send_in(REPLY_CONTEXT, to, tag, payload).map_err(from_send_error);
         }
         Replier::Router(router) => *router,
     };
-    if to.node == router.id && context == REPORT_CONTEXT {
-        router.am.reports.add(to.thread, router.id, payload);
-        return Ok(());
-    }
     if to.node == router.id {
         if let Some(mailbox) = router.mailboxes.get(to.thread) {
-            mailbox.deliver(remote_message(router.id, 0, context, tag, payload));
+            mailbox.deliver(remote_message(router.id, 0, REPLY_CONTEXT, tag, payload));
         }
         return Ok(());
     }
-    let peer = &router.peers[to.node as usize];
+    let header = |len: usize, format| FrameHeader::data_in(REPLY_CONTEXT, 0, to.thread, tag, format, len as u64);
+    send_eagerly(router, to.node, header, payload)
+}
+
+/// Step 5, one-way: the report goes to the sending thread's node as an
+/// active message of its own for that thread (the built-in handler
+/// `threadwire.report`, which keeps it in the node's bounded table).
+fn report(router: &Router, to: Address, mut payload: Payload) -> Result<(), AmError> {
+    if to.node == router.id {
+        router.am.reports.add(to.thread, router.id, payload);
+        return Ok(());
+    }
+    payload.push_bytes(to.thread.to_le_bytes().to_vec());
+    let id = crate::name_hash::name_hash(super::reports::REPORT_HANDLER);
+    let header = |len: usize, format| {
+        FrameHeader::addressed(FrameKind::AmAt, 0, 0, id as u32, (id >> 32) as u32, format, len as u64)
+    };
+    send_eagerly(router, to.node, header, payload)
+}
+
+/// A frame from the driving thread to `node`, its cost forced into the
+/// budget (the driver may not wait for credit).
+fn send_eagerly(
+    router: &Router,
+    node: u32,
+    header: impl FnOnce(usize, threadwire_wire::Format) -> FrameHeader,
+    payload: Payload,
+) -> Result<(), AmError> {
+    let peer = &router.peers[node as usize];
     if let Some(lost) = peer.lost() {
         return Err(AmError::PeerLost {
             lost: lost.clone(),
@@ -169,14 +184,13 @@ pub(super) fn answer(
         });
     }
     let len = payload.len();
-    router.rendezvous.budget.force_take(to.node, len + OVERHEAD);
-    let header = FrameHeader::data_in(context, 0, to.thread, tag, payload.format(), len as u64);
-    match peer.send(&header, payload) {
+    router.rendezvous.budget.force_take(node, len + OVERHEAD);
+    match peer.send(&header(len, payload.format()), payload) {
         Ok(_) => Ok(()),
         Err((e, payload)) => {
-            router.lose_peer(to.node, LossCause::Failed(Failure::Channel(e.to_string())));
+            router.lose_peer(node, LossCause::Failed(Failure::Channel(e.to_string())));
             let lost = peer.lost().cloned().unwrap_or(crate::PeerLost {
-                node: to.node,
+                node,
                 cause: LossCause::Failed(Failure::Channel(e.to_string())),
             });
             Err(AmError::PeerLost { lost, payload })
@@ -201,7 +215,7 @@ pub(super) fn from_send_error(e: SendError) -> AmError {
 
 /// Step 5: a remote message's cost back to its sender's budget, in a
 /// `Credit` frame once enough has gathered (as for eager data).
-pub(crate) fn give_back(router: &Router, node: u32, cost: usize) {
+fn give_back(router: &Router, node: u32, cost: usize) {
     if cost == 0 || node == router.id {
         return;
     }

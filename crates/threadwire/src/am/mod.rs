@@ -90,9 +90,10 @@
 //!    request left unanswered is answered [`AmError::NoReply`]; a handler
 //!    that panicked is answered [`AmError::HandlerPanicked`] with its
 //!    message, or — for a one-way message — reported to the sending
-//!    thread's node in the report context, which keeps the first 16
-//!    reports per thread (and counts the rest) until [`Endpoint::am_check`]
-//!    takes them.
+//!    thread: an active message for it (`AmAt`) to the built-in handler
+//!    `threadwire.report` of its node, which keeps the first 16 reports
+//!    per thread (and counts the rest) until [`Endpoint::am_check`] takes
+//!    them.
 //!    The panic goes no further: the node runs on.
 //! 6. The requester's [`AmRequest`] is a receive in the reply context from
 //!    the destination node with the request's number as tag: it completes
@@ -103,11 +104,11 @@ mod arrive;
 mod group;
 mod pool;
 pub(crate) mod registry;
-mod reports;
+pub(crate) mod reports;
 mod send;
 pub(crate) mod status;
 
-pub(crate) use arrive::{arrive, give_back, Arrival};
+pub(crate) use arrive::{arrive, Arrival};
 pub(crate) use registry::Registry;
 pub use registry::Handler;
 pub use send::AmRequest;
@@ -121,8 +122,6 @@ pub const DEFAULT_FIBERS: usize = 256;
 
 /// The context of answers to requests (`group::context`).
 pub(crate) const REPLY_CONTEXT: u32 = u32::MAX - 1;
-/// The context of reports of one-way messages whose handler failed.
-pub(crate) const REPORT_CONTEXT: u32 = u32::MAX - 2;
 
 /// An inline handler: runs in the thread driving progress.
 pub(crate) type InlineFn = dyn Fn(&mut ActiveMessage<'_>) + Send + Sync;
@@ -231,7 +230,7 @@ impl ActiveMessage<'_> {
         self.replied = true;
         let mut payload = data.into();
         payload.push_bytes(status::Status::Answer.encode(0, ""));
-        arrive::answer(&self.via, REPLY_CONTEXT, to, number, payload)
+        arrive::answer(&self.via, to, number, payload)
     }
 }
 

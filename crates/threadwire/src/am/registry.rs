@@ -60,7 +60,8 @@ pub(crate) struct Registry {
 
 impl Registry {
     /// The handlers every node has from its start: remote spawn's, the
-    /// machine's view and group agreement's.
+    /// machine's view, reports of failed one-way messages and group
+    /// agreement's.
     pub(crate) fn new(fibers: usize) -> Registry {
         let spawn = (
             crate::remote_spawn::SPAWN_HANDLER,
@@ -70,7 +71,11 @@ impl Registry {
             crate::machine::MACHINE_HANDLER,
             Run::Inline(Arc::new(crate::machine::serve)),
         );
-        let entries = [spawn, machine]
+        let report = (
+            super::reports::REPORT_HANDLER,
+            Run::Inline(Arc::new(super::reports::serve)),
+        );
+        let entries = [spawn, machine, report]
             .into_iter()
             .chain(crate::group::agree::builtins())
             .map(|(name, run)| {

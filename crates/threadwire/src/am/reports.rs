@@ -4,10 +4,23 @@
 //! thread that sends to a failing handler at full speed and never checks
 //! holds a bounded amount of memory.
 
+use super::ActiveMessage;
 use crate::lock;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use threadwire_wire::Payload;
+
+/// The built-in handler that receives reports for a thread of its node.
+pub(crate) const REPORT_HANDLER: &str = "threadwire.report";
+
+/// The built-in handler, inline: the report into the table of the thread
+/// it was sent for.
+pub(crate) fn serve(am: &mut ActiveMessage<'_>) {
+    if let Some(target) = am.target() {
+        let payload = am.take_payload();
+        am.router().am.reports.add(target.thread, am.source().node, payload);
+    }
+}
 
 /// Reports kept per thread; later ones are counted.
 pub(crate) const KEPT: usize = 16;

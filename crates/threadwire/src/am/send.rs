@@ -2,13 +2,13 @@
 //! requests and their answers, reports of failed one-way handlers.
 
 use super::status::{self, Failed, Status};
-use super::{AmError, Handler, REPLY_CONTEXT, REPORT_CONTEXT};
+use super::{AmError, Handler, REPLY_CONTEXT};
 use crate::error::{Failure, LossCause, RecvError};
 use crate::receive::{Got, Receive};
 use crate::rendezvous::OVERHEAD;
 use crate::request::{Completion, Request, State};
 use super::reports::Taken;
-use crate::{Endpoint, Message, PeerLost, Source, TagMatch};
+use crate::{Endpoint, PeerLost, Source, TagMatch};
 use std::sync::atomic::Ordering;
 use threadwire_wire::{FrameHeader, FrameKind, Payload};
 
@@ -84,7 +84,7 @@ impl Endpoint {
         }
         let state = match answer.state {
             State::Receiving(r) => State::Receiving(r),
-            State::Ready(Ok(m)) => State::Ready(decode_answer(&self.node.shared.router.am, m)),
+            State::Ready(Ok(m)) => State::Ready(decode_answer(&self.node.shared.router.am, m.source.node, m.into_payload())),
             State::Ready(Err(e)) => State::Ready(Err(from_recv_error(e))),
             _ => State::Ready(Err(AmError::Finalized)),
         };
@@ -108,10 +108,7 @@ impl Endpoint {
     pub fn am_check(&self) -> Result<(), AmError> {
         let registry = &self.node.shared.router.am;
         match registry.reports.take(self.address.thread) {
-            Taken::Report { node, payload } => {
-                let m = crate::mailbox::remote_message(node, 0, REPORT_CONTEXT, 0, payload);
-                decode_answer(registry, m).map(drop)
-            }
+            Taken::Report { node, payload } => decode_answer(registry, node, payload).map(drop),
             Taken::Dropped(count) => Err(AmError::ReportsDropped { count }),
             Taken::Nothing => Ok(()),
         }
@@ -211,7 +208,7 @@ impl Completion for Result<Payload, AmError> {
     #[allow(private_interfaces)]
     fn from_receive(r: &mut Receive) -> Self {
         match r.take() {
-            Ok(Got::Message(m)) => decode_answer(&r.shared.router.am, m),
+            Ok(Got::Message(m)) => decode_answer(&r.shared.router.am, m.source.node, m.into_payload()),
             Ok(Got::Status(_)) => unreachable!("an answer is received as a message"),
             Err(e) => Err(from_recv_error(e)),
         }
@@ -222,9 +219,8 @@ impl Completion for Result<Payload, AmError> {
 }
 
 /// Step 6: an answer (or report) as the requester's result.
-fn decode_answer(registry: &super::Registry, m: Message) -> Result<Payload, AmError> {
-    let node = m.source.node;
-    let Failed { status, id, text } = match status::decode(m.into_payload()) {
+fn decode_answer(registry: &super::Registry, node: u32, payload: Payload) -> Result<Payload, AmError> {
+    let Failed { status, id, text } = match status::decode(payload) {
         Ok(answer) => return Ok(answer),
         Err(failed) => failed,
     };

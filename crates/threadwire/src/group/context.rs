@@ -12,9 +12,7 @@
 //!
 //! Outside this scheme, context `u32::MAX` carries the replies of a named
 //! group's home ([`named::protocol::REPLY_CONTEXT`](super::named::protocol)),
-//! `u32::MAX - 1` the answers to active-message requests, `u32::MAX - 2`
-//! the reports of failed one-way active messages (`am`; the router puts
-//! them in its report table, not in a mailbox), and
+//! `u32::MAX - 1` the answers to active-message requests (`am`), and
 //! `u32::MAX - 3` the results of remotely spawned threads
 //! (`remote_spawn`).
 //!
