@@ -54,7 +54,7 @@ pub(crate) struct Registry {
     pub(crate) pool: Pool,
     /// Reports of this node's threads' failed one-way messages.
     pub(crate) reports: super::reports::Reports,
-    /// The node, for starting pool fibers; set at the first registration.
+    /// The node, for starting threads; set at start-up (`bind`).
     node: OnceLock<Weak<NodeShared>>,
 }
 
@@ -132,8 +132,7 @@ impl Registry {
     }
 
     /// Records `name`, with what runs for it if `run` is given.
-    fn record(&self, node: &Node, name: &str, run: Option<Run>) -> Result<Handler, AmError> {
-        let _ = self.node.set(Arc::downgrade(&node.shared));
+    fn record(&self, name: &str, run: Option<Run>) -> Result<Handler, AmError> {
         let id = name_hash(name);
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
         match entries.get_mut(&id) {
@@ -189,7 +188,7 @@ impl Node {
         f: impl Fn(&mut ActiveMessage<'_>) + Send + Sync + 'static,
     ) -> Result<Handler, AmError> {
         let registry = &self.shared.router.am;
-        registry.record(self, name, Some(Run::Inline(Arc::new(f))))
+        registry.record(name, Some(Run::Inline(Arc::new(f))))
     }
 
     /// Registers `f` as the handler `name`, to run in a fiber of this
@@ -205,7 +204,7 @@ impl Node {
         f: impl Fn(&Endpoint, &mut ActiveMessage<'_>) + Send + Sync + 'static,
     ) -> Result<Handler, AmError> {
         let registry = &self.shared.router.am;
-        registry.record(self, name, Some(Run::Fiber(Arc::new(f))))
+        registry.record(name, Some(Run::Fiber(Arc::new(f))))
     }
 
     /// The handler `name`, to call on other nodes, without registering
@@ -216,7 +215,7 @@ impl Node {
     ///
     /// [`AmError::IdCollision`] with a name this node knows.
     pub fn handler(&self, name: &str) -> Result<Handler, AmError> {
-        self.shared.router.am.record(self, name, None)
+        self.shared.router.am.record(name, None)
     }
 }
 
