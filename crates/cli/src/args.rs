@@ -92,9 +92,15 @@ pub struct JobArgs {
     /// (THREADWIRE_CHANNEL).
     #[arg(long, value_parser = ["auto", "tcp", "shm"])]
     pub channel: Option<String>,
-    /// Print each node's join with the channel it uses to each peer, and each node's leave.
+    /// Print each node's join with the channel it uses to each peer, each
+    /// node's leave, and every change its nodes make to the machine (nodes
+    /// and hosts added or removed).
     #[arg(short, long)]
     pub verbose: bool,
+    /// The most nodes the job may grow to when its nodes add more
+    /// (`Endpoint::add_nodes`); default 1024, or -n if more.
+    #[arg(long, value_name = "N")]
+    pub max_nodes: Option<u32>,
     /// Run the nodes on the hosts this file lists, one per line: `local`,
     /// `netns:NAME` (a namespace of `threadwire net up`) or `ssh:HOST`;
     /// node i on line i modulo their number.

@@ -135,6 +135,7 @@ fn launch(job: &JobArgs, program: PathBuf, args: Vec<OsString>) -> Result<i32> {
     if let Some(addr) = job.bind {
         spec.bind = addr;
     }
+    spec.max_nodes = job.max_nodes;
     if let Some(file) = &job.hosts {
         let text = std::fs::read_to_string(file)
             .with_context(|| format!("reading host file {}", file.display()))?;

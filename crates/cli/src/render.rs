@@ -32,6 +32,7 @@ pub fn event(ev: &Event, verbose: bool) {
             ..
         } => eprintln!("threadwire: {cause}; the other nodes run on"),
         Event::TimedOut => eprintln!("threadwire: the job ran past its timeout; killing it"),
+        Event::Machine(what) if verbose => eprintln!("threadwire: {what}"),
         Event::Channels { node, routes } if verbose => {
             eprintln!("threadwire: n{node} joined");
             for (peer, route) in routes.iter().enumerate() {

@@ -54,6 +54,9 @@ pub enum Event {
         /// The report, as the node sent it.
         data: Vec<u8>,
     },
+    /// The machine changed at a node's request (`threadwire::vm`): nodes
+    /// added, hosts added or removed; in words, for the event log.
+    Machine(String),
     /// A node has joined; `routes[j]` names the channel it uses to node
     /// `j` (`tcp`, `shm (…)`; `-` for itself).
     Channels {

@@ -85,6 +85,17 @@ pub enum HostError {
     NoRoute(String),
 }
 
+impl std::fmt::Display for Host {
+    /// As a host file names it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Host::Local => write!(f, "local"),
+            Host::Netns(n) => write!(f, "netns:{n}"),
+            Host::Ssh(n) => write!(f, "ssh:{n}"),
+        }
+    }
+}
+
 impl std::str::FromStr for Host {
     type Err = ParseHostError;
 
@@ -219,5 +230,8 @@ mod tests {
         assert!(parse_host_file("# nothing\n").is_err());
         assert!("ssh:".parse::<Host>().is_err());
         assert!("netns:x;rm -rf".parse::<Host>().is_err());
+        for h in hosts {
+            assert_eq!(h.to_string().parse::<Host>().unwrap(), h);
+        }
     }
 }

@@ -7,8 +7,11 @@
 //! reader and [`Job`] the only state, so no lock guards any of it.
 //!
 //! 1. Until every node has exited: wait for a message or the next deadline
-//!    (the job's timeout, or the end of the grace period after a failure).
-//! 2. When every node has registered, send each the directory.
+//!    (the job's timeout, the end of the grace period after a failure, the
+//!    join deadline of nodes being added).
+//! 2. When every node of the job's start has registered, send each the
+//!    directory and the host table. Nodes added later come in batches
+//!    (`grow` module, after `threadwire::vm`), one batch at a time.
 //! 3. On the first failed node, tell the others ([`Control::PeerLost`])
 //!    and, under [`FailurePolicy::Abort`], kill the rest after [`GRACE`].
 //! 4. Then drain: wait (at most [`CONTROL_DRAIN`]) for every control
@@ -25,14 +28,19 @@
 //!    exit is then the job's failure, as in step 3, named for the silence.
 
 use crate::event::{Event, JobReport, LaunchError, OutputStream};
-use crate::hosts::Host;
+use crate::grow::{Batch, HostTable};
 use crate::process::{self, NodeExit};
-use crate::rendezvous;
+use crate::rendezvous::{self, Door};
 use crate::spec::{FailurePolicy, JobSpec, GRACE};
+use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use threadwire::control::{self, Control};
+use threadwire::control::{self, Control, Gone, VmOp};
 use threadwire::Stats;
 use threadwire_transport::handshake::Credentials;
 
@@ -75,6 +83,12 @@ pub(crate) enum Internal {
         node: u32,
         timeout: Duration,
     },
+    /// A node asks to change the machine (`grow` module).
+    Vm {
+        node: u32,
+        request: u32,
+        op: VmOp,
+    },
 }
 
 /// How long a finished job waits for its nodes' control connections to
@@ -98,24 +112,108 @@ fn random_bytes<const N: usize>() -> [u8; N] {
     b
 }
 
+/// What the launcher knows of one node.
+#[derive(Default)]
+pub(crate) struct Slot {
+    pub(crate) pid: Option<u32>,
+    pub(crate) exit: Option<NodeExit>,
+    pub(crate) stats: Option<Stats>,
+    /// Writing half of its control connection while it lives.
+    pub(crate) control: Option<TcpStream>,
+    pub(crate) addr: Option<String>,
+    pub(crate) control_open: bool,
+    /// Its number in the host table.
+    pub(crate) host: usize,
+    /// It has told its channels: it has joined.
+    pub(crate) joined: bool,
+    /// Its peer timeout, once it heartbeats (step 5).
+    pub(crate) watched: Option<Duration>,
+    /// Why it was killed on purpose — silent (step 5), or its host
+    /// removed — until its exit is reported.
+    pub(crate) killed: Option<String>,
+    /// Its end is no failure of the job: its host was removed, or it was
+    /// added and never joined (the request that added it failed instead).
+    pub(crate) excused: bool,
+}
+
+/// Starts node processes: what every node's environment and command
+/// need, for the founders and for nodes added later.
+pub(crate) struct Starter {
+    job_id: u64,
+    secret: [u8; 32],
+    port: u16,
+    /// The address the rendezvous listens on.
+    listen_on: IpAddr,
+    /// How nodes on this host (and ssh hosts) reach the rendezvous.
+    bind: IpAddr,
+    /// A namespace's gateway, if the job has a namespace host: an
+    /// address of this host the namespaces reach.
+    first_gateway: Option<IpAddr>,
+    env: Vec<(String, String)>,
+    capacity: u32,
+    founders: u32,
+    tx: Sender<Internal>,
+    output_threads: Vec<JoinHandle<()>>,
+}
+
+impl Starter {
+    /// Starts node `node` of `nodes` given out so far on `host`, at the
+    /// rendezvous address `gateway` (or the one for this host); its pid.
+    pub(crate) fn start(
+        &mut self,
+        node: u32,
+        nodes: u32,
+        host: &crate::Host,
+        gateway: Option<IpAddr>,
+        program: &std::path::Path,
+        args: &[OsString],
+    ) -> std::io::Result<u32> {
+        let rendezvous = SocketAddr::new(
+            gateway.or(self.first_gateway).unwrap_or(self.bind),
+            self.port,
+        );
+        let sizes = (nodes, self.founders, self.capacity);
+        let mut vars: Vec<(String, String)> =
+            threadwire::env::JobEnv::vars_for(self.job_id, node, sizes, rendezvous, &self.secret)
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+        vars.extend(self.env.iter().cloned());
+        let cmd = host.command(program, args, &vars, threadwire::env::SECRET);
+        let feed_secret = matches!(host, crate::Host::Ssh(_)).then(|| {
+            self.secret
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        });
+        let (pid, threads) = process::start(node, cmd, feed_secret, &self.tx)?;
+        self.output_threads.extend(threads);
+        Ok(pid)
+    }
+
+    /// Whether a node in a namespace whose gateway is `gateway` can reach
+    /// the rendezvous (and the nodes, which listen alike).
+    pub(crate) fn reachable_from(&self, gateway: IpAddr) -> bool {
+        self.listen_on.is_unspecified() || self.listen_on == gateway
+    }
+}
+
 /// The launcher's knowledge of a running job, node by node.
-struct Job<'a> {
-    spec: &'a JobSpec,
-    pids: Vec<u32>,
-    exits: Vec<Option<NodeExit>>,
-    stats: Vec<Option<Stats>>,
-    /// Writing halves of the control connections of live nodes.
-    controls: Vec<Option<TcpStream>>,
-    addrs: Vec<Option<String>>,
-    control_open: Vec<bool>,
+pub(crate) struct Job<'a> {
+    pub(crate) spec: &'a JobSpec,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) hosts: HostTable,
+    pub(crate) starter: Starter,
+    pub(crate) door: Arc<Door>,
+    /// The batch of added nodes joining now, and the requests waiting.
+    pub(crate) batch: Option<Batch>,
+    pub(crate) queued: VecDeque<(u32, u32, VmOp)>,
+    /// The directory has gone to the founders.
+    founded: bool,
     failure: Option<(u32, String)>,
     first_bad: Option<NodeExit>,
     /// End of the grace period after a failure.
     kill_at: Option<Instant>,
-    /// The peer timeout of each node that heartbeats (step 5).
-    watched: Vec<Option<Duration>>,
-    /// Why a node was killed for its silence, until its exit is reported.
-    silent: Vec<Option<String>>,
     /// The next look at the watched connections.
     next_check: Option<Instant>,
     deadline: Option<Instant>,
@@ -123,53 +221,74 @@ struct Job<'a> {
 }
 
 impl<'a> Job<'a> {
-    fn new(spec: &'a JobSpec, pids: Vec<u32>) -> Job<'a> {
-        let n = spec.nodes as usize;
-        Job {
-            spec,
-            pids,
-            exits: vec![None; n],
-            stats: vec![None; n],
-            controls: (0..n).map(|_| None).collect(),
-            addrs: vec![None; n],
-            control_open: vec![false; n],
-            failure: None,
-            first_bad: None,
-            kill_at: None,
-            watched: vec![None; n],
-            silent: vec![None; n],
-            next_check: None,
-            deadline: spec.timeout.map(|t| Instant::now() + t),
-            timed_out: false,
-        }
-    }
-
     fn running(&self) -> bool {
-        self.exits.iter().any(Option::is_none)
+        self.slots.iter().any(|s| s.exit.is_none())
     }
 
     fn next_due(&self) -> Option<Instant> {
-        [self.deadline, self.kill_at, self.next_check]
+        let batch = self.batch.as_ref().map(|b| b.deadline);
+        [self.deadline, self.kill_at, self.next_check, batch]
             .into_iter()
             .flatten()
             .min()
     }
 
     fn kill_rest(&self) {
-        for (i, &pid) in self.pids.iter().enumerate() {
-            if self.exits[i].is_none() {
+        for s in &self.slots {
+            if let (None, Some(pid)) = (s.exit, s.pid) {
                 process::kill(pid);
             }
         }
     }
 
-    fn send_all(&mut self, message: &Control) {
-        for c in self.controls.iter_mut().flatten() {
+    pub(crate) fn send_all(&mut self, message: &Control) {
+        for s in self.slots.iter_mut() {
+            if let Some(c) = &mut s.control {
+                let _ = control::write_control(c, message);
+            }
+        }
+    }
+
+    pub(crate) fn send_to(&mut self, node: u32, message: &Control) {
+        if let Some(c) = self
+            .slots
+            .get_mut(node as usize)
+            .and_then(|s| s.control.as_mut())
+        {
             let _ = control::write_control(c, message);
         }
     }
 
-    /// The timeout or the grace period may have run out.
+    /// The directory for nodes below `nodes`: addresses, and the gone.
+    pub(crate) fn directory(&self, nodes: u32) -> Control {
+        let slots = &self.slots[..nodes as usize];
+        Control::Directory {
+            addrs: slots
+                .iter()
+                .map(|s| match s.exit {
+                    Some(_) => String::new(),
+                    None => s.addr.clone().unwrap_or_default(),
+                })
+                .collect(),
+            gone: slots
+                .iter()
+                .enumerate()
+                .filter_map(|(node, s)| {
+                    let exit = s.exit?;
+                    Some(Gone {
+                        node: node as u32,
+                        finished: exit.success(),
+                        cause: s
+                            .killed
+                            .clone()
+                            .unwrap_or_else(|| format!("node n{node} {exit}")),
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// The timeout, the grace period or a batch's join may have run out.
     fn on_due(&mut self, on_event: &mut impl FnMut(&Event)) {
         let now = Instant::now();
         if self.deadline.is_some_and(|d| now >= d) && !self.timed_out {
@@ -184,17 +303,20 @@ impl<'a> Job<'a> {
         if self.next_check.is_some_and(|c| now >= c) {
             self.fence_silent();
         }
+        if self.batch.as_ref().is_some_and(|b| now >= b.deadline) {
+            self.batch_timed_out(on_event);
+        }
     }
 
     /// Step 5: kills the watched nodes whose control connection has been
     /// silent too long, and plans the next look.
     fn fence_silent(&mut self) {
         let mut next_tick = None::<Duration>;
-        for i in 0..self.pids.len() {
-            let (Some(timeout), Some(stream)) = (self.watched[i], &self.controls[i]) else {
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            let (Some(timeout), Some(stream), Some(pid)) = (s.watched, &s.control, s.pid) else {
                 continue;
             };
-            if self.exits[i].is_some() || !self.control_open[i] || self.silent[i].is_some() {
+            if s.exit.is_some() || !s.control_open || s.killed.is_some() {
                 continue;
             }
             next_tick = Some(next_tick.map_or(timeout / CHECKS, |t| t.min(timeout / CHECKS)));
@@ -204,8 +326,8 @@ impl<'a> Job<'a> {
             if quiet.received >= timeout.mul_f64(FENCE_AFTER) {
                 let ms = quiet.received.as_millis();
                 tracing::warn!("launcher: node n{i} silent for {ms} ms; killing it");
-                self.silent[i] = Some(format!("node n{i} was silent for {ms} ms and was killed"));
-                process::kill(self.pids[i]);
+                s.killed = Some(format!("node n{i} was silent for {ms} ms and was killed"));
+                process::kill(pid);
             }
         }
         self.next_check = next_tick.map(|t| Instant::now() + t);
@@ -216,48 +338,72 @@ impl<'a> Job<'a> {
             Internal::Output { node, stream, line } => {
                 on_event(&Event::Output { node, stream, line })
             }
-            Internal::Stats { node, stats } => self.stats[node as usize] = Some(stats),
-            Internal::Channels { node, routes } => on_event(&Event::Channels { node, routes }),
+            Internal::Stats { node, stats } => self.slots[node as usize].stats = Some(stats),
+            Internal::Channels { node, routes } => {
+                self.slots[node as usize].joined = true;
+                on_event(&Event::Channels { node, routes });
+                self.batch_progress(on_event);
+            }
             Internal::Report { node, data } => on_event(&Event::Report { node, data }),
-            Internal::ControlClosed { node } => self.control_open[node as usize] = false,
+            Internal::ControlClosed { node } => self.slots[node as usize].control_open = false,
             Internal::Watch { node, timeout } => {
                 if !timeout.is_zero() {
-                    self.watched[node as usize] = Some(timeout);
+                    self.slots[node as usize].watched = Some(timeout);
                     let first = Instant::now() + timeout / CHECKS;
                     self.next_check = Some(self.next_check.map_or(first, |c| c.min(first)));
                 }
             }
             Internal::Registered { node, addr, stream } => {
-                self.control_open[node as usize] = true;
-                self.addrs[node as usize] = Some(addr);
-                self.controls[node as usize] = Some(stream);
-                if self.addrs.iter().all(Option::is_some) {
-                    let addrs = self
-                        .addrs
-                        .iter()
-                        .map(|a| a.clone().unwrap_or_default())
-                        .collect();
-                    self.send_all(&Control::Directory { addrs });
+                let slot = &mut self.slots[node as usize];
+                slot.control_open = true;
+                slot.addr = Some(addr);
+                slot.control = Some(stream);
+                let founders = self.spec.nodes as usize;
+                if !self.founded && self.slots[..founders].iter().all(|s| s.addr.is_some()) {
+                    self.founded = true;
+                    let directory = self.directory(self.spec.nodes);
+                    self.send_all(&directory);
+                    let hosts = self.hosts.control();
+                    self.send_all(&hosts);
                 }
+                self.batch_progress(on_event);
             }
             Internal::Exited { node, exit } => self.on_exit(node, exit, on_event),
+            Internal::Vm { node, request, op } => self.on_vm(node, request, op, on_event),
         }
     }
 
     fn on_exit(&mut self, node: u32, exit: NodeExit, on_event: &mut impl FnMut(&Event)) {
-        self.exits[node as usize] = Some(exit);
+        let slot = &mut self.slots[node as usize];
+        slot.exit = Some(exit);
+        slot.control = None;
+        let joined = slot.joined;
+        let killed = slot.killed.take();
         on_event(&Event::Exited { node, exit });
-        self.controls[node as usize] = None;
+        if !joined && self.batch.as_ref().is_some_and(|b| b.has(node)) {
+            // An added node that never joined fails its request, not the job.
+            self.slots[node as usize].excused = true;
+            let cause = killed.unwrap_or_else(|| format!("node n{node} {exit} before it joined"));
+            self.send_all(&Control::PeerLost {
+                node,
+                cause: cause.clone(),
+            });
+            self.batch_failed(node, cause, on_event);
+            return;
+        }
         if exit.success() || self.timed_out {
+            return;
+        }
+        let cause = killed.unwrap_or_else(|| format!("node n{node} {exit}"));
+        if self.slots[node as usize].excused {
+            // Its host was removed: the others learn of it; the job goes on.
+            self.send_all(&Control::PeerLost { node, cause });
             return;
         }
         self.first_bad.get_or_insert(exit);
         if self.failure.is_some() || self.kill_at.is_some() {
             return;
         }
-        let cause = self.silent[node as usize]
-            .take()
-            .unwrap_or_else(|| format!("node n{node} {exit}"));
         self.send_all(&Control::PeerLost {
             node,
             cause: cause.clone(),
@@ -279,13 +425,15 @@ impl<'a> Job<'a> {
             true => 124,
             false => self.first_bad.map(NodeExit::shell_status).unwrap_or(0),
         };
+        let mut exits = Vec::with_capacity(self.slots.len());
+        let mut stats = Vec::with_capacity(self.slots.len());
+        for s in self.slots {
+            exits.push(s.exit.unwrap_or(NodeExit::Code(-1)));
+            stats.push(s.stats);
+        }
         JobReport {
-            exits: self
-                .exits
-                .into_iter()
-                .map(|e| e.unwrap_or(NodeExit::Code(-1)))
-                .collect(),
-            stats: self.stats,
+            exits,
+            stats,
             failure: self.failure,
             timed_out: self.timed_out,
             status,
@@ -301,65 +449,72 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
     }
     let job_id = u64::from_le_bytes(random_bytes());
     let secret: [u8; 32] = random_bytes();
-    let host_of = |node: u32| match spec.hosts.len() {
-        0 => Host::Local,
-        k => spec.hosts[node as usize % k].clone(),
-    };
     // Hosts, step 1: with namespaces, listen everywhere and tell each node
     // the gateway its namespace reaches this host by.
-    let mut gateways = Vec::new();
-    for host in &spec.hosts {
-        gateways.push(host.gateway().map_err(LaunchError::Host)?);
-    }
-    let first_gateway = gateways.iter().flatten().next().copied();
+    let hosts = HostTable::new(&spec.hosts)?;
+    let first_gateway = hosts.first_gateway();
     let listen_on = match first_gateway {
         Some(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         None => spec.bind,
     };
     let listener = TcpListener::bind(SocketAddr::new(listen_on, 0))?;
     let port = listener.local_addr()?.port();
-    let rendezvous_for = |node: u32| -> IpAddr {
-        match spec.hosts.len() {
-            0 => spec.bind,
-            k => gateways[node as usize % k]
-                .or(first_gateway)
-                .unwrap_or(spec.bind),
-        }
-    };
+    let door = Door::new(n, SocketAddr::new(listen_on, port));
     let (tx, rx) = mpsc::channel();
     {
         let creds = Credentials { job_id, secret };
-        let tx = tx.clone();
+        let (tx, door) = (tx.clone(), door.clone());
         std::thread::Builder::new()
             .name("rendezvous".into())
-            .spawn(move || rendezvous::serve(listener, creds, n, tx))?;
+            .spawn(move || rendezvous::serve(listener, creds, door, tx))?;
     }
-
-    let mut pids = Vec::with_capacity(n as usize);
-    let mut output_threads = Vec::new();
+    let starter = Starter {
+        job_id,
+        secret,
+        port,
+        listen_on,
+        bind: spec.bind,
+        first_gateway,
+        env: spec.env.clone(),
+        capacity: spec.capacity(),
+        founders: n,
+        tx,
+        output_threads: Vec::new(),
+    };
+    let mut job = Job {
+        spec,
+        slots: Vec::with_capacity(n as usize),
+        hosts,
+        starter,
+        door: door.clone(),
+        batch: None,
+        queued: VecDeque::new(),
+        founded: false,
+        failure: None,
+        first_bad: None,
+        kill_at: None,
+        next_check: None,
+        deadline: spec.timeout.map(|t| Instant::now() + t),
+        timed_out: false,
+    };
     for node in 0..n {
-        let rendezvous = SocketAddr::new(rendezvous_for(node), port);
-        let mut vars: Vec<(String, String)> =
-            threadwire::env::JobEnv::vars_for(job_id, node, n, rendezvous, &secret)
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect();
-        vars.extend(spec.env.iter().cloned());
-        let host = host_of(node);
-        let cmd = host.command(&spec.program, &spec.args, &vars, threadwire::env::SECRET);
-        let feed_secret = matches!(host, Host::Ssh(_)).then(|| {
-            secret
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        });
-        match process::start(node, cmd, feed_secret, &tx) {
-            Ok((pid, threads)) => {
-                pids.push(pid);
-                output_threads.extend(threads);
-            }
+        let host = job.hosts.founder_host(node);
+        let (entry, gateway) = job.hosts.get(host);
+        let started = job
+            .starter
+            .start(node, n, &entry, gateway, &spec.program, &spec.args);
+        match started {
+            Ok(pid) => job.slots.push(Slot {
+                pid: Some(pid),
+                host,
+                ..Slot::default()
+            }),
             Err(source) => {
-                pids.iter().for_each(|&p| process::kill(p));
+                job.slots
+                    .iter()
+                    .filter_map(|s| s.pid)
+                    .for_each(process::kill);
+                door.close();
                 return Err(LaunchError::Spawn {
                     program: spec.program.clone(),
                     source,
@@ -367,9 +522,8 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
             }
         }
     }
-    drop(tx);
+    debug_assert_eq!(door.started.load(Ordering::Acquire), n);
 
-    let mut job = Job::new(spec, pids);
     while job.running() {
         let wait = job
             .next_due()
@@ -380,18 +534,19 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
             Err(RecvTimeoutError::Disconnected) => break,
         }
     }
+    door.close();
     // Step 4: a node's last reports and counters come on its control
     // connection, read by another thread than the one that reports its
     // exit.
     let drain_until = Instant::now() + CONTROL_DRAIN;
-    while job.control_open.iter().any(|&open| open) {
+    while job.slots.iter().any(|s| s.control_open) {
         match rx.recv_timeout(drain_until.saturating_duration_since(Instant::now())) {
             Ok(message) => job.on_message(message, &mut on_event),
             Err(_) => break,
         }
     }
     // Output threads end when the nodes' pipes close; drain what they sent.
-    for t in output_threads {
+    for t in std::mem::take(&mut job.starter.output_threads) {
         let _ = t.join();
     }
     while let Ok(message) = rx.try_recv() {

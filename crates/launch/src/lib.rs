@@ -39,6 +39,7 @@
 #![warn(missing_docs)]
 
 mod event;
+mod grow;
 pub mod hosts;
 mod job;
 mod process;
@@ -49,4 +50,4 @@ pub use event::{Event, JobReport, LaunchError, OutputStream};
 pub use hosts::{parse_host_file, Host, HostError, HostFileError, ParseHostError};
 pub use job::run;
 pub use process::NodeExit;
-pub use spec::{FailurePolicy, JobSpec, GRACE};
+pub use spec::{FailurePolicy, JobSpec, DEFAULT_MAX_NODES, GRACE};

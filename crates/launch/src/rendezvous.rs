@@ -2,28 +2,70 @@
 //! listen addresses, and keeps one control connection per node.
 
 use crate::job::Internal;
-use std::net::{TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::Sender;
+use std::sync::Arc;
 use std::time::Duration;
 use threadwire::control::{self as protocol, Control, LAUNCHER};
 use threadwire_transport::handshake::{self, Credentials};
 
-/// Accepts control connections until `nodes` have registered; one thread
-/// per node then reads its control messages until it says goodbye.
+/// The service's door: how many node numbers the job has given out (it
+/// accepts those, each once), and how to close it when the job is over.
+pub(crate) struct Door {
+    pub(crate) started: AtomicU32,
+    closed: AtomicBool,
+    addr: SocketAddr,
+}
+
+impl Door {
+    pub(crate) fn new(started: u32, addr: SocketAddr) -> Arc<Door> {
+        Arc::new(Door {
+            started: AtomicU32::new(started),
+            closed: AtomicBool::new(false),
+            addr,
+        })
+    }
+
+    /// Ends [`serve`]: marks the door closed and wakes its `accept`.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let mut to = self.addr;
+        if to.ip().is_unspecified() {
+            to.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        let _ = TcpStream::connect_timeout(&to, Duration::from_secs(1));
+    }
+}
+
+/// Accepts control connections until the door closes, each node number
+/// given out once; one thread per node then reads its control messages
+/// until it says goodbye.
 pub(crate) fn serve(
     listener: TcpListener,
     creds: Credentials,
-    nodes: u32,
+    door: Arc<Door>,
     events: Sender<Internal>,
 ) {
-    let mut registered = 0;
-    while registered < nodes {
+    let mut registered: Vec<bool> = Vec::new();
+    loop {
         let Ok((stream, from)) = listener.accept() else {
             return;
         };
-        match handshake::accept_blocking(stream, &creds, LAUNCHER) {
-            Ok((node, stream)) if node < nodes => {
-                registered += 1;
+        if door.closed.load(Ordering::Acquire) {
+            return;
+        }
+        let accepted = handshake::accept_blocking(stream, &creds, LAUNCHER);
+        let started = door.started.load(Ordering::Acquire);
+        match accepted {
+            Ok((node, _)) if (node as usize) < registered.len() && registered[node as usize] => {
+                tracing::warn!("rendezvous: refused {from}: node n{node} has registered already")
+            }
+            Ok((node, stream)) if node < started => {
+                if registered.len() <= node as usize {
+                    registered.resize(node as usize + 1, false);
+                }
+                registered[node as usize] = true;
                 let tx = events.clone();
                 let spawned = std::thread::Builder::new()
                     .name(format!("control-n{node}"))
@@ -86,6 +128,9 @@ fn read_controls(node: u32, mut stream: TcpStream, events: &Sender<Internal>) {
             }
             Ok(Some(Control::Report { data })) => {
                 let _ = events.send(Internal::Report { node, data });
+            }
+            Ok(Some(Control::Vm { request, op })) => {
+                let _ = events.send(Internal::Vm { node, request, op });
             }
             Ok(Some(other)) => tracing::warn!("rendezvous: unexpected {other:?} from n{node}"),
             Ok(None) | Err(_) => return,

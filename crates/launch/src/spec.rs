@@ -39,7 +39,14 @@ pub struct JobSpec {
     /// Where the nodes run, node `i` on host `i % hosts.len()`; empty: all
     /// on this host.
     pub hosts: Vec<Host>,
+    /// The most nodes the job may grow to when its nodes add more
+    /// (`threadwire::vm`); `None`: [`DEFAULT_MAX_NODES`], or `nodes` if
+    /// that is more.
+    pub max_nodes: Option<u32>,
 }
+
+/// How far a job may grow unless its spec says otherwise.
+pub const DEFAULT_MAX_NODES: u32 = 1024;
 
 impl JobSpec {
     /// `nodes` copies of `program` on this host, no arguments.
@@ -53,7 +60,19 @@ impl JobSpec {
             on_failure: FailurePolicy::Abort,
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             hosts: Vec::new(),
+            max_nodes: None,
         }
+    }
+
+    /// The most nodes the job may grow to (never fewer than it starts with).
+    pub fn capacity(&self) -> u32 {
+        self.max_nodes.unwrap_or(DEFAULT_MAX_NODES).max(self.nodes)
+    }
+
+    /// Lets the job grow to at most `max` nodes.
+    pub fn max_nodes(mut self, max: u32) -> JobSpec {
+        self.max_nodes = Some(max);
+        self
     }
 
     /// Runs the nodes on `hosts` (node `i` on host `i % hosts.len()`).

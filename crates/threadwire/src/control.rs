@@ -8,7 +8,10 @@
 //! `aux` word is the message type and whose payload is portable-packed.
 //!
 //! 1. Node → launcher: `Register { addr }`, the address it listens on.
-//! 2. Launcher → node, once all nodes registered: `Directory { addrs }`.
+//! 2. Launcher → node, once all nodes started with it registered:
+//!    `Directory { addrs, gone }` — every node's address so far, and the
+//!    nodes already gone (for a node joining a running job), then
+//!    `Hosts { hosts }`, the job's host table.
 //! 3. Launcher → node, at any time: `PeerLost { node, cause }`.
 //! 4. Node → launcher, once joined: `Channels { routes }`.
 //! 5. Node → launcher, at any time: `Report { data }`, a result the
@@ -20,6 +23,13 @@
 //!    word is the node's peer timeout (the runtime's liveness protocol).
 //!    A launcher that has heard one may take a node whose connection then
 //!    stays silent for longer than the timeout to be lost, and end it.
+//! 8. Node → launcher, at any time: `Vm { request, op }`, a request to
+//!    grow or shrink the machine ([`VmOp`]); launcher → node, once done or
+//!    refused: `VmAnswer { request, answer }` ([`VmAnswer`]), exactly once
+//!    per request while both live (the `vm` module's protocol).
+//! 9. Launcher → node, when nodes join the job: `Grown { nodes }`, the
+//!    node numbers given out so far; when the host table changes: `Hosts
+//!    { hosts }` again.
 
 use crate::Stats;
 use std::io::{self, Read, Write};
@@ -39,6 +49,68 @@ const PEER_LOST: u32 = 3;
 const STATS: u32 = 4;
 const CHANNELS: u32 = 5;
 const REPORT: u32 = 6;
+const VM: u32 = 7;
+const VM_ANSWER: u32 = 8;
+const GROWN: u32 = 9;
+const HOSTS: u32 = 10;
+
+/// A node that left the job before another joined it
+/// ([`Control::Directory`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gone {
+    /// The node.
+    pub node: u32,
+    /// Whether it finished in order (else it failed).
+    pub finished: bool,
+    /// How it left, in words.
+    pub cause: String,
+}
+
+/// One host of the job's host table ([`Control::Hosts`]): numbered by its
+/// place, which never changes; a removed host keeps its place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostEntry {
+    /// As the host file names it (`local`, `netns:NAME`, `ssh:HOST`).
+    pub name: String,
+    /// Whether it is still in the job (not removed).
+    pub present: bool,
+}
+
+/// What a node asks of the launcher ([`Control::Vm`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VmOp {
+    /// Start `count` nodes that join the job.
+    AddNodes {
+        /// How many.
+        count: u32,
+        /// Their program; empty for the job's.
+        program: String,
+        /// Their arguments; `None` for the job's.
+        args: Option<Vec<String>>,
+        /// The host they run on; empty for the job's hosts in turn.
+        host: String,
+    },
+    /// Add hosts to the job's host table.
+    AddHosts {
+        /// As a host file names them.
+        hosts: Vec<String>,
+    },
+    /// Remove hosts from the table, killing the nodes that run on them.
+    RemoveHosts {
+        /// As a host file names them.
+        hosts: Vec<String>,
+    },
+}
+
+/// The launcher's answer to a [`VmOp`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VmAnswer {
+    /// Done; for `AddNodes` the new nodes' numbers, once every one has
+    /// joined; for `RemoveHosts` the nodes killed.
+    Nodes(Vec<u32>),
+    /// Refused or failed, and why.
+    Refused(String),
+}
 
 /// A control message.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,8 +122,34 @@ pub enum Control {
     },
     /// Every node's listen address, by node number.
     Directory {
-        /// `ip:port` of each node.
+        /// `ip:port` of each node; empty for a gone one.
         addrs: Vec<String>,
+        /// The nodes gone already.
+        gone: Vec<Gone>,
+    },
+    /// A request to change the machine (step 8).
+    Vm {
+        /// The node's number for it, echoed in the answer.
+        request: u32,
+        /// What to do.
+        op: VmOp,
+    },
+    /// The answer to a [`Control::Vm`] (step 8).
+    VmAnswer {
+        /// The request's number.
+        request: u32,
+        /// The outcome.
+        answer: VmAnswer,
+    },
+    /// Node numbers given out so far (step 9).
+    Grown {
+        /// Nodes, gone ones included.
+        nodes: u32,
+    },
+    /// The job's host table (steps 2 and 9).
+    Hosts {
+        /// By host number.
+        hosts: Vec<HostEntry>,
     },
     /// A node has died.
     PeerLost {
@@ -80,6 +178,10 @@ pub enum Control {
         timeout_ms: u32,
     },
 }
+
+const OP_ADD_NODES: u32 = 1;
+const OP_ADD_HOSTS: u32 = 2;
+const OP_REMOVE_HOSTS: u32 = 3;
 
 /// A list of strings: its length, then each.
 fn pack_strings(p: &mut Packer, strings: &[String]) {
@@ -129,9 +231,60 @@ impl Control {
                 p.pack_str(addr);
                 REGISTER
             }
-            Control::Directory { addrs } => {
+            Control::Directory { addrs, gone } => {
                 pack_strings(&mut p, addrs);
+                p.pack(gone.len() as u32);
+                for g in gone {
+                    p.pack(g.node).pack(u32::from(g.finished)).pack_str(&g.cause);
+                }
                 DIRECTORY
+            }
+            Control::Vm { request, op } => {
+                p.pack(*request);
+                match op {
+                    VmOp::AddNodes {
+                        count,
+                        program,
+                        args,
+                        host,
+                    } => {
+                        p.pack(OP_ADD_NODES).pack(*count).pack_str(program).pack_str(host);
+                        p.pack(u32::from(args.is_some()));
+                        pack_strings(&mut p, args.as_deref().unwrap_or_default());
+                    }
+                    VmOp::AddHosts { hosts } => {
+                        p.pack(OP_ADD_HOSTS);
+                        pack_strings(&mut p, hosts);
+                    }
+                    VmOp::RemoveHosts { hosts } => {
+                        p.pack(OP_REMOVE_HOSTS);
+                        pack_strings(&mut p, hosts);
+                    }
+                }
+                VM
+            }
+            Control::VmAnswer { request, answer } => {
+                p.pack(*request);
+                match answer {
+                    VmAnswer::Nodes(nodes) => {
+                        p.pack(0u32).pack_slice(nodes);
+                    }
+                    VmAnswer::Refused(why) => {
+                        p.pack(1u32).pack_str(why);
+                    }
+                }
+                VM_ANSWER
+            }
+            Control::Grown { nodes } => {
+                p.pack(*nodes);
+                GROWN
+            }
+            Control::Hosts { hosts } => {
+                p.pack(hosts.len() as u32);
+                for h in hosts {
+                    p.pack_str(&h.name).pack(u32::from(h.present));
+                }
+                HOSTS
             }
             Control::PeerLost { node, cause } => {
                 p.pack(*node).pack_str(cause);
@@ -177,9 +330,65 @@ impl Control {
             REGISTER => Control::Register {
                 addr: u.unpack_string()?,
             },
-            DIRECTORY => Control::Directory {
-                addrs: unpack_strings(&mut u)?,
-            },
+            DIRECTORY => {
+                let addrs = unpack_strings(&mut u)?;
+                let n = u.unpack::<u32>()?;
+                let mut gone = Vec::with_capacity(n.min(1 << 16) as usize);
+                for _ in 0..n {
+                    gone.push(Gone {
+                        node: u.unpack()?,
+                        finished: u.unpack::<u32>()? != 0,
+                        cause: u.unpack_string()?,
+                    });
+                }
+                Control::Directory { addrs, gone }
+            }
+            VM => {
+                let request = u.unpack()?;
+                let op = match u.unpack::<u32>()? {
+                    OP_ADD_NODES => {
+                        let count = u.unpack()?;
+                        let program = u.unpack_string()?;
+                        let host = u.unpack_string()?;
+                        let has_args = u.unpack::<u32>()? != 0;
+                        let args = unpack_strings(&mut u)?;
+                        VmOp::AddNodes {
+                            count,
+                            program,
+                            args: has_args.then_some(args),
+                            host,
+                        }
+                    }
+                    OP_ADD_HOSTS => VmOp::AddHosts {
+                        hosts: unpack_strings(&mut u)?,
+                    },
+                    OP_REMOVE_HOSTS => VmOp::RemoveHosts {
+                        hosts: unpack_strings(&mut u)?,
+                    },
+                    other => return Err(ControlError::Unexpected(other)),
+                };
+                Control::Vm { request, op }
+            }
+            VM_ANSWER => {
+                let request = u.unpack()?;
+                let answer = match u.unpack::<u32>()? {
+                    0 => VmAnswer::Nodes(u.unpack_vec()?),
+                    _ => VmAnswer::Refused(u.unpack_string()?),
+                };
+                Control::VmAnswer { request, answer }
+            }
+            GROWN => Control::Grown { nodes: u.unpack()? },
+            HOSTS => {
+                let n = u.unpack::<u32>()?;
+                let mut hosts = Vec::with_capacity(n.min(1 << 16) as usize);
+                for _ in 0..n {
+                    hosts.push(HostEntry {
+                        name: u.unpack_string()?,
+                        present: u.unpack::<u32>()? != 0,
+                    });
+                }
+                Control::Hosts { hosts }
+            }
             PEER_LOST => Control::PeerLost {
                 node: u.unpack()?,
                 cause: u.unpack_string()?,
@@ -245,6 +454,64 @@ mod tests {
             },
             Control::Directory {
                 addrs: vec!["a".into(), "b".into()],
+                gone: vec![],
+            },
+            Control::Directory {
+                addrs: vec!["a".into(), String::new(), "c".into()],
+                gone: vec![Gone {
+                    node: 1,
+                    finished: false,
+                    cause: "killed by signal 9".into(),
+                }],
+            },
+            Control::Vm {
+                request: 7,
+                op: VmOp::AddNodes {
+                    count: 4,
+                    program: String::new(),
+                    args: None,
+                    host: "netns:twh1".into(),
+                },
+            },
+            Control::Vm {
+                request: 8,
+                op: VmOp::AddNodes {
+                    count: 1,
+                    program: "/bin/worker".into(),
+                    args: Some(vec!["-x".into(), String::new()]),
+                    host: String::new(),
+                },
+            },
+            Control::Vm {
+                request: 9,
+                op: VmOp::RemoveHosts {
+                    hosts: vec!["netns:twh1".into()],
+                },
+            },
+            Control::Vm {
+                request: 10,
+                op: VmOp::AddHosts { hosts: vec![] },
+            },
+            Control::VmAnswer {
+                request: 7,
+                answer: VmAnswer::Nodes(vec![4, 5, 6, 7]),
+            },
+            Control::VmAnswer {
+                request: 8,
+                answer: VmAnswer::Refused("no such program".into()),
+            },
+            Control::Grown { nodes: 8 },
+            Control::Hosts {
+                hosts: vec![
+                    HostEntry {
+                        name: "local".into(),
+                        present: true,
+                    },
+                    HostEntry {
+                        name: "netns:twh1".into(),
+                        present: false,
+                    },
+                ],
             },
             Control::PeerLost {
                 node: 3,

@@ -184,7 +184,7 @@ impl Endpoint {
             return Err(RecvError::Finalized);
         }
         match from.node() {
-            Some(n) if n >= s.nodes => Err(RecvError::NoSuchNode(n)),
+            Some(n) if n >= s.nodes() => Err(RecvError::NoSuchNode(n)),
             _ => Ok(()),
         }
     }

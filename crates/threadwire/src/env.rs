@@ -7,7 +7,9 @@
 //! |--------------------------|-----------------------------------------------------------|
 //! | `THREADWIRE_JOB`         | job id, 16 hex digits; in every name the job creates      |
 //! | `THREADWIRE_NODE`        | this node's number, `0..THREADWIRE_NODES`                 |
-//! | `THREADWIRE_NODES`       | the number of nodes in the job                            |
+//! | `THREADWIRE_NODES`       | the number of nodes in the job when this node starts (itself and those started with it included) |
+//! | `THREADWIRE_FOUNDERS`    | optional: the nodes the job started with (default `THREADWIRE_NODES`); a node numbered from here on joins a running job (`vm` module) |
+//! | `THREADWIRE_MAX_NODES`   | optional: the most nodes the job may grow to (default `THREADWIRE_NODES`: it cannot grow) |
 //! | `THREADWIRE_RENDEZVOUS`  | `ip:port` of the launcher's rendezvous service            |
 //! | `THREADWIRE_SECRET`      | the job secret, 64 hex digits; proven, never sent         |
 //! | `THREADWIRE_BIND`        | optional: IP address this node listens on (default: its interface's address towards the rendezvous) |
@@ -41,6 +43,10 @@ pub const JOB: &str = "THREADWIRE_JOB";
 pub const NODE: &str = "THREADWIRE_NODE";
 /// Name of the node count variable.
 pub const NODES: &str = "THREADWIRE_NODES";
+/// Name of the founding node count variable.
+pub const FOUNDERS: &str = "THREADWIRE_FOUNDERS";
+/// Name of the variable bounding how far the job may grow.
+pub const MAX_NODES: &str = "THREADWIRE_MAX_NODES";
 /// Name of the rendezvous address variable.
 pub const RENDEZVOUS: &str = "THREADWIRE_RENDEZVOUS";
 /// Name of the job secret variable.
@@ -93,8 +99,13 @@ pub struct JobEnv {
     pub job_id: u64,
     /// This node's number.
     pub node: u32,
-    /// Nodes in the job.
+    /// Nodes in the job when this node starts.
     pub nodes: u32,
+    /// Nodes the job started with; this node joined a running job if its
+    /// number is not below it.
+    pub founders: u32,
+    /// The most nodes the job may grow to.
+    pub max_nodes: u32,
     /// The launcher's rendezvous service.
     pub rendezvous: SocketAddr,
     /// The job secret.
@@ -109,6 +120,8 @@ impl std::fmt::Debug for JobEnv {
             .field("job_id", &format_args!("{:016x}", self.job_id))
             .field("node", &self.node)
             .field("nodes", &self.nodes)
+            .field("founders", &self.founders)
+            .field("max_nodes", &self.max_nodes)
             .field("rendezvous", &self.rendezvous)
             .field("bind", &self.bind)
             .finish_non_exhaustive()
@@ -166,6 +179,18 @@ impl JobEnv {
         if nodes == 0 || node >= nodes {
             return Err(invalid(NODE, node_s, "not below the node count"));
         }
+        let count = |name: &'static str, default: u32| match lookup(name) {
+            None => Ok(default),
+            Some(v) => v.parse::<u32>().map_err(|_| invalid(name, v, "not a number")),
+        };
+        let founders = count(FOUNDERS, nodes)?;
+        let max_nodes = count(MAX_NODES, nodes)?;
+        if founders == 0 || founders > nodes {
+            return Err(invalid(FOUNDERS, founders.to_string(), "not in 1..=THREADWIRE_NODES"));
+        }
+        if max_nodes < nodes {
+            return Err(invalid(MAX_NODES, max_nodes.to_string(), "below the node count"));
+        }
         let rv_s = get(RENDEZVOUS)?;
         let rendezvous: SocketAddr = rv_s
             .parse()
@@ -186,17 +211,26 @@ impl JobEnv {
             job_id,
             node,
             nodes,
+            founders,
+            max_nodes,
             rendezvous,
             secret,
             bind,
         })
     }
 
-    /// The variables that describe node `node` of this job, for a launcher.
+    /// Whether this node joined a running job rather than starting it.
+    pub fn joins(&self) -> bool {
+        self.node >= self.founders
+    }
+
+    /// The variables that describe node `node` of this job, for a launcher:
+    /// `nodes` in the job once it has started, of `founders` the job
+    /// started with, in a job that may grow to `max_nodes`.
     pub fn vars_for(
         job_id: u64,
         node: u32,
-        nodes: u32,
+        (nodes, founders, max_nodes): (u32, u32, u32),
         rendezvous: SocketAddr,
         secret: &[u8; 32],
     ) -> Vec<(&'static str, String)> {
@@ -204,6 +238,8 @@ impl JobEnv {
             (JOB, format!("{job_id:016x}")),
             (NODE, node.to_string()),
             (NODES, nodes.to_string()),
+            (FOUNDERS, founders.to_string()),
+            (MAX_NODES, max_nodes.to_string()),
             (RENDEZVOUS, rendezvous.to_string()),
             (SECRET, secret.iter().map(|b| format!("{b:02x}")).collect()),
         ]
@@ -248,7 +284,7 @@ mod tests {
     fn round_trip_and_errors() {
         let secret = [0xab; 32];
         let vars: HashMap<_, _> =
-            JobEnv::vars_for(0x1234, 2, 4, "127.0.0.1:5000".parse().unwrap(), &secret)
+            JobEnv::vars_for(0x1234, 2, (4, 4, 8), "127.0.0.1:5000".parse().unwrap(), &secret)
                 .into_iter()
                 .collect();
         let env = JobEnv::from_lookup(|n| vars.get(n).cloned()).unwrap();
@@ -256,6 +292,7 @@ mod tests {
             (env.job_id, env.node, env.nodes, env.secret),
             (0x1234, 2, 4, secret)
         );
+        assert_eq!((env.founders, env.max_nodes, env.joins()), (4, 8, false));
         assert_eq!(env.bind.to_string(), "127.0.0.1");
 
         assert_eq!(

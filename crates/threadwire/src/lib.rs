@@ -98,6 +98,7 @@ mod send;
 mod request;
 mod router;
 mod stats;
+pub mod vm;
 
 pub use am::{ActiveMessage, AmError, AmRequest, Handler};
 pub use address::{Address, ParseAddressError, Source, Tag, TagMatch, ANY_SOURCE, ANY_TAG};
@@ -121,6 +122,8 @@ pub use request::{
     wait_all, wait_any, Completion, RecvIntoError, RecvIntoRequest, RecvRequest, Request, SendRequest,
 };
 pub use stats::Stats;
+pub use vm::{AddNodes, VmError};
+pub use control::HostEntry;
 
 /// Locks `m`, ignoring poisoning: every critical section in this crate leaves
 /// its data consistent before anything that could panic.

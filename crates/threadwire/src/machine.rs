@@ -64,7 +64,7 @@ impl Endpoint {
     pub fn machine(&self) -> Vec<NodeInfo> {
         let router = &self.node.shared.router;
         let handler = crate::am::Handler::builtin(MACHINE_HANDLER);
-        let asked: Vec<_> = (0..router.nodes)
+        let asked: Vec<_> = (0..router.nodes())
             .map(|n| {
                 let known_lost = n != router.id && router.peers[n as usize].lost().is_some();
                 (!known_lost).then(|| self.am_request(n, &handler, Vec::new()))

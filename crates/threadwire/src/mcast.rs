@@ -95,7 +95,7 @@ impl Endpoint {
         if s.finalized.load(Ordering::Relaxed) {
             return Err(McastError::Finalized);
         }
-        if let Some(&bad) = to.iter().find(|a| a.node >= s.nodes || a.thread >= MAX_THREADS) {
+        if let Some(&bad) = to.iter().find(|a| a.node >= s.nodes() || a.thread >= MAX_THREADS) {
             return Err(McastError::NoSuchEndpoint { to: bad, payload });
         }
         let mut to = to.to_vec();

@@ -27,18 +27,18 @@
 //!
 //! # The events
 //!
-//! | [`Notify`] | messages | today |
-//! |---|---|---|
-//! | `NodeExit(k)` | one, when node `k` finishes or fails | yes |
-//! | `AnyNodeExit` | one per other node of the job, as each finishes or fails (those gone already at once) | yes |
-//! | `HostDelete(h)` | one, when host `h` is removed or crashes | no: [`NotifyError::HostsFixed`] |
-//! | `HostAdd` | one per host added | no: [`NotifyError::HostsFixed`] |
+//! | [`Notify`] | messages |
+//! |---|---|
+//! | `NodeExit(k)` | one, when node `k` finishes or fails |
+//! | `AnyNodeExit` | one per other node of the job, as each finishes or fails (those gone already at once; nodes that join later included) |
+//! | `HostDelete(h)` | one, when host `h` is removed from the job ([`Endpoint::remove_hosts`]); at once if it was |
+//! | `HostAdd` | one per host added to the job ([`Endpoint::add_hosts`]) after the subscription |
 //!
-//! A job's hosts are fixed for its life today (the launcher starts every
-//! node at once, on the hosts it was given), so no host is ever added, and
-//! a host that crashes is seen as the failure of its nodes: the host
-//! events are named so that programs and this enum need not change when
-//! the virtual machine can grow, but asking for them fails for now.
+//! Hosts are numbered by their place in the job's host table (the host
+//! file's order, then each added host), which never changes
+//! ([`Endpoint::hosts`]). A host that crashes is seen as the failure of
+//! its nodes (`NodeExit`), not as `HostDelete`: the launcher cannot tell
+//! a dead host from a cut link.
 //!
 //! # The message
 //!
@@ -51,10 +51,12 @@
 //!
 //! | item | type | value |
 //! |---|---|---|
-//! | kind | `u32` | 1: a node exited |
-//! | node | `u32` | the node's number |
-//! | cause | `u32` | 0: it finished (said goodbye); 1: it failed |
-//! | why | string | the failure, as [`Failure`](crate::Failure) prints it; empty when it finished |
+//! | kind | `u32` | 1: a node exited; 2: a host was added; 3: a host was removed |
+//! | node or host | `u32` | the node's number, or the host's |
+//! | cause | `u32` | 0: it finished (said goodbye); 1: it failed; 0 for a host |
+//! | why | string | the failure, as [`Failure`](crate::Failure) prints it; empty when it finished; a host's name |
+//!
+//! A host notification comes from thread 0 of this node.
 //!
 //! [`Node::lost_peers`](crate::Node::lost_peers) gives the typed cause.
 //! Choose a tag no other traffic of the thread uses, as with PVM. A
@@ -101,6 +103,7 @@
 use crate::lock;
 use crate::mailbox::{remote_message, MailboxTable};
 use crate::node::NodeShared;
+use crate::control::HostEntry;
 use crate::{Endpoint, LossCause, Message, PeerLost, Tag};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
@@ -116,11 +119,10 @@ pub enum Notify {
     /// Any other node of the job leaves it: one message per node, as it
     /// finishes or fails, those gone already at once.
     AnyNodeExit,
-    /// Host `h` (its number in the job's host list) is removed or
-    /// crashes. Not available: hosts are fixed for a job's life today.
+    /// Host `h` (its number in the job's host table) is removed. One
+    /// message.
     HostDelete(u32),
-    /// A host joins the virtual machine. Not available: hosts are fixed
-    /// for a job's life today.
+    /// A host is added to the job. One message per host.
     HostAdd,
 }
 
@@ -134,9 +136,13 @@ pub enum NotifyError {
     /// The event names the caller's own node, whose exit it cannot receive.
     #[error("notify: node n{0} is the caller's own node")]
     OwnNode(u32),
-    /// A host event: hosts are fixed for a job's life in this version.
-    #[error("notify: {0:?}: hosts are fixed for a job's life; none is added or removed")]
-    HostsFixed(Notify),
+    /// The event names no host of this job's host table.
+    #[error("notify: no host {0} in this job's host table")]
+    NoSuchHost(u32),
+    /// A host event, in a job not started by a launcher: it has no host
+    /// table.
+    #[error("notify: {0:?}: this node was not started by a launcher, so it has no hosts")]
+    NoHosts(Notify),
     /// This node has finalized.
     #[error("notify after finalize")]
     Finalized,
@@ -162,6 +168,20 @@ pub enum Notification {
         /// How.
         cause: ExitCause,
     },
+    /// A host was added to the job (`Notify::HostAdd`).
+    HostAdded {
+        /// Its number in the host table.
+        host: u32,
+        /// Its name (`netns:twh1`, `ssh:node17`).
+        name: String,
+    },
+    /// A host was removed from the job (`Notify::HostDelete`).
+    HostRemoved {
+        /// Its number in the host table.
+        host: u32,
+        /// Its name.
+        name: String,
+    },
 }
 
 /// A message that is not a notification this version knows.
@@ -182,6 +202,8 @@ pub enum NotificationError {
 }
 
 const KIND_NODE_EXIT: u32 = 1;
+const KIND_HOST_ADDED: u32 = 2;
+const KIND_HOST_REMOVED: u32 = 3;
 const CAUSE_FINISHED: u32 = 0;
 const CAUSE_FAILED: u32 = 1;
 
@@ -191,15 +213,20 @@ impl Notification {
     pub fn from_message(message: Message) -> Result<Notification, NotificationError> {
         let mut u = message.unpack()?;
         let kind: u32 = u.unpack()?;
-        if kind != KIND_NODE_EXIT {
-            return Err(NotificationError::Unknown {
-                what: "kind",
-                value: kind,
-            });
-        }
         let node: u32 = u.unpack()?;
         let cause: u32 = u.unpack()?;
         let why = u.unpack_string()?;
+        match kind {
+            KIND_NODE_EXIT => {}
+            KIND_HOST_ADDED => return Ok(Notification::HostAdded { host: node, name: why }),
+            KIND_HOST_REMOVED => return Ok(Notification::HostRemoved { host: node, name: why }),
+            _ => {
+                return Err(NotificationError::Unknown {
+                    what: "kind",
+                    value: kind,
+                })
+            }
+        }
         let cause = match cause {
             CAUSE_FINISHED => ExitCause::Finished,
             CAUSE_FAILED => ExitCause::Failed(why),
@@ -288,11 +315,11 @@ impl Endpoint {
     /// use threadwire::{Notify, NotifyError};
     ///
     /// let ep = threadwire::Config::new().standalone(true).init().unwrap();
-    /// // A one-node job: there is no other node to exit.
+    /// // A one-node job that cannot grow: there is no other node to exit.
     /// assert_eq!(ep.notify(Notify::NodeExit(1), 5).unwrap_err(), NotifyError::NoSuchNode(1));
     /// let any = ep.notify(Notify::AnyNodeExit, 5).unwrap();
     /// assert!(!any.is_active());
-    /// assert!(matches!(ep.notify(Notify::HostAdd, 6), Err(NotifyError::HostsFixed(_))));
+    /// assert!(matches!(ep.notify(Notify::HostAdd, 6), Err(NotifyError::NoHosts(_))));
     /// ```
     pub fn notify(&self, event: Notify, tag: Tag) -> Result<NotifyHandle, NotifyError> {
         let shared = &self.node.shared;
@@ -301,14 +328,14 @@ impl Endpoint {
             return Err(NotifyError::Finalized);
         }
         match event {
-            Notify::NodeExit(k) if k >= router.nodes => return Err(NotifyError::NoSuchNode(k)),
+            Notify::NodeExit(k) if k >= router.nodes() => return Err(NotifyError::NoSuchNode(k)),
             Notify::NodeExit(k) if k == router.id => return Err(NotifyError::OwnNode(k)),
-            Notify::HostDelete(_) | Notify::HostAdd => return Err(NotifyError::HostsFixed(event)),
             Notify::NodeExit(_) | Notify::AnyNodeExit => {}
+            Notify::HostDelete(_) | Notify::HostAdd => {}
         }
         let id = router
             .notify
-            .subscribe(&router.mailboxes, self.address.thread, event, tag);
+            .subscribe(&router.mailboxes, router.id, self.address.thread, event, tag)?;
         Ok(NotifyHandle {
             node: Arc::downgrade(shared),
             id,
@@ -318,19 +345,23 @@ impl Endpoint {
     }
 }
 
-/// A node's subscriptions and the exits seen so far (steps 1–5).
+/// A node's subscriptions, the exits seen so far and the job's host
+/// table (steps 1–5).
 pub(crate) struct Notifications {
-    /// Nodes that can exit: the job's others.
-    others: usize,
+    /// The most nodes the job may have.
+    capacity: u32,
     state: Mutex<State>,
 }
 
-#[derive(Default)]
 struct State {
     next_id: u64,
     subscriptions: Vec<Subscription>,
     /// Every exit seen, in the order seen; at most one per node.
     exits: Vec<PeerLost>,
+    /// Node numbers given out so far.
+    nodes: u32,
+    /// The job's host table, once the launcher has sent it.
+    hosts: Option<Vec<HostEntry>>,
 }
 
 struct Subscription {
@@ -345,17 +376,29 @@ impl Subscription {
     fn wants(&self, node: u32) -> bool {
         match self.event {
             Notify::NodeExit(k) => k == node,
-            _ => true,
+            Notify::AnyNodeExit => true,
+            Notify::HostDelete(_) | Notify::HostAdd => false,
         }
     }
 }
 
 impl Notifications {
-    pub(crate) fn new(nodes: u32) -> Notifications {
+    pub(crate) fn new(nodes: u32, capacity: u32) -> Notifications {
         Notifications {
-            others: nodes.saturating_sub(1) as usize,
-            state: Mutex::new(State::default()),
+            capacity,
+            state: Mutex::new(State {
+                next_id: 0,
+                subscriptions: Vec::new(),
+                exits: Vec::new(),
+                nodes,
+                hosts: None,
+            }),
         }
+    }
+
+    /// Whether every other node has exited and no more can join.
+    fn all_gone(&self, s: &State) -> bool {
+        s.nodes == self.capacity && s.exits.len() + 1 >= s.nodes as usize
     }
 
     /// Step 1: delivers what `event` already calls for, and records the
@@ -363,11 +406,27 @@ impl Notifications {
     pub(crate) fn subscribe(
         &self,
         mailboxes: &MailboxTable,
+        me: u32,
         thread: u32,
         event: Notify,
         tag: Tag,
-    ) -> Option<u64> {
+    ) -> Result<Option<u64>, NotifyError> {
         let mut s = lock(&self.state);
+        if let Notify::HostDelete(_) | Notify::HostAdd = event {
+            let Some(hosts) = &s.hosts else {
+                return Err(NotifyError::NoHosts(event));
+            };
+            if let Notify::HostDelete(h) = event {
+                let Some(host) = hosts.get(h as usize) else {
+                    return Err(NotifyError::NoSuchHost(h));
+                };
+                if !host.present {
+                    let sub = Subscription { id: 0, thread, tag, event };
+                    deliver_host(mailboxes, me, &sub, KIND_HOST_REMOVED, h, &host.name);
+                    return Ok(None);
+                }
+            }
+        }
         let id = s.next_id;
         s.next_id += 1;
         let sub = Subscription {
@@ -381,13 +440,54 @@ impl Notifications {
         }
         let done = match event {
             Notify::NodeExit(k) => s.exits.iter().any(|e| e.node == k),
-            _ => s.exits.len() >= self.others,
+            Notify::AnyNodeExit => self.all_gone(&s),
+            Notify::HostDelete(_) | Notify::HostAdd => false,
         };
         if done {
-            return None;
+            return Ok(None);
         }
         s.subscriptions.push(sub);
-        Some(id)
+        Ok(Some(id))
+    }
+
+    /// Nodes up to `nodes` have joined: `AnyNodeExit` waits for them too.
+    pub(crate) fn grown(&self, nodes: u32) {
+        let mut s = lock(&self.state);
+        s.nodes = s.nodes.max(nodes);
+    }
+
+    /// The job's host table, as the launcher last sent it.
+    pub(crate) fn hosts(&self) -> Option<Vec<HostEntry>> {
+        lock(&self.state).hosts.clone()
+    }
+
+    /// The launcher sent the host table: the first time it is only
+    /// recorded; after that, each host added or removed is delivered to
+    /// the subscriptions that want it.
+    pub(crate) fn hosts_changed(&self, mailboxes: &MailboxTable, me: u32, hosts: Vec<HostEntry>) {
+        let mut s = lock(&self.state);
+        let Some(before) = s.hosts.replace(hosts.clone()) else {
+            return;
+        };
+        for (h, host) in hosts.iter().enumerate() {
+            let was = before.get(h).map(|b| b.present);
+            let kind = match (was, host.present) {
+                (None, true) => KIND_HOST_ADDED,
+                (Some(true) | None, false) => KIND_HOST_REMOVED,
+                _ => continue,
+            };
+            s.subscriptions.retain(|sub| match (sub.event, kind) {
+                (Notify::HostAdd, KIND_HOST_ADDED) => {
+                    deliver_host(mailboxes, me, sub, kind, h as u32, &host.name);
+                    true
+                }
+                (Notify::HostDelete(k), KIND_HOST_REMOVED) if k == h as u32 => {
+                    deliver_host(mailboxes, me, sub, kind, h as u32, &host.name);
+                    false
+                }
+                _ => true,
+            });
+        }
     }
 
     /// Step 2: `lost` has exited. Unless an exit of that node was
@@ -405,7 +505,7 @@ impl Notifications {
             return false;
         }
         s.exits.push(lost.clone());
-        let all_gone = s.exits.len() >= self.others;
+        let all_gone = self.all_gone(&s);
         s.subscriptions.retain(|sub| {
             if !sub.wants(lost.node) {
                 return true;
@@ -439,6 +539,16 @@ impl Notifications {
             .subscriptions
             .retain(|sub| sub.thread != thread);
     }
+}
+
+/// A host's notification into `sub`'s mailbox, from thread 0 of `me`.
+fn deliver_host(mailboxes: &MailboxTable, me: u32, sub: &Subscription, kind: u32, host: u32, name: &str) {
+    let Some(mailbox) = mailboxes.get(sub.thread) else {
+        return;
+    };
+    let mut p = Packer::new(Encoding::Portable);
+    p.pack(kind).pack(host).pack(0u32).pack_str(name);
+    mailbox.deliver(remote_message(me, 0, 0, sub.tag, p.finish()));
 }
 
 /// The notification of `exit` into `sub`'s mailbox (step 3).
@@ -499,9 +609,9 @@ mod tests {
 
     #[test]
     fn node_exit_is_delivered_once_with_its_cause() {
-        let (mb, n) = (MailboxTable::new(), Notifications::new(4));
-        let id = n.subscribe(&mb, 1, Notify::NodeExit(2), 9).unwrap();
-        n.subscribe(&mb, 1, Notify::NodeExit(3), 8).unwrap();
+        let (mb, n) = (MailboxTable::new(), Notifications::new(4, 4));
+        let id = n.subscribe(&mb, 0, 1, Notify::NodeExit(2), 9).unwrap().unwrap();
+        n.subscribe(&mb, 0, 1, Notify::NodeExit(3), 8).unwrap().unwrap();
         assert!(exited(&n, &mb, &killed(2)));
         assert!(!exited(&n, &mb, &finished(2))); // the first cause stays
         let why = Failure::ClosedWithoutGoodbye.to_string();
@@ -514,26 +624,26 @@ mod tests {
 
     #[test]
     fn a_past_exit_is_delivered_at_once() {
-        let (mb, n) = (MailboxTable::new(), Notifications::new(3));
+        let (mb, n) = (MailboxTable::new(), Notifications::new(3, 3));
         exited(&n, &mb, &finished(1));
-        assert_eq!(n.subscribe(&mb, 0, Notify::NodeExit(1), 4), None);
+        assert_eq!(n.subscribe(&mb, 0, 0, Notify::NodeExit(1), 4), Ok(None));
         assert_eq!(take_all(&mb, 0, 4), [(1, exit(1, ExitCause::Finished))]);
         // Any node: the past one now, the other when it goes, then done.
-        let id = n.subscribe(&mb, 0, Notify::AnyNodeExit, 5).unwrap();
+        let id = n.subscribe(&mb, 0, 0, Notify::AnyNodeExit, 5).unwrap().unwrap();
         assert_eq!(take_all(&mb, 0, 5).len(), 1);
         exited(&n, &mb, &killed(2));
         assert_eq!(take_all(&mb, 0, 5)[0].0, 2);
         assert!(!n.is_active(id));
-        assert_eq!(n.subscribe(&mb, 0, Notify::AnyNodeExit, 6), None);
+        assert_eq!(n.subscribe(&mb, 0, 0, Notify::AnyNodeExit, 6), Ok(None));
         assert_eq!(take_all(&mb, 0, 6).len(), 2);
     }
 
     #[test]
     fn cancelled_and_finished_threads_get_nothing() {
-        let (mb, n) = (MailboxTable::new(), Notifications::new(3));
-        let cancelled = n.subscribe(&mb, 0, Notify::NodeExit(1), 4).unwrap();
-        n.subscribe(&mb, 5, Notify::AnyNodeExit, 4).unwrap();
-        n.subscribe(&mb, 6, Notify::NodeExit(1), 4).unwrap();
+        let (mb, n) = (MailboxTable::new(), Notifications::new(3, 3));
+        let cancelled = n.subscribe(&mb, 0, 0, Notify::NodeExit(1), 4).unwrap().unwrap();
+        n.subscribe(&mb, 0, 5, Notify::AnyNodeExit, 4).unwrap().unwrap();
+        n.subscribe(&mb, 0, 6, Notify::NodeExit(1), 4).unwrap().unwrap();
         assert!(n.cancel(cancelled));
         assert!(!n.cancel(cancelled));
         n.thread_finished(5);
@@ -542,5 +652,52 @@ mod tests {
         assert!(take_all(&mb, 5, 4).is_empty());
         assert_eq!(take_all(&mb, 6, 4).len(), 1);
         assert!(lock(&n.state).subscriptions.is_empty());
+    }
+
+    #[test]
+    fn a_growing_job_keeps_any_node_exit_open() {
+        let (mb, n) = (MailboxTable::new(), Notifications::new(2, 4));
+        let id = n.subscribe(&mb, 0, 0, Notify::AnyNodeExit, 5).unwrap().unwrap();
+        exited(&n, &mb, &finished(1));
+        assert!(n.is_active(id), "more nodes may join");
+        n.grown(4);
+        exited(&n, &mb, &finished(2));
+        exited(&n, &mb, &killed(3));
+        assert_eq!(take_all(&mb, 0, 5).len(), 3);
+        assert!(!n.is_active(id), "every other node of a full job is gone");
+    }
+
+    #[test]
+    fn hosts_added_and_removed_are_told() {
+        let host = |name: &str, present| HostEntry {
+            name: name.into(),
+            present,
+        };
+        let (mb, n) = (MailboxTable::new(), Notifications::new(2, 2));
+        assert_eq!(
+            n.subscribe(&mb, 0, 0, Notify::HostAdd, 1),
+            Err(NotifyError::NoHosts(Notify::HostAdd))
+        );
+        n.hosts_changed(&mb, 0, vec![host("local", true), host("netns:a", true)]);
+        assert_eq!(
+            n.subscribe(&mb, 0, 0, Notify::HostDelete(2), 1),
+            Err(NotifyError::NoSuchHost(2))
+        );
+        let added = n.subscribe(&mb, 0, 0, Notify::HostAdd, 1).unwrap().unwrap();
+        let gone = n.subscribe(&mb, 0, 0, Notify::HostDelete(1), 2).unwrap().unwrap();
+        n.hosts_changed(
+            &mb,
+            0,
+            vec![host("local", true), host("netns:a", false), host("netns:b", true)],
+        );
+        let told = |tag| -> Vec<Notification> {
+            take_all(&mb, 0, tag).into_iter().map(|(_, n)| n).collect()
+        };
+        assert_eq!(told(1), [Notification::HostAdded { host: 2, name: "netns:b".into() }]);
+        assert_eq!(told(2), [Notification::HostRemoved { host: 1, name: "netns:a".into() }]);
+        assert!(n.is_active(added) && !n.is_active(gone));
+        // A host removed already is told at once.
+        assert_eq!(n.subscribe(&mb, 0, 0, Notify::HostDelete(1), 3), Ok(None));
+        assert_eq!(told(3).len(), 1);
     }
 }

@@ -16,7 +16,7 @@ use crate::message::Tail;
 use crate::rendezvous::{codec, Outbound, RendezvousError, OVERHEAD};
 use crate::peer::{Peer, SetupContext, ShmSetupError};
 use crate::Stats;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use threadwire_transport::shm::setup::Pair;
 use threadwire_transport::shm::{ShmChannel, ShmConfig};
@@ -47,9 +47,35 @@ pub(crate) enum ProtocolError {
     AmTarget,
 }
 
+/// How many nodes a job has, had and may have ([`Router::new`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct JobSize {
+    pub(crate) nodes: u32,
+    pub(crate) founders: u32,
+    pub(crate) capacity: u32,
+}
+
+impl JobSize {
+    /// A job that cannot grow.
+    pub(crate) fn fixed(nodes: u32) -> JobSize {
+        JobSize {
+            nodes,
+            founders: nodes,
+            capacity: nodes,
+        }
+    }
+}
+
 pub(crate) struct Router {
     pub(crate) id: u32,
-    pub(crate) nodes: u32,
+    /// Node numbers given out so far: the job's nodes, gone ones
+    /// included. Grows when nodes join a running job (`vm`), never
+    /// beyond `capacity`.
+    nodes: AtomicU32,
+    /// The most nodes the job may grow to: the per-node tables' length.
+    pub(crate) capacity: u32,
+    /// The nodes the job started with (named groups are homed on them).
+    pub(crate) founders: u32,
     pub(crate) job_id: u64,
     pub(crate) mailboxes: MailboxTable,
     pub(crate) peers: Box<[Peer]>,
@@ -78,16 +104,27 @@ pub(crate) struct Router {
     pub(crate) notify: crate::notify::Notifications,
     /// This node's members' parts of their groups' agreements.
     pub(crate) agreements: crate::group::agree::Table,
+    /// Requests to the launcher to grow or shrink the machine (`vm`).
+    pub(crate) vm: crate::vm::Requests,
 }
 
 impl Router {
-    pub(crate) fn new(id: u32, nodes: u32, job_id: u64, settings: &Settings) -> Router {
+    /// The router of node `id` of a job of `size.nodes` nodes so far, of
+    /// `size.founders` at its start, that may grow to `size.capacity`.
+    pub(crate) fn new(id: u32, size: JobSize, job_id: u64, settings: &Settings) -> Router {
+        let JobSize {
+            nodes,
+            founders,
+            capacity,
+        } = size;
         Router {
             id,
-            nodes,
+            nodes: AtomicU32::new(nodes),
+            capacity,
+            founders,
             job_id,
             mailboxes: MailboxTable::new(),
-            peers: (0..nodes).map(|_| Peer::new()).collect(),
+            peers: (0..capacity).map(|_| Peer::new()).collect(),
             control: OnceLock::new(),
             max_frame: settings.max_frame,
             channel_choice: settings.channel,
@@ -98,11 +135,50 @@ impl Router {
             subscribers: Mutex::new(Vec::new()),
             named: Default::default(),
             named_requests: Default::default(),
-            rendezvous: crate::rendezvous::Rendezvous::new(nodes, settings),
+            rendezvous: crate::rendezvous::Rendezvous::new(capacity, settings),
             am: crate::am::Registry::new(settings.am_fibers),
             exports: Default::default(),
-            notify: crate::notify::Notifications::new(nodes),
+            notify: crate::notify::Notifications::new(nodes, capacity),
             agreements: Default::default(),
+            vm: Default::default(),
+        }
+    }
+
+    /// Node numbers given out so far (gone nodes included).
+    #[inline]
+    pub(crate) fn nodes(&self) -> u32 {
+        self.nodes.load(Ordering::Acquire)
+    }
+
+    /// Nodes up to `nodes` have joined the job: the launcher said so
+    /// (`vm`, step 6). Ignored beyond the capacity.
+    pub(crate) fn grow_to(&self, nodes: u32) {
+        if nodes > self.capacity {
+            tracing::warn!("n{}: told of {nodes} nodes, beyond {}", self.id, self.capacity);
+            return;
+        }
+        let before = self.nodes.fetch_max(nodes, Ordering::AcqRel);
+        if nodes > before {
+            self.notify.grown(nodes);
+        }
+    }
+
+    /// Counts in the joining nodes that are ready — connected, their
+    /// channel settled — in number order, before the launcher's word
+    /// comes (`vm`, step 5): a joiner may send to this node as soon as it
+    /// is ready, and this node may answer it. Never counts in a node
+    /// whose channel is not settled, which a send would take for lost.
+    fn admit_joined(&self) {
+        loop {
+            let n = self.nodes();
+            let Some(p) = self.peers.get(n as usize) else {
+                return;
+            };
+            let ready = n == self.id || p.lost().is_some() || (p.has_tcp() && p.ready());
+            if !ready {
+                return;
+            }
+            self.grow_to(n + 1);
         }
     }
 
@@ -148,6 +224,9 @@ impl Router {
                 let peer_state = &self.peers[peer as usize];
                 if peer_state.on_shm_setup(&self.setup_context(peer), frame)? {
                     self.shm_peers.fetch_add(1, Ordering::AcqRel);
+                }
+                if peer >= self.nodes() {
+                    self.admit_joined();
                 }
                 Ok(())
             }
@@ -384,7 +463,8 @@ impl Router {
             "n{}: lost the launcher ({e}); treating every peer as lost",
             self.id
         );
-        for peer in 0..self.nodes {
+        self.vm.launcher_lost(&self.mailboxes, self.id);
+        for peer in 0..self.nodes() {
             if peer != self.id {
                 self.lose_peer(peer, LossCause::Failed(Failure::LauncherGone));
             }

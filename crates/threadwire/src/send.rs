@@ -140,7 +140,7 @@ impl Endpoint {
     /// this host), or written to the connection from them (TCP).
     fn sends_directly(&self, to: Address, len: usize) -> bool {
         let s = &self.node.shared.router;
-        if to.node == s.id || to.node >= s.nodes {
+        if to.node == s.id || to.node >= s.nodes() {
             return false;
         }
         let peer = &s.peers[to.node as usize];
@@ -166,7 +166,7 @@ impl Endpoint {
         if s.finalized.load(Ordering::Relaxed) {
             return Request::ready(Err(SendError::Finalized));
         }
-        if to.node >= s.nodes || to.thread >= MAX_THREADS {
+        if to.node >= s.nodes() || to.thread >= MAX_THREADS {
             return Request::ready(Err(SendError::NoSuchEndpoint { to, payload }));
         }
         let len = payload.len();

@@ -68,10 +68,10 @@ impl Endpoint {
         data: Payload,
     ) -> AmRequest {
         let router = &self.node.shared.router;
-        if node >= router.nodes {
+        if node >= router.nodes() {
             return Request::ready(Err(AmError::NoSuchNode {
                 node,
-                nodes: router.nodes,
+                nodes: router.nodes(),
             }));
         }
         let number = router.am.next_request();
@@ -129,8 +129,8 @@ impl Endpoint {
         if s.finalized.load(Ordering::Relaxed) {
             return Err(AmError::Finalized);
         }
-        if node >= s.nodes {
-            return Err(AmError::NoSuchNode { node, nodes: s.nodes });
+        if node >= s.nodes() {
+            return Err(AmError::NoSuchNode { node, nodes: s.nodes() });
         }
         if node == s.id {
             let message = super::Arrival {

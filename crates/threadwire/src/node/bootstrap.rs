@@ -3,7 +3,9 @@
 //!
 //! 1. Connect to the launcher's rendezvous (authenticated like every
 //!    connection), register this node's listening address, and read the
-//!    directory of every node's address.
+//!    directory of every node's address, then the job's host table. A
+//!    node that joins a running job (`vm`) takes the nodes the directory
+//!    marks gone as lost from the start.
 //! 2. Connect to every lower-numbered node; accept every higher-numbered
 //!    one (the progress driver accepts, while this thread polls it). The
 //!    liveness thread starts first, so that every connection carries
@@ -11,7 +13,8 @@
 //! 3. On every connection this node opened (it is the pair's higher node),
 //!    offer shared memory ([`crate::peer`]).
 //! 4. Poll until every peer is connected and its channel choice settled,
-//!    or lost; a failed peer fails the join.
+//!    or lost; a failed peer fails the join of a founding node (a joining
+//!    node takes it as lost, `vm` step 4).
 //! 5. Tell the launcher which channel each peer is reached by, and, with
 //!    a peer timeout, send it the first heartbeat (control protocol,
 //!    step 7).
@@ -19,10 +22,10 @@
 use super::{Node, NodeShared};
 use crate::config::{ChannelChoice, Config, Settings};
 use crate::env::{EnvError, JobEnv};
-use crate::error::{InitError, InitErrorKind, LossCause};
+use crate::error::{Failure, InitError, InitErrorKind, LossCause};
 use crate::control::{self as protocol, Control};
 use crate::progress::{Driver, ProgressEngine, Tokens};
-use crate::router::Router;
+use crate::router::{JobSize, Router};
 use crate::Endpoint;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,7 +68,7 @@ impl Config {
             Ok(env) => bootstrap(&env, settings)?,
             Err(EnvError::NotLaunched) if self.standalone => {
                 let engine = ProgressEngine::new(Driver::new(None, None)?)?;
-                let router = Router::new(0, 1, 0, &settings);
+                let router = Router::new(0, JobSize::fixed(1), 0, &settings);
                 let shared = Arc::new(NodeShared::new(router, engine, None, settings.workers));
                 shared.router.am.bind(&shared);
                 shared
@@ -124,8 +127,8 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
         },
     )
     .map_err(|e| rv_err(e.into()))?;
-    let addrs = match protocol::read_control(&mut control).map_err(|e| rv_err(e.into()))? {
-        Some(Control::Directory { addrs }) if addrs.len() == env.nodes as usize => addrs,
+    let (addrs, gone) = match protocol::read_control(&mut control).map_err(|e| rv_err(e.into()))? {
+        Some(Control::Directory { addrs, gone }) if addrs.len() == env.nodes as usize => (addrs, gone),
         other => {
             return Err(rv_err(
                 format!("expected the directory, got {other:?}").into(),
@@ -133,9 +136,24 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
         }
     };
 
+    // The host table follows the directory (control protocol, step 2).
+    let hosts = match protocol::read_control(&mut control).map_err(|e| rv_err(e.into()))? {
+        Some(Control::Hosts { hosts }) => hosts,
+        other => {
+            return Err(rv_err(
+                format!("expected the host table, got {other:?}").into(),
+            ))
+        }
+    };
+
     let driver = Driver::new(Some(listener), Some(creds.clone()))?;
     let engine = ProgressEngine::new(driver)?;
-    let router = Router::new(env.node, env.nodes, env.job_id, &settings);
+    let size = JobSize {
+        nodes: env.nodes,
+        founders: env.founders,
+        capacity: env.max_nodes,
+    };
+    let router = Router::new(env.node, size, env.job_id, &settings);
     let shared = Arc::new(NodeShared::new(
         router,
         engine,
@@ -143,15 +161,33 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
         settings.workers,
     ));
     shared.router.am.bind(&shared);
-    let peer_timeout = settings.peer_timeout.filter(|_| env.nodes > 1);
+    shared
+        .router
+        .notify
+        .hosts_changed(&shared.router.mailboxes, env.node, hosts);
+    let peer_timeout = settings
+        .peer_timeout
+        .filter(|_| env.nodes > 1 || env.max_nodes > 1);
     if let Some(timeout) = peer_timeout {
         shared.liveness.start(Arc::downgrade(&shared), timeout)?;
     }
     let (router, engine) = (&shared.router, &shared.engine);
+    // A node joining a running job: those gone before it came are lost
+    // from the start (`vm`, step 4).
+    for g in gone.iter().filter(|g| g.node < env.node) {
+        let cause = match g.finished {
+            true => LossCause::Finished,
+            false => LossCause::Failed(Failure::ReportedByLauncher(g.cause.clone())),
+        };
+        router.lose_peer(g.node, cause);
+    }
     // Steps 2 and 3.
     {
         let driver = engine.lock_driver();
         for (j, addr) in addrs.iter().enumerate().take(env.node as usize) {
+            if router.peers[j].lost().is_some() {
+                continue;
+            }
             let connect_err = |e: Box<dyn std::error::Error + Send + Sync>| {
                 InitError::new(InitErrorKind::Connect {
                     node: j as u32,
@@ -162,8 +198,18 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
             let sock: SocketAddr = addr
                 .parse()
                 .map_err(|e: std::net::AddrParseError| connect_err(e.into()))?;
-            let (peer, stream) = handshake::connect(sock, &creds, env.node, CONNECT_TIMEOUT)
-                .map_err(|e| connect_err(e.into()))?;
+            let connected = handshake::connect(sock, &creds, env.node, CONNECT_TIMEOUT);
+            let (peer, stream) = match connected {
+                Ok(c) => c,
+                // A node running before this one joined may die while it
+                // joins: it is lost, as at any time (`vm`, step 4).
+                Err(e) if env.joins() => {
+                    let why = Failure::Channel(format!("could not connect while joining: {e}"));
+                    router.lose_peer(j as u32, LossCause::Failed(why));
+                    continue;
+                }
+                Err(e) => return Err(connect_err(e.into())),
+            };
             if peer != j as u32 {
                 return Err(connect_err(format!("answered as node n{peer}").into()));
             }
@@ -179,8 +225,7 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
     }
     // Step 4.
     let deadline = Instant::now() + CONNECT_TIMEOUT;
-    while !router
-        .peers
+    while !router.peers[..env.nodes as usize]
         .iter()
         .enumerate()
         .all(|(j, p)| j as u32 == env.node || (p.has_tcp() && p.ready()) || p.lost().is_some())
@@ -197,10 +242,10 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
     // Only a failed peer fails the join. A peer may already have said
     // goodbye: one with nothing to do with this node can connect, do its
     // work with the others and finalize while this node is still joining.
-    let failed = router
-        .peers
+    let failed = router.peers[..env.nodes as usize]
         .iter()
         .filter_map(|p| p.lost())
+        .filter(|_| !env.joins())
         .find(|l| matches!(l.cause, LossCause::Failed(_)));
     if let Some(lost) = failed {
         return Err(InitError::new(InitErrorKind::Connect {
@@ -210,7 +255,7 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
         }));
     }
     if router.channel_choice() == ChannelChoice::Shm {
-        let tcp = router.peers.iter().enumerate().find_map(|(j, p)| {
+        let tcp = router.peers[..env.nodes as usize].iter().enumerate().find_map(|(j, p)| {
             let why = p.tcp_reason()?;
             Some((j as u32, why))
         });
@@ -219,8 +264,7 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
         }
     }
     // Step 5.
-    let routes = router
-        .peers
+    let routes = router.peers[..env.nodes as usize]
         .iter()
         .enumerate()
         .map(|(j, p)| match j as u32 == env.node {

@@ -58,7 +58,7 @@ pub struct Node {
 impl std::fmt::Debug for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let r = &self.shared.router;
-        write!(f, "Node(n{} of {})", r.id, r.nodes)
+        write!(f, "Node(n{} of {})", r.id, r.nodes())
     }
 }
 
@@ -163,9 +163,11 @@ impl Node {
         self.shared.router.id
     }
 
-    /// Nodes in the job.
+    /// Node numbers given out so far: the nodes the job started with and
+    /// those that joined it since ([`Endpoint::add_nodes`]), gone ones
+    /// included. Nodes are numbered `0..nodes()`.
     pub fn nodes(&self) -> u32 {
-        self.shared.router.nodes
+        self.shared.router.nodes()
     }
 
     /// The job id, as in `THREADWIRE_JOB`.
@@ -235,7 +237,8 @@ impl Node {
         if s.finalized.swap(true, Ordering::AcqRel) {
             return;
         }
-        for (j, p) in s.peers.iter().enumerate() {
+        let peers = &s.peers[..s.nodes() as usize];
+        for (j, p) in peers.iter().enumerate() {
             let failed = matches!(
                 p.lost(),
                 Some(PeerLost {
@@ -253,8 +256,10 @@ impl Node {
         // Quiet: every peer has said goodbye (and our own goodbye has left)
         // or failed.
         let all_quiet = || {
-            s.peers.iter().enumerate().all(|(j, p)| match p.lost() {
+            peers.iter().enumerate().all(|(j, p)| match p.lost() {
                 _ if j as u32 == s.id => true,
+                // A node still joining: nothing of ours is queued for it.
+                None if !p.has_tcp() => true,
                 None => false,
                 Some(PeerLost {
                     cause: LossCause::Failed(_),

@@ -209,7 +209,7 @@ impl Driver {
     fn poll_rings(&mut self, router: &Router) -> bool {
         self.shm_more = false;
         let mut any = false;
-        for peer in 0..router.nodes {
+        for peer in 0..router.nodes() {
             any |= self.read_ring(router, peer);
         }
         any
@@ -318,7 +318,7 @@ impl Driver {
         };
         let mut h = self.handshakes.remove(&token).expect("present");
         let _ = self.poll.registry().deregister(&mut h.stream);
-        if peer >= router.nodes || peer == router.id || router.peers[peer as usize].has_tcp() {
+        if peer >= router.capacity || peer == router.id || router.peers[peer as usize].has_tcp() {
             tracing::warn!(
                 "refused connection from {}: claims to be node n{peer}, which is not expected",
                 h.from
@@ -428,10 +428,17 @@ impl Driver {
                 FrameKind::Bye => {}
                 _ => match Control::decode(&frame.header, frame.payload) {
                     Ok(Control::PeerLost { node: lost, cause })
-                        if lost < router.nodes && lost != router.id =>
+                        if lost < router.capacity && lost != router.id =>
                     {
                         router
                             .lose_peer(lost, LossCause::Failed(Failure::ReportedByLauncher(cause)))
+                    }
+                    Ok(Control::Grown { nodes }) => router.grow_to(nodes),
+                    Ok(Control::VmAnswer { request, answer }) => {
+                        router.vm.answer(&router.mailboxes, router.id, request, answer)
+                    }
+                    Ok(Control::Hosts { hosts }) => {
+                        router.notify.hosts_changed(&router.mailboxes, router.id, hosts)
                     }
                     Ok(other) => {
                         tracing::warn!("n{}: unexpected control message {other:?}", router.id)

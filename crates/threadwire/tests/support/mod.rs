@@ -89,10 +89,22 @@ impl JobOutput {
         );
     }
 
+    /// Panics with the transcript unless the job ended with status 0, no
+    /// failure and no timeout; nodes may have been killed on purpose.
+    pub fn assert_status_ok(&self) {
+        assert!(
+            self.report.status == 0 && !self.report.timed_out && self.report.failure.is_none(),
+            "the job failed:\n{}",
+            self.transcript()
+        );
+    }
+
     /// Node `node`'s stdout lines that start with `prefix`.
     pub fn lines_with(&self, node: u32, prefix: &str) -> Vec<&str> {
-        self.stdout[node as usize]
-            .iter()
+        self.stdout
+            .get(node as usize)
+            .into_iter()
+            .flatten()
             .filter(|l| l.starts_with(prefix))
             .map(String::as_str)
             .collect()
@@ -142,12 +154,19 @@ pub fn run_observed(mut spec: JobSpec, mut observe: impl FnMut(&Event)) -> JobOu
                 OutputStream::Stdout => &mut stdout,
                 OutputStream::Stderr => &mut stderr,
             };
+            // Nodes added while the job runs come after the founders.
+            if lines.len() <= *node as usize {
+                lines.resize(*node as usize + 1, Vec::new());
+            }
             lines[*node as usize].push(line.clone());
         }
         observe(ev);
         events.push(ev.clone());
     })
     .unwrap_or_else(|e| panic!("cannot launch {}: {e}", spec.program.display()));
+    let nodes = report.exits.len().max(stdout.len()).max(stderr.len());
+    stdout.resize(nodes, Vec::new());
+    stderr.resize(nodes, Vec::new());
     JobOutput {
         report,
         stdout,

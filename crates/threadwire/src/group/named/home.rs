@@ -47,9 +47,9 @@ struct Held {
 /// The first live node of `name`'s chain (its home, then the nodes after
 /// it, cyclically) as this node sees them: the node that serves it.
 pub(crate) fn server_of(router: &Router, name: &str) -> u32 {
-    let home = super::home_of(name, router.nodes);
-    (0..router.nodes)
-        .map(|k| (home + k) % router.nodes)
+    let home = super::home_of(name, router.founders);
+    (0..router.founders)
+        .map(|k| (home + k) % router.founders)
         .find(|&n| live(router, n))
         .unwrap_or(router.id)
 }
@@ -61,16 +61,16 @@ fn live(router: &Router, node: u32) -> bool {
 /// Whether `node` lies between this node and the live node before it
 /// (cyclically): then the names `node` served are this node's now.
 fn before_me(router: &Router, node: u32) -> bool {
-    (1..router.nodes)
-        .map(|k| (router.id + router.nodes - k) % router.nodes)
+    (1..router.founders)
+        .map(|k| (router.id + router.founders - k) % router.founders)
         .take_while(|&n| n == node || !live(router, n))
         .any(|n| n == node)
 }
 
 /// This node's backup: the first live node after it, cyclically.
 fn backup_of(router: &Router) -> Option<u32> {
-    (1..router.nodes)
-        .map(|k| (router.id + k) % router.nodes)
+    (1..router.founders)
+        .map(|k| (router.id + k) % router.founders)
         .find(|&n| live(router, n))
 }
 

@@ -289,7 +289,7 @@ fn request(ep: &Endpoint, name: &str, op: Op) -> Result<Vec<u32>, GroupError> {
 fn bad_reply(ep: &Endpoint, name: &str) -> GroupError {
     GroupError::BadReply {
         name: name.to_owned(),
-        home: home_of(name, ep.node().nodes()),
+        home: home_of(name, ep.node().shared.router.founders),
     }
 }
 
