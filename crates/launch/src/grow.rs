@@ -448,10 +448,18 @@ impl Job<'_> {
                 }
                 s.killed = Some(format!("node n{node}'s host {name} was removed"));
                 s.excused = true;
-                if let Some(pid) = s.pid {
-                    process::kill(pid);
-                }
                 killed.push(node as u32);
+            }
+        }
+        // The others hear the cause before the broken connections tell
+        // them of the deaths (first cause wins, mostly this one).
+        for &node in &killed {
+            let cause = self.slots[node as usize].killed.clone().unwrap_or_default();
+            self.send_all(&Control::PeerLost { node, cause });
+        }
+        for &node in &killed {
+            if let Some(pid) = self.slots[node as usize].pid {
+                process::kill(pid);
             }
         }
         let names: Vec<String> = gone

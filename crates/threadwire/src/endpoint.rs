@@ -334,6 +334,21 @@ impl Endpoint {
         self.irecv_in(context, from, tag).wait()
     }
 
+    /// [`recv_in`](Self::recv_in) of a message the progress engine itself
+    /// delivers on this node's behalf (the launcher's answers, `vm`): the
+    /// source is this node, yet the wait drives progress, as only a poll
+    /// of the control connection brings it.
+    pub(crate) fn recv_driven(&self, context: u32, tag: TagMatch) -> Result<Message, RecvError> {
+        let from = Source::Node(self.address.node);
+        let mut receive = self.receive(context, from, tag, Dest::Owned)?;
+        receive.origin = Origin::Anywhere;
+        Request {
+            state: State::Receiving(receive),
+            _not_send: PhantomData,
+        }
+        .wait()
+    }
+
     /// Whether a message of `context` from `from` with `tag` waits,
     /// without polling. For the group module (a collective's abort).
     pub(crate) fn peek_in(&self, context: u32, from: Source, tag: TagMatch) -> bool {

@@ -79,7 +79,6 @@
 //!
 //! [`Notify::HostAdd`]: crate::Notify::HostAdd
 
-use crate::address::Source;
 use crate::control::{Control, HostEntry, VmAnswer, VmOp};
 use crate::lock;
 use crate::mailbox::{remote_message, MailboxTable};
@@ -243,11 +242,7 @@ impl Endpoint {
             router.vm.close(request);
             return Err(VmError::LauncherLost);
         }
-        let answer = self.recv_in(
-            ANSWER_CONTEXT,
-            Source::Node(router.id),
-            TagMatch::from(request),
-        );
+        let answer = self.recv_driven(ANSWER_CONTEXT, TagMatch::from(request));
         let message = match answer {
             Ok(m) => m,
             Err(RecvError::Finalized) => return Err(VmError::Finalized),

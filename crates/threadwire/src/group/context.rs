@@ -14,7 +14,8 @@
 //! group's home ([`named::protocol::REPLY_CONTEXT`](super::named::protocol)),
 //! `u32::MAX - 1` the answers to active-message requests (`am`), and
 //! `u32::MAX - 3` the results of remotely spawned threads
-//! (`remote_spawn`).
+//! (`remote_spawn`), and `u32::MAX - 4` the launcher's answers to a
+//! thread's requests to grow or shrink the machine (`vm`).
 //!
 //! Id 0 is not a group: context 0 is plain point-to-point between
 //! endpoints, and contexts 1 and 2 carry the agreement that builds a group
