@@ -28,6 +28,7 @@ const PING: u32 = 1;
 const PONG: u32 = 2;
 const HELLO: u32 = 3;
 const DONE: u32 = 4;
+const SUMMED: u32 = 5;
 const EXITS: u32 = 50;
 const HOST_ADDED: u32 = 51;
 const HOST_GONE: u32 = 52;
@@ -213,6 +214,9 @@ fn hosts_n0(ep: &Endpoint) {
     }
     println!("n0: every joiner answered");
     println!("n0: sum of ids {}", sum_ids(ep, 6));
+    for &n in &added {
+        ep.recv(Address::new(n, 0), SUMMED).expect("summed");
+    }
     assert!(matches!(
         ep.remove_hosts(&["local"]),
         Err(VmError::Refused(_))
@@ -281,8 +285,12 @@ fn hosts_joiner(ep: &Endpoint) {
     ep.send(Address::new(0, 0), PONG, (id * 10).to_le_bytes().to_vec())
         .expect("pong");
     println!("n{id}: sum of ids {}", sum_ids(ep, 6));
-    // Until its host is removed.
+    ep.send(Address::new(0, 0), SUMMED, Vec::new())
+        .expect("summed");
+    // Until its host is removed. The others may give it up (and close
+    // their connections) a moment before the launcher's kill lands.
     let _ = ep.recv(Address::new(0, 0), NEVER);
+    std::thread::sleep(Duration::from_secs(30));
     panic!("n{id} outlived its host");
 }
 
