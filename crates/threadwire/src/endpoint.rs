@@ -201,7 +201,10 @@ impl Endpoint {
 
     fn origin(&self, from: Source) -> Origin {
         match from.node() {
-            Some(n) if n == self.address.node => Origin::Local,
+            Some(n) if n == self.address.node && !self.node.shared.router.notify.hosts_watched() => {
+                Origin::Local
+            }
+            Some(n) if n == self.address.node => Origin::Anywhere,
             Some(n) => Origin::Peer(n),
             None => Origin::Anywhere,
         }

@@ -151,6 +151,10 @@ pub enum RecvError {
     /// This node has finalized.
     #[error("receive after finalize")]
     Finalized,
+    /// The receive was in a group that a member revoked
+    /// ([`Group::revoke`](crate::Group::revoke)).
+    #[error("receive: the group was revoked")]
+    Revoked,
     /// The receive was cancelled before any message matched it
     /// ([`Request::cancel`](crate::Request::cancel)).
     #[error("receive cancelled")]

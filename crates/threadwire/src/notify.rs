@@ -94,6 +94,13 @@
 //!    subscriptions are removed, so nothing accumulates for a thread that
 //!    can no longer receive.
 //!
+//! 6. Host notifications come from the launcher's `Hosts` messages, which
+//!    the progress engine reads from the control connection and delivers
+//!    from this node's thread 0. A receive naming this node normally
+//!    waits without polling (only its own threads can satisfy it); while
+//!    a host subscription is pending, it polls like any other, so that
+//!    the notification arrives at once.
+//!
 //! Steps 1 and 2 both run under the lock, and use the exits recorded
 //! there, so every notification is delivered exactly once: a subscription
 //! made while a node is being lost gets it from step 1 or from step 2,
@@ -105,7 +112,7 @@ use crate::mailbox::{remote_message, MailboxTable};
 use crate::node::NodeShared;
 use crate::control::HostEntry;
 use crate::{Endpoint, LossCause, Message, PeerLost, Tag};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use threadwire_wire::{Encoding, Packer, UnpackError};
 
@@ -350,6 +357,10 @@ impl Endpoint {
 pub(crate) struct Notifications {
     /// The most nodes the job may have.
     capacity: u32,
+    /// Host subscriptions pending: while there are any, a receive from
+    /// this node polls too, since the engine delivers host notifications
+    /// from the control connection (step 6).
+    host_watchers: AtomicUsize,
     state: Mutex<State>,
 }
 
@@ -386,6 +397,7 @@ impl Notifications {
     pub(crate) fn new(nodes: u32, capacity: u32) -> Notifications {
         Notifications {
             capacity,
+            host_watchers: AtomicUsize::new(0),
             state: Mutex::new(State {
                 next_id: 0,
                 subscriptions: Vec::new(),
@@ -394,6 +406,22 @@ impl Notifications {
                 hosts: None,
             }),
         }
+    }
+
+    /// Whether a thread waits for a host's notification (step 6).
+    #[inline]
+    pub(crate) fn hosts_watched(&self) -> bool {
+        self.host_watchers.load(Ordering::Relaxed) != 0
+    }
+
+    /// Counts the host subscriptions again, under the lock.
+    fn recount(&self, s: &State) {
+        let n = s
+            .subscriptions
+            .iter()
+            .filter(|sub| matches!(sub.event, Notify::HostAdd | Notify::HostDelete(_)))
+            .count();
+        self.host_watchers.store(n, Ordering::Relaxed);
     }
 
     /// Whether every other node has exited and no more can join.
@@ -447,6 +475,7 @@ impl Notifications {
             return Ok(None);
         }
         s.subscriptions.push(sub);
+        self.recount(&s);
         Ok(Some(id))
     }
 
@@ -488,6 +517,7 @@ impl Notifications {
                 _ => true,
             });
         }
+        self.recount(&s);
     }
 
     /// Step 2: `lost` has exited. Unless an exit of that node was
@@ -523,6 +553,7 @@ impl Notifications {
         let mut s = lock(&self.state);
         let before = s.subscriptions.len();
         s.subscriptions.retain(|sub| sub.id != id);
+        self.recount(&s);
         s.subscriptions.len() != before
     }
 
@@ -535,9 +566,9 @@ impl Notifications {
 
     /// Step 5: `thread` has finished.
     pub(crate) fn thread_finished(&self, thread: u32) {
-        lock(&self.state)
-            .subscriptions
-            .retain(|sub| sub.thread != thread);
+        let mut s = lock(&self.state);
+        s.subscriptions.retain(|sub| sub.thread != thread);
+        self.recount(&s);
     }
 }
 

@@ -106,6 +106,8 @@ pub(crate) struct Router {
     pub(crate) agreements: crate::group::agree::Table,
     /// Requests to the launcher to grow or shrink the machine (`vm`).
     pub(crate) vm: crate::vm::Requests,
+    /// Groups revoked for this node's members (`group::revoke`).
+    pub(crate) revoked: crate::group::revoke::Table,
 }
 
 impl Router {
@@ -141,6 +143,7 @@ impl Router {
             notify: crate::notify::Notifications::new(nodes, capacity),
             agreements: Default::default(),
             vm: Default::default(),
+            revoked: Default::default(),
         }
     }
 

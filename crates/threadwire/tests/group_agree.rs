@@ -154,3 +154,27 @@ fn a_coordinator_lost_at_each_step_of_its_decision_leaves_one_answer() {
         }
     }
 }
+
+/// A member finds a failure and revokes the group: the other survivor,
+/// blocked in a receive the failure does not touch, returns `Revoked`;
+/// every later operation but agree and shrink fails alike; the survivors
+/// shrink the group and go on.
+#[test]
+fn a_revoked_group_stops_every_member_and_shrinks() {
+    for channel in ["shm", "tcp"] {
+        let out = support::run(
+            support::job(3, "node-agree")
+                .args(["revoke"])
+                .env(threadwire::env::CHANNEL, channel)
+                .on_failure(FailurePolicy::Continue),
+        );
+        assert!(!out.report.timed_out, "the job hung:\n{}", out.transcript());
+        out.line(1, "n1: barrier failed: a member is gone");
+        out.line(1, "n1: revoked");
+        out.line(0, "n0: receive from n1 ended: the group was revoked");
+        for n in 0..2 {
+            out.line(n, &format!("n{n}: survivors 2 sum 2"));
+            out.line(n, "agree revoke: ok");
+        }
+    }
+}

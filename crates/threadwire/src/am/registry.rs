@@ -75,7 +75,11 @@ impl Registry {
             super::reports::REPORT_HANDLER,
             Run::Inline(Arc::new(super::reports::serve)),
         );
-        let entries = [spawn, machine, report]
+        let revoke = (
+            crate::group::revoke::HANDLER,
+            Run::Inline(Arc::new(crate::group::revoke::serve)),
+        );
+        let entries = [spawn, machine, report, revoke]
             .into_iter()
             .chain(crate::group::agree::builtins())
             .map(|(name, run)| {

@@ -166,6 +166,7 @@ impl Group {
         args: Option<Args>,
         body: impl AsyncFnOnce(&Call) -> Result<R, CollError>,
     ) -> Result<R, CollError> {
+        self.check_revoked()?;
         let check = self.check_call(args);
         let call = self.call(path);
         let first = check.as_ref().map_or(call.index, |(check, _)| check.index);
@@ -204,10 +205,12 @@ impl Group {
         args: Option<Args>,
         body: impl AsyncFnOnce(&Call) -> Result<R, CollError> + 'static,
     ) -> CollRequest<R> {
+        let revoked = self.check_revoked();
         let check = self.check_call(args);
         let call = self.call(path);
         let first = check.as_ref().map_or(call.index, |(check, _)| check.index);
         schedule::nonblocking(&self.comm, first, async move {
+            revoked?;
             call.run(async {
                 if let Some((check, args)) = check {
                     check::agree(&check, &call, args).await?;

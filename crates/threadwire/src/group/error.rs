@@ -90,6 +90,10 @@ pub enum CollError {
     /// A member's node is gone.
     #[error("a member is gone: {0}")]
     PeerLost(PeerLost),
+    /// A member revoked the group ([`Group::revoke`]): only `agree` and
+    /// `shrink` still run on it.
+    #[error("the group was revoked")]
+    Revoked,
     /// Every group id is in use at some member.
     #[error("no group id is free at every member")]
     ContextsExhausted,
@@ -114,6 +118,7 @@ impl From<RecvError> for CollError {
         match e {
             RecvError::PeerLost(lost) => CollError::PeerLost(lost),
             RecvError::NoSuchNode(n) => CollError::NoSuchEndpoint(Address::new(n, 0)),
+            RecvError::Revoked => CollError::Revoked,
             _ => CollError::Finalized,
         }
     }
@@ -123,7 +128,10 @@ impl CollError {
     /// Whether the other members must be told: not for a lost node (each
     /// member sees the loss itself) nor after finalize (nothing can be sent).
     pub(crate) fn travels(&self) -> bool {
-        !matches!(self, CollError::PeerLost(_) | CollError::Finalized)
+        !matches!(
+            self,
+            CollError::PeerLost(_) | CollError::Finalized | CollError::Revoked
+        )
     }
 
     /// Whether every member whose arguments agree finds it alike (the

@@ -141,6 +141,7 @@
 //! call), and thresholds moved by measurement.
 
 pub(crate) mod agree;
+pub(crate) mod revoke;
 mod algorithms;
 mod check;
 pub mod context;
@@ -347,6 +348,7 @@ impl Group {
     /// only the group's receives match it. (The payload is not given back
     /// on failure.)
     pub fn send(&self, to: usize, tag: Tag, data: impl Into<Payload>) -> Result<(), CollError> {
+        self.check_revoked()?;
         let to = self.member(to)?;
         let c = &self.comm;
         c.ep.send_in(context::p2p_context(self.id), to, tag, data.into())
@@ -361,6 +363,7 @@ impl Group {
         tag: Tag,
         data: impl Into<Payload>,
     ) -> Result<crate::SendRequest, CollError> {
+        self.check_revoked()?;
         let to = self.member(to)?;
         let c = &self.comm;
         Ok(c.ep.isend_in(context::p2p_context(self.id), to, tag, data.into()))
@@ -373,14 +376,21 @@ impl Group {
         from: Option<usize>,
         tag: impl Into<TagMatch>,
     ) -> Result<RecvRequest, CollError> {
+        self.check_revoked()?;
         let source = match from {
             Some(r) => Source::Thread(self.member(r)?),
             None => Source::Any,
         };
-        Ok(self
+        let mut request = self
             .comm
             .ep
-            .irecv_in(context::p2p_context(self.id), source, tag.into()))
+            .irecv_in(context::p2p_context(self.id), source, tag.into());
+        // Revoked while it was being posted (`revoke`, step 3): the sweep
+        // may have missed it.
+        if self.check_revoked().is_err() && request.cancel() {
+            return Err(CollError::Revoked);
+        }
+        Ok(request)
     }
 
     /// Receives in the group's point-to-point context from member `from`
@@ -393,6 +403,7 @@ impl Group {
     /// A new group of the same members in the same order, with contexts
     /// of its own (collective).
     pub fn dup(&self) -> Result<Group, CollError> {
+        self.check_revoked()?;
         let (k, tag) = collectives::agree_on_id(&self.comm)?;
         Ok(Group::with_id(
             &self.comm.ep,
@@ -407,6 +418,7 @@ impl Group {
     /// form a new group, ranked by `key` and then by rank here; `None`
     /// (MPI's `UNDEFINED`) joins none and returns `None`.
     pub fn split(&self, color: Option<u32>, key: i64) -> Result<Option<Group>, CollError> {
+        self.check_revoked()?;
         let (k, tag, all) = collectives::split_agreement(&self.comm, color, key)?;
         let Some(color) = color else {
             return Ok(None);

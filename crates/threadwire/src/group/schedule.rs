@@ -125,6 +125,7 @@ impl IdLease {
 
 impl Drop for IdLease {
     fn drop(&mut self) {
+        self.node.router.revoked.forget(self.thread, self.id);
         self.node.contexts.release(self.thread, self.id);
     }
 }
@@ -214,6 +215,16 @@ impl Comm {
                 .borrow_mut()
                 .retain(|(_, call)| call.try_borrow().map_or(true, |c| !c.is_complete()));
         }
+    }
+
+    /// Whether a member revoked the group for this one (`revoke`, step 3).
+    pub(crate) fn revoked(&self) -> bool {
+        let router = &self.node().router;
+        if !router.revoked.any() {
+            return false;
+        }
+        let thread = self.ep.address().thread;
+        router.revoked.is_marked((thread, self.collective >> 2, super::revoke::fingerprint(&self.members)))
     }
 
     /// A lost member's node, checked only when the node's failure count
@@ -511,6 +522,9 @@ impl Call {
 
     /// Why waiting on this call must stop, if it must (rule 4).
     pub(crate) fn interrupted(&self) -> Option<CollError> {
+        if self.comm.revoked() {
+            return Some(CollError::Revoked);
+        }
         self.comm.member_lost().or_else(|| self.abort_heard())
     }
 
@@ -518,6 +532,9 @@ impl Call {
     /// failed (not merely finished), or an abort of this call arrived.
     pub(crate) fn failed_or_aborted(&self) -> Option<CollError> {
         let any_loss = self.comm.node().router.failures.load(Ordering::SeqCst) != 0;
+        if self.comm.revoked() {
+            return Some(CollError::Revoked);
+        }
         any_loss
             .then(|| self.comm.failed_member())
             .flatten()

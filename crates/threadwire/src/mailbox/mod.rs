@@ -204,6 +204,30 @@ impl Mailbox {
     }
 }
 
+impl Mailbox {
+    /// Fails every posted receive in one of `contexts` with `error` (a
+    /// revoked group's, `group::revoke`), and wakes the owner.
+    pub(crate) fn fail_contexts(&self, contexts: &[u32], error: &RecvError) {
+        let mut hit = Vec::new();
+        {
+            let mut q = lock(&self.queues);
+            q.posted.retain(|p| {
+                let affected = contexts.contains(&p.context);
+                if affected {
+                    hit.push(p.slot.clone());
+                }
+                !affected
+            });
+        }
+        for slot in &hit {
+            // SAFETY: removed from the posted queue above, under the lock:
+            // this is its one completion (slot rule 1).
+            unsafe { slot.complete(Err(error.clone()), 0) };
+        }
+        self.wake_owner();
+    }
+}
+
 fn take_unexpected(
     q: &mut Queues,
     context: u32,

@@ -340,13 +340,6 @@ impl ProgressEngine {
                     self.sleep_as_candidate(parker, self.idle_timeout());
                 } else {
                     parker.park_timeout(self.idle_timeout());
-                    // A safety net, not a path: what the progress engine
-                    // itself delivers from this node (a host's
-                    // notification) arrives even if every thread of the
-                    // node waits on its own node, within one timeout.
-                    if !done() {
-                        self.try_progress(router);
-                    }
                 }
             }
         })

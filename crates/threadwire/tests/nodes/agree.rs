@@ -9,6 +9,11 @@
 //!   it, right after a barrier), while every survivor agrees on
 //!   `flag = (node != 2)`, then shrinks the group and runs an allreduce
 //!   in it, then agrees once more in the new group.
+//! - `revoke` (3 nodes): n2 kills itself after a barrier. n0 waits in a
+//!   group receive from n1 that n1 will never send; n1 finds n2 lost in
+//!   a barrier and
+//!   revokes the group: n0's receives end with `Revoked`, a barrier
+//!   fails alike, and both survivors shrink the group and reduce in it.
 //!
 //! Survivors print `agreement <i>: <flag> <failed ranks>` for each
 //! agreement (the test compares them across nodes) and `agree <mode>: ok`.
@@ -80,7 +85,44 @@ fn main() {
             let b = survivors.agree(true).expect("agree again");
             println!("agreement 1: {} {:?}", b.flag, b.failed);
         }
+        "revoke" => revoke(&ep, &world),
         other => panic!("unknown mode {other}"),
     }
     println!("agree {mode}: ok");
+}
+
+/// The `revoke` mode (module docs).
+fn revoke(ep: &threadwire::Endpoint, world: &Group) {
+    use threadwire::CollError;
+    let me = ep.address().node;
+    match me {
+        2 => kill_self(),
+        1 => {
+            // The barrier fails once n2 is found lost.
+            let e = world.barrier().expect_err("a barrier with n2 dead");
+            assert!(matches!(e, CollError::PeerLost(_)), "{e:?}");
+            println!("n1: barrier failed: {e}");
+            world.revoke();
+            println!("n1: revoked");
+        }
+        _ => {
+            // Waits on a live member: n2's loss alone would never end it.
+            let e = world.recv(Some(1), 7).expect_err("n1 never sends");
+            assert_eq!(e, CollError::Revoked);
+            println!("n0: receive from n1 ended: {e}");
+        }
+    }
+    assert_eq!(world.barrier(), Err(CollError::Revoked));
+    assert_eq!(
+        world.send(0, 1, Vec::new()).unwrap_err(),
+        CollError::Revoked
+    );
+    assert_eq!(world.recv(None, 1).unwrap_err(), CollError::Revoked);
+    world.revoke(); // again: nothing changes
+    let survivors = world.shrink().expect("shrink a revoked group");
+    let mut sum = [1u64];
+    survivors
+        .allreduce(&mut sum, Op::Sum)
+        .expect("allreduce among survivors");
+    println!("n{me}: survivors {} sum {}", survivors.size(), sum[0]);
 }
