@@ -23,7 +23,10 @@
 //!
 //! A node numbered `k` is the `k`-th process of the job, whenever it
 //! started: nodes only join at the end, and a gone node's number is never
-//! given again. [`Node::nodes`](crate::Node::nodes) counts the numbers
+//! given again. Groups keep their members: to include new nodes, make a
+//! new group with them ([`Group::new`](crate::Group::new) with their
+//! addresses). Named groups (`group::named`) work for joiners too; their
+//! names stay homed on the nodes the job started with. [`Node::nodes`](crate::Node::nodes) counts the numbers
 //! given out so far, gone nodes included; [`Endpoint::machine`] says which
 //! are alive. A job may grow up to `threadwire run --max-nodes` (default
 //! 1024; `THREADWIRE_MAX_NODES` in the [environment contract](crate::env)).

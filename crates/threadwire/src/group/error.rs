@@ -90,7 +90,7 @@ pub enum CollError {
     /// A member's node is gone.
     #[error("a member is gone: {0}")]
     PeerLost(PeerLost),
-    /// A member revoked the group ([`Group::revoke`]): only `agree` and
+    /// A member revoked the group ([`Group::revoke`](super::Group::revoke)): only `agree` and
     /// `shrink` still run on it.
     #[error("the group was revoked")]
     Revoked,

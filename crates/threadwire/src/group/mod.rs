@@ -249,7 +249,11 @@ impl Group {
     }
 
     /// Thread 0 of every node, ranked by node. Called by thread 0 of
-    /// every node.
+    /// every node. In a job that grows ([`Endpoint::add_nodes`]), every
+    /// node the caller counts ([`Node::nodes`](crate::Node::nodes)): make
+    /// it once every member counts the same nodes (a list with
+    /// [`Group::new`] needs no such care). A group never gains members:
+    /// the nodes that join later make a new one.
     pub fn world(ep: &Endpoint) -> Result<Group, CollError> {
         Group::world_threads(ep, 1)
     }
