@@ -196,7 +196,8 @@ impl Driver {
     /// read; `true` if it returned `true` for all.
     fn each_ring(&self, router: &Router, mut f: impl FnMut(&ShmChannel) -> bool) -> bool {
         let mut all = true;
-        for (j, p) in router.peers.iter().enumerate() {
+        // The job's nodes so far, not the tables' whole capacity.
+        for (j, p) in router.peers[..router.nodes() as usize].iter().enumerate() {
             if let (Some(ring), true) = (p.shm(), router.readable(j as u32)) {
                 all &= f(ring);
             }

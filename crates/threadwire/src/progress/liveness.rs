@@ -196,7 +196,7 @@ fn check(router: &Router, engine: &ProgressEngine, timeout: Duration) {
             heartbeat(launcher, timeout_ms);
         }
     }
-    for (j, peer) in router.peers.iter().enumerate() {
+    for (j, peer) in router.peers[..router.nodes() as usize].iter().enumerate() {
         let j = j as u32;
         let Some(tcp) = peer.tcp().and_then(Channel::as_tcp) else {
             continue;
