@@ -32,8 +32,10 @@ pub const HEADER_LEN: usize = 32;
 /// The protocol version this build speaks; peers must match exactly, so
 /// that nodes of different builds refuse each other at the handshake
 /// instead of dropping the connection at the first frame one of them does
-/// not know. 2: active messages (`Am`, `AmAt`) and heartbeats.
-pub const PROTOCOL_VERSION: u8 = 2;
+/// not know. 2: active messages (`Am`, `AmAt`) and heartbeats. 3: the
+/// control protocol of a job that grows (`Vm`, `Grown`, `Hosts`, the
+/// directory's gone nodes).
+pub const PROTOCOL_VERSION: u8 = 3;
 const MAGIC: [u8; 2] = *b"TW";
 /// The source thread of every bulk frame ([`FrameHeader::bulk`]): they are
 /// sent by a node's progress engine, not by the thread that announced the
