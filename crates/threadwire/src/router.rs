@@ -106,6 +106,9 @@ pub(crate) struct Router {
     pub(crate) agreements: crate::group::agree::Table,
     /// Requests to the launcher to grow or shrink the machine (`vm`).
     pub(crate) vm: crate::vm::Requests,
+    /// Thread numbers given out so far ([`crate::Node::threads_started`]);
+    /// here so that the driver can tell the launcher (control step 10).
+    pub(crate) threads: AtomicU32,
 }
 
 impl Router {
@@ -141,6 +144,7 @@ impl Router {
             notify: crate::notify::Notifications::new(nodes, capacity),
             agreements: Default::default(),
             vm: Default::default(),
+            threads: AtomicU32::new(0),
         }
     }
 
