@@ -33,6 +33,79 @@ pub enum Command {
     /// Emulated hosts: network namespaces on a bridge, links shaped with tc (needs root).
     #[command(subcommand)]
     Net(Net),
+    /// See and change a running job's machine, as PVM's console: without a
+    /// request, list this user's running jobs.
+    Vm(VmArgs),
+}
+
+#[derive(Args)]
+#[command(after_help = "\
+Every job `threadwire run` starts opens a console: a Unix-domain socket named by
+its job id in a directory of this user's alone ($THREADWIRE_CONSOLE_DIR, else
+$XDG_RUNTIME_DIR/threadwire, else /tmp/threadwire-<uid>; mode 0700, sockets
+0600), removed when the job ends. `threadwire vm` talks to it; so may anything
+that writes one request line to the socket (threadwire_launch::console has the
+protocol).
+
+Examples:
+  threadwire vm                                 # running jobs of this user
+  threadwire vm nodes                           # the one running job's nodes
+  threadwire vm --job 3f2a hosts                # a job named by an id prefix
+  threadwire vm add-hosts netns:twh1
+  threadwire vm add-nodes 2 --host netns:twh1  # 2 more of the job's program
+  threadwire vm add-nodes 1 -- ./worker --fast  # another program, its arguments
+  threadwire vm remove-hosts netns:twh1        # kills the nodes on it")]
+pub struct VmArgs {
+    /// The job to talk to: its id as `threadwire vm` lists it (16 hex
+    /// digits, THREADWIRE_JOB), or a prefix of it; needed when several jobs
+    /// run.
+    #[arg(long, value_name = "ID", global = true)]
+    pub job: Option<String>,
+    #[command(subcommand)]
+    pub request: Option<VmRequest>,
+}
+
+#[derive(Subcommand, Clone)]
+pub enum VmRequest {
+    /// The job's host table: number, name, present or removed, and the
+    /// live nodes on each (PVM's `conf`).
+    Hosts,
+    /// Every node: number, host, pid, threads started, listen address and
+    /// state — joining, running, finished, failed (with the cause) or
+    /// killed (host removed) (PVM's `ps -a`). A node that does not say its
+    /// thread count within 1 s shows `?`.
+    Nodes,
+    /// Add hosts (`local`, `netns:NAME`, `ssh:HOST`) to the job's host
+    /// table; one present already is left as it is (PVM's `add`).
+    AddHosts {
+        #[arg(required = true, value_name = "HOST")]
+        hosts: Vec<String>,
+    },
+    /// Remove hosts from the job, killing the nodes that run on them; their
+    /// peers are told, the job goes on (PVM's `delete`).
+    RemoveHosts {
+        #[arg(required = true, value_name = "HOST")]
+        hosts: Vec<String>,
+    },
+    /// Start N processes that join the job — of its program and arguments,
+    /// or of PROGRAM ARGS — on its hosts in turn or on --host, and print
+    /// their node numbers once all have joined (PVM's `spawn`).
+    AddNodes {
+        /// How many.
+        #[arg(value_parser = clap::value_parser!(u32).range(1..))]
+        count: u32,
+        /// On this host (added to the job's if it is not there).
+        #[arg(long, value_name = "HOST")]
+        host: Option<String>,
+        /// Another program than the job's (a path every host has), and its
+        /// arguments.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "PROGRAM ARGS"
+        )]
+        program: Vec<OsString>,
+    },
 }
 
 #[derive(Subcommand)]

@@ -8,13 +8,14 @@ mod render;
 mod suite;
 
 use anyhow::{Context, Result};
-use args::{App, Cli, Command, JobArgs, Net, Prefix};
+use args::{App, Cli, Command, JobArgs, Net, Prefix, VmArgs, VmRequest};
 use bench::Outcome;
 use clap::Parser;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
+use threadwire_launch::console::{self, RunningJob};
 use threadwire_launch::{FailurePolicy, JobSpec};
 
 fn main() {
@@ -106,6 +107,7 @@ fn dispatch(cli: Cli) -> Result<Outcome> {
                 }
             }
         }
+        Command::Vm(args) => exit(vm(args)?),
         Command::Info => {
             println!("threadwire {}", env!("CARGO_PKG_VERSION"));
             println!("environment contract: see the threadwire::env module docs");
@@ -150,4 +152,122 @@ fn launch(job: &JobArgs, program: PathBuf, args: Vec<OsString>) -> Result<i32> {
         render::stats(&report);
     }
     Ok(report.status)
+}
+
+/// `threadwire vm`: lists this user's running jobs, or sends one job's
+/// console a request and shows the answer.
+fn vm(args: VmArgs) -> Result<i32> {
+    let dir = console::dir();
+    let jobs = console::running_jobs()
+        .with_context(|| format!("reading the console directory {}", dir.display()))?;
+    let Some(request) = args.request else {
+        let mut rows = Vec::new();
+        for job in named_jobs(&jobs, args.job.as_deref())? {
+            // A job that ends meanwhile is left out.
+            if let Ok(mut answer) = console::ask(&job.socket, &["job"]) {
+                rows.append(&mut answer);
+            }
+        }
+        match rows.is_empty() {
+            true => println!(
+                "no running jobs of this user (consoles in {})",
+                dir.display()
+            ),
+            false => render::vm_jobs(&rows),
+        }
+        return Ok(0);
+    };
+    let job = match named_jobs(&jobs, args.job.as_deref())?.as_slice() {
+        [] => anyhow::bail!(
+            "no job of this user is running (no console in {})",
+            dir.display()
+        ),
+        [one] => one.clone(),
+        several => anyhow::bail!(
+            "{} jobs are running ({}); name one with --job ID",
+            several.len(),
+            several
+                .iter()
+                .map(|j| format!("{:016x}", j.id))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut fields: Vec<String> = match &request {
+        VmRequest::Hosts => vec!["hosts".into()],
+        VmRequest::Nodes => vec!["nodes".into()],
+        VmRequest::AddHosts { hosts } => [vec!["add-hosts".into()], hosts.clone()].concat(),
+        VmRequest::RemoveHosts { hosts } => [vec!["remove-hosts".into()], hosts.clone()].concat(),
+        VmRequest::AddNodes { count, host, .. } => {
+            let mut f = vec!["add-nodes".into(), count.to_string()];
+            if let Some(h) = host {
+                f.extend(["--host".into(), h.clone()]);
+            }
+            f
+        }
+    };
+    if let VmRequest::AddNodes { program, .. } = &request {
+        let mut program = program.iter();
+        if let Some(exe) = program.next() {
+            // The launcher runs elsewhere: a relative path is the user's.
+            let exe = PathBuf::from(exe);
+            let exe = match exe.is_relative() && exe.components().count() > 1 {
+                true => std::env::current_dir()?.join(exe),
+                false => exe,
+            };
+            fields.push("--".into());
+            for f in std::iter::once(exe.into_os_string()).chain(program.cloned()) {
+                let f = f
+                    .into_string()
+                    .map_err(|f| anyhow::anyhow!("{f:?} is not UTF-8 text"))?;
+                fields.push(f);
+            }
+        }
+    }
+    let rows =
+        console::ask(&job.socket, &fields).with_context(|| format!("job {:016x}", job.id))?;
+    match request {
+        VmRequest::Hosts => render::vm_hosts(&rows),
+        VmRequest::Nodes => render::vm_nodes(&rows),
+        VmRequest::AddHosts { hosts } => println!("hosts added: {}", hosts.join(" ")),
+        VmRequest::RemoveHosts { hosts } => {
+            println!("hosts removed: {}", hosts.join(" "));
+            println!("nodes killed: {}", render::node_list(&rows));
+        }
+        VmRequest::AddNodes { .. } => println!("nodes added: {}", render::node_list(&rows)),
+    }
+    Ok(0)
+}
+
+/// The running jobs `--job` names: all of them without it, else those
+/// whose id starts with it (an error if none does).
+fn named_jobs(jobs: &[RunningJob], named: Option<&str>) -> Result<Vec<RunningJob>> {
+    let Some(named) = named else {
+        return Ok(jobs.to_vec());
+    };
+    let prefix = named.trim().to_ascii_lowercase();
+    if prefix.is_empty() || prefix.len() > 16 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+        anyhow::bail!("--job {named:?}: a job id is up to 16 hex digits");
+    }
+    let found: Vec<RunningJob> = jobs
+        .iter()
+        .filter(|j| format!("{:016x}", j.id).starts_with(&prefix))
+        .cloned()
+        .collect();
+    if found.is_empty() {
+        anyhow::bail!(
+            "no running job of this user has id {prefix}{}",
+            match jobs.is_empty() {
+                true => String::new(),
+                false => format!(
+                    " (running: {})",
+                    jobs.iter()
+                        .map(|j| format!("{:016x}", j.id))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
+        );
+    }
+    Ok(found)
 }

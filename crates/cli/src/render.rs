@@ -1,5 +1,5 @@
-//! How the command shows a job's events, its counters and a net of
-//! emulated hosts; the benchmarks' reports write themselves
+//! How the command shows a job's events, its counters, a running job's
+//! machine (`threadwire vm`) and a net of emulated hosts; the benchmarks' reports write themselves
 //! (`threadwire_bench::report`).
 
 use std::io::Write;
@@ -96,5 +96,95 @@ pub fn net(net: &threadwire_testbed::net::Net) {
     println!("host file for `threadwire run --hosts FILE`:");
     for h in &net.hosts {
         println!("netns:{}", h.name);
+    }
+}
+
+/// Rows under headers, each column as wide as its widest cell; the last
+/// column is not padded.
+fn table(headers: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut text = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            match i + 1 == cells.len() {
+                true => text += cell,
+                false => text += &format!("{cell:<w$}  "),
+            }
+        }
+        println!("{}", text.trim_end());
+    };
+    line(headers.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}
+
+/// A cell of an answer row, `?` where the row is short.
+fn cell(row: &[String], i: usize) -> String {
+    row.get(i).cloned().unwrap_or_else(|| "?".into())
+}
+
+/// `threadwire vm`: the running jobs, from their consoles' `job` rows.
+pub fn vm_jobs(rows: &[Vec<String>]) {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let up = cell(r, 5).parse::<u64>().map_or_else(
+                |_| "?".to_string(),
+                |s| match s {
+                    0..=59 => format!("{s}s"),
+                    60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+                    _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+                },
+            );
+            let nodes = format!("{} of {}", cell(r, 2), cell(r, 3));
+            vec![cell(r, 0), nodes, cell(r, 4), up, cell(r, 1)]
+        })
+        .collect();
+    table(&["JOB", "LIVE NODES", "HOSTS", "UP", "PROGRAM"], &rows);
+}
+
+/// `threadwire vm hosts`.
+pub fn vm_hosts(rows: &[Vec<String>]) {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| vec![cell(r, 0), cell(r, 1), cell(r, 2), cell(r, 3)])
+        .collect();
+    table(&["HOST", "NAME", "STATE", "NODES"], &rows);
+}
+
+/// `threadwire vm nodes`: the state last, as it may be long.
+pub fn vm_nodes(rows: &[Vec<String>]) {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let node = format!("n{}", cell(r, 0));
+            vec![
+                node,
+                cell(r, 1),
+                cell(r, 2),
+                cell(r, 5),
+                cell(r, 4),
+                cell(r, 3),
+            ]
+        })
+        .collect();
+    table(
+        &["NODE", "HOST", "PID", "THREADS", "ADDRESS", "STATE"],
+        &rows,
+    );
+}
+
+/// Node numbers of an answer's rows, as `n4 n5`, or `none`.
+pub fn node_list(rows: &[Vec<String>]) -> String {
+    let nodes: Vec<String> = rows.iter().map(|r| format!("n{}", cell(r, 0))).collect();
+    match nodes.is_empty() {
+        true => "none".into(),
+        false => nodes.join(" "),
     }
 }

@@ -54,7 +54,8 @@ pub enum Event {
         /// The report, as the node sent it.
         data: Vec<u8>,
     },
-    /// The machine changed at a node's request (`threadwire::vm`): nodes
+    /// The machine changed at a node's request (`threadwire::vm`) or the
+    /// console's (`threadwire vm`, [`console`](crate::console)): nodes
     /// added, hosts added or removed; in words, for the event log.
     Machine(String),
     /// A node has joined; `routes[j]` names the channel it uses to node

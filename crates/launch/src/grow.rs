@@ -2,7 +2,10 @@
 //! machine (`threadwire::vm` has the protocol, steps 1–6).
 //!
 //! 1. A node's `Vm` request arrives on its control connection
-//!    (`Internal::Vm`). Adding nodes waits while an earlier batch is
+//!    (`Internal::Vm`), or a user's from `threadwire vm` on the job's
+//!    console (`console` module): either is a [`Requester`], and is
+//!    answered the same way, on the node's control connection or to the
+//!    console's client. Adding nodes waits while an earlier batch is
 //!    still joining; adding or removing hosts is done at once.
 //! 2. Adding nodes: the next node numbers are given out (the rendezvous
 //!    [`Door`](crate::rendezvous) accepts them from then on) and the
@@ -21,6 +24,7 @@
 //!    job is not failed) and marks the hosts removed; adding hosts appends
 //!    them. Every change of the host table goes to every node.
 
+use crate::console::Reply;
 use crate::event::Event;
 use crate::hosts::{Host, HostError};
 use crate::job::{Job, Slot};
@@ -87,6 +91,14 @@ impl HostTable {
         (self.entries[h].host.clone(), self.entries[h].gateway)
     }
 
+    /// Each host's name and whether it is present, by number.
+    pub(crate) fn names(&self) -> Vec<(String, bool)> {
+        self.entries
+            .iter()
+            .map(|e| (e.host.to_string(), e.present))
+            .collect()
+    }
+
     /// The table as the nodes get it.
     pub(crate) fn control(&self) -> Control {
         Control::Hosts {
@@ -120,12 +132,39 @@ impl HostTable {
     }
 }
 
+/// Who asked to change the machine (step 1), and so where the answer goes.
+#[derive(Clone)]
+pub(crate) enum Requester {
+    /// A node, with its number for the request.
+    Node { node: u32, request: u32 },
+    /// A user at the shell, on the job's console (`threadwire vm`).
+    Console(Reply),
+}
+
+impl Requester {
+    /// The asking node, if a node asked.
+    fn node(&self) -> Option<u32> {
+        match self {
+            Requester::Node { node, .. } => Some(*node),
+            Requester::Console(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Requester {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Requester::Node { node, .. } => write!(f, "n{node}"),
+            Requester::Console(_) => write!(f, "the console"),
+        }
+    }
+}
+
 /// Added nodes joining now (steps 2–4).
 pub(crate) struct Batch {
     first: u32,
     count: u32,
-    requester: u32,
-    request: u32,
+    requester: Requester,
     pub(crate) deadline: Instant,
     directory_sent: bool,
     /// Why members did not join.
@@ -146,14 +185,13 @@ impl Job<'_> {
     /// Step 1.
     pub(crate) fn on_vm(
         &mut self,
-        node: u32,
-        request: u32,
+        requester: Requester,
         op: VmOp,
         on_event: &mut impl FnMut(&Event),
     ) {
         let answer = match op {
             VmOp::AddNodes { .. } if self.batch.is_some() => {
-                self.queued.push_back((node, request, op));
+                self.queued.push_back((requester, op));
                 return;
             }
             VmOp::AddNodes {
@@ -161,28 +199,44 @@ impl Job<'_> {
                 program,
                 args,
                 host,
-            } => match self.start_batch(node, request, count, program, args, &host, on_event) {
-                Ok(()) => return,
-                Err(why) => VmAnswer::Refused(why),
-            },
+            } => {
+                let asked = requester.clone();
+                match self.start_batch(asked, count, program, args, &host, on_event) {
+                    Ok(()) => return,
+                    Err(why) => VmAnswer::Refused(why),
+                }
+            }
             VmOp::AddHosts { hosts } => match self.add_hosts(&hosts, on_event) {
                 Ok(()) => VmAnswer::Nodes(Vec::new()),
                 Err(why) => VmAnswer::Refused(why),
             },
-            VmOp::RemoveHosts { hosts } => match self.remove_hosts(node, &hosts, on_event) {
-                Ok(killed) => VmAnswer::Nodes(killed),
-                Err(why) => VmAnswer::Refused(why),
-            },
+            VmOp::RemoveHosts { hosts } => {
+                match self.remove_hosts(requester.node(), &hosts, on_event) {
+                    Ok(killed) => VmAnswer::Nodes(killed),
+                    Err(why) => VmAnswer::Refused(why),
+                }
+            }
         };
-        self.send_to(node, &Control::VmAnswer { request, answer });
+        self.answer(requester, answer);
+    }
+
+    /// Sends `answer` where `requester` waits: its node's control
+    /// connection, or the console's client.
+    fn answer(&mut self, requester: Requester, answer: VmAnswer) {
+        match requester {
+            Requester::Node { node, request } => {
+                self.send_to(node, &Control::VmAnswer { request, answer })
+            }
+            Requester::Console(reply) => {
+                let _ = reply.send(crate::console::vm_answer(&answer));
+            }
+        }
     }
 
     /// Step 2.
-    #[allow(clippy::too_many_arguments)]
     fn start_batch(
         &mut self,
-        requester: u32,
-        request: u32,
+        requester: Requester,
         count: u32,
         program: String,
         args: Option<Vec<String>>,
@@ -250,7 +304,7 @@ impl Job<'_> {
             self.send_all(&Control::PeerLost { node, cause: why });
         }
         on_event(&Event::Machine(format!(
-            "n{requester} adds {count} node{}: {}",
+            "{requester} adds {count} node{}: {}",
             if count == 1 { "" } else { "s" },
             placed.join(", ")
         )));
@@ -258,7 +312,6 @@ impl Job<'_> {
             first,
             count,
             requester,
-            request,
             deadline: Instant::now() + JOIN_TIMEOUT,
             directory_sent: false,
             failures,
@@ -313,15 +366,14 @@ impl Job<'_> {
             VmAnswer::Refused(why) => format!("none joined: {why}"),
         };
         on_event(&Event::Machine(format!(
-            "n{}'s request for {} node{}: {said}",
+            "{}'s request for {} node{}: {said}",
             batch.requester,
             batch.count,
             if batch.count == 1 { "" } else { "s" }
         )));
-        let request = batch.request;
-        self.send_to(batch.requester, &Control::VmAnswer { request, answer });
-        if let Some((node, request, op)) = self.queued.pop_front() {
-            self.on_vm(node, request, op, on_event);
+        self.answer(batch.requester, answer);
+        if let Some((requester, op)) = self.queued.pop_front() {
+            self.on_vm(requester, op, on_event);
         }
     }
 
@@ -416,9 +468,10 @@ impl Job<'_> {
     }
 
     /// Step 5: removes hosts, killing their nodes; those nodes' numbers.
+    /// A node may not remove its own host; the console may remove any.
     fn remove_hosts(
         &mut self,
-        requester: u32,
+        requester: Option<u32>,
         names: &[String],
         on_event: &mut impl FnMut(&Event),
     ) -> Result<Vec<u32>, String> {
@@ -429,9 +482,8 @@ impl Job<'_> {
                 .hosts
                 .find(&host)
                 .ok_or_else(|| format!("{host} is not a host of this job"))?;
-            if self
-                .slots
-                .get(requester as usize)
+            if requester
+                .and_then(|node| self.slots.get(node as usize))
                 .is_some_and(|s| s.host == h)
             {
                 return Err(format!("{host} is the asking node's own host"));
@@ -448,6 +500,7 @@ impl Job<'_> {
                 }
                 s.killed = Some(format!("node n{node}'s host {name} was removed"));
                 s.excused = true;
+                s.host_removed = true;
                 killed.push(node as u32);
             }
         }

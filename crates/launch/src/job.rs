@@ -2,7 +2,8 @@
 //! loop that feeds it what the node processes and control connections say.
 //!
 //! Every source of news — a node's output lines, its exit, its control
-//! connection (registration, reports, channels, counters) — is a thread
+//! connection (registration, reports, channels, counters), a client of
+//! the job's console (`console` module) — is a thread
 //! that sends an [`Internal`] message on one channel; [`run`] is the only
 //! reader and [`Job`] the only state, so no lock guards any of it.
 //!
@@ -27,8 +28,9 @@
 //!    watching with the timeout itself, have found it lost first. Its
 //!    exit is then the job's failure, as in step 3, named for the silence.
 
+use crate::console::{self, Console, Describing, Reply};
 use crate::event::{Event, JobReport, LaunchError, OutputStream};
-use crate::grow::{Batch, HostTable};
+use crate::grow::{Batch, HostTable, Requester};
 use crate::process::{self, NodeExit};
 use crate::rendezvous::{self, Door};
 use crate::spec::{FailurePolicy, JobSpec, GRACE};
@@ -89,6 +91,16 @@ pub(crate) enum Internal {
         request: u32,
         op: VmOp,
     },
+    /// A user asks on the job's console (`console` module).
+    Console {
+        request: console::Request,
+        reply: Reply,
+    },
+    /// A node has said how many threads it started (control step 10).
+    Described {
+        node: u32,
+        threads: u32,
+    },
 }
 
 /// How long a finished job waits for its nodes' control connections to
@@ -134,6 +146,10 @@ pub(crate) struct Slot {
     /// Its end is no failure of the job: its host was removed, or it was
     /// added and never joined (the request that added it failed instead).
     pub(crate) excused: bool,
+    /// It was killed because its host was removed.
+    pub(crate) host_removed: bool,
+    /// How it ended, in words, once it has (for the console).
+    pub(crate) ended: Option<String>,
 }
 
 /// Starts node processes: what every node's environment and command
@@ -207,7 +223,11 @@ pub(crate) struct Job<'a> {
     pub(crate) door: Arc<Door>,
     /// The batch of added nodes joining now, and the requests waiting.
     pub(crate) batch: Option<Batch>,
-    pub(crate) queued: VecDeque<(u32, u32, VmOp)>,
+    pub(crate) queued: VecDeque<(Requester, VmOp)>,
+    /// The console's `nodes` requests waiting for the nodes' answers.
+    pub(crate) describing: Vec<Describing>,
+    pub(crate) job_id: u64,
+    pub(crate) started: Instant,
     /// The directory has gone to the founders.
     founded: bool,
     failure: Option<(u32, String)>,
@@ -227,10 +247,17 @@ impl<'a> Job<'a> {
 
     fn next_due(&self) -> Option<Instant> {
         let batch = self.batch.as_ref().map(|b| b.deadline);
-        [self.deadline, self.kill_at, self.next_check, batch]
-            .into_iter()
-            .flatten()
-            .min()
+        let describing = self.describing.iter().map(|d| d.deadline).min();
+        [
+            self.deadline,
+            self.kill_at,
+            self.next_check,
+            batch,
+            describing,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn kill_rest(&self) {
@@ -306,6 +333,7 @@ impl<'a> Job<'a> {
         if self.batch.as_ref().is_some_and(|b| now >= b.deadline) {
             self.batch_timed_out(on_event);
         }
+        self.describe_due(now);
     }
 
     /// Step 5: kills the watched nodes whose control connection has been
@@ -369,7 +397,11 @@ impl<'a> Job<'a> {
                 self.batch_progress(on_event);
             }
             Internal::Exited { node, exit } => self.on_exit(node, exit, on_event),
-            Internal::Vm { node, request, op } => self.on_vm(node, request, op, on_event),
+            Internal::Vm { node, request, op } => {
+                self.on_vm(Requester::Node { node, request }, op, on_event)
+            }
+            Internal::Console { request, reply } => self.on_console(request, reply, on_event),
+            Internal::Described { node, threads } => self.on_described(node, threads),
         }
     }
 
@@ -379,6 +411,12 @@ impl<'a> Job<'a> {
         slot.control = None;
         let joined = slot.joined;
         let killed = slot.killed.take();
+        slot.ended = Some(match (&killed, joined) {
+            (Some(why), _) => why.clone(),
+            (None, false) if !exit.success() => format!("node n{node} {exit} before it joined"),
+            (None, _) => format!("node n{node} {exit}"),
+        });
+        self.describe_gone(node);
         on_event(&Event::Exited { node, exit });
         if !joined && self.batch.as_ref().is_some_and(|b| b.has(node)) {
             // An added node that never joined fails its request, not the job.
@@ -461,6 +499,9 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
     let port = listener.local_addr()?.port();
     let door = Door::new(n, SocketAddr::new(listen_on, port));
     let (tx, rx) = mpsc::channel();
+    // The console (`console` module, step 1); it goes when `run` returns,
+    // on every path, or earlier once every node has ended.
+    let console = Console::open(job_id, tx.clone());
     {
         let creds = Credentials { job_id, secret };
         let (tx, door) = (tx.clone(), door.clone());
@@ -489,6 +530,9 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
         door: door.clone(),
         batch: None,
         queued: VecDeque::new(),
+        describing: Vec::new(),
+        job_id,
+        started: Instant::now(),
         founded: false,
         failure: None,
         first_bad: None,
@@ -534,6 +578,8 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
             Err(RecvTimeoutError::Disconnected) => break,
         }
     }
+    // The job has ended: its console goes (console, step 5).
+    drop(console);
     door.close();
     // Step 4: a node's last reports and counters come on its control
     // connection, read by another thread than the one that reports its

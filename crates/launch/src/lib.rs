@@ -4,7 +4,7 @@
 //! [`run`] is what `threadwire run` calls. It
 //!
 //! 1. draws a job id and a secret and opens the rendezvous service on a port
-//!    the OS chooses;
+//!    the OS chooses, and the job's [`console`] for `threadwire vm`;
 //! 2. starts N node processes with the [environment
 //!    contract](threadwire::env);
 //! 3. gives every node the directory of listen addresses once all have
@@ -38,6 +38,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod console;
 mod event;
 mod grow;
 pub mod hosts;

@@ -30,6 +30,11 @@
 //! 9. Launcher → node, when nodes join the job: `Grown { nodes }`, the
 //!    node numbers given out so far; when the host table changes: `Hosts
 //!    { hosts }` again.
+//! 10. Launcher → node, at any time once it has joined: `Describe`; node
+//!     → launcher, at once: `Described { threads }`, the thread numbers it
+//!     has given out so far ([`Node::threads_started`](crate::Node::threads_started)).
+//!     The launcher asks on behalf of `threadwire vm nodes` and does not
+//!     wait for an answer that is late.
 
 use crate::Stats;
 use std::io::{self, Read, Write};
@@ -53,6 +58,8 @@ const VM: u32 = 7;
 const VM_ANSWER: u32 = 8;
 const GROWN: u32 = 9;
 const HOSTS: u32 = 10;
+const DESCRIBE: u32 = 11;
+const DESCRIBED: u32 = 12;
 
 /// A node that left the job before another joined it
 /// ([`Control::Directory`]).
@@ -150,6 +157,14 @@ pub enum Control {
     Hosts {
         /// By host number.
         hosts: Vec<HostEntry>,
+    },
+    /// The launcher asks a joined node to describe itself (step 10).
+    Describe,
+    /// A node's answer to [`Control::Describe`] (step 10).
+    Described {
+        /// Thread numbers the node has given out so far, finished threads
+        /// included.
+        threads: u32,
     },
     /// A node has died.
     PeerLost {
@@ -286,6 +301,11 @@ impl Control {
                 }
                 HOSTS
             }
+            Control::Describe => DESCRIBE,
+            Control::Described { threads } => {
+                p.pack(*threads);
+                DESCRIBED
+            }
             Control::PeerLost { node, cause } => {
                 p.pack(*node).pack_str(cause);
                 PEER_LOST
@@ -389,6 +409,10 @@ impl Control {
                 }
                 Control::Hosts { hosts }
             }
+            DESCRIBE => Control::Describe,
+            DESCRIBED => Control::Described {
+                threads: u.unpack()?,
+            },
             PEER_LOST => Control::PeerLost {
                 node: u.unpack()?,
                 cause: u.unpack_string()?,
@@ -501,6 +525,9 @@ mod tests {
                 answer: VmAnswer::Refused("no such program".into()),
             },
             Control::Grown { nodes: 8 },
+            Control::Describe,
+            Control::Described { threads: 4 },
+            Control::Described { threads: 0 },
             Control::Hosts {
                 hosts: vec![
                     HostEntry {

@@ -108,6 +108,9 @@ pub(crate) struct Router {
     pub(crate) vm: crate::vm::Requests,
     /// Groups revoked for this node's members (`group::revoke`).
     pub(crate) revoked: crate::group::revoke::Table,
+    /// Thread numbers given out so far ([`crate::Node::threads_started`]);
+    /// here so that the driver can tell the launcher (control step 10).
+    pub(crate) threads: AtomicU32,
 }
 
 impl Router {
@@ -144,6 +147,7 @@ impl Router {
             agreements: Default::default(),
             vm: Default::default(),
             revoked: Default::default(),
+            threads: AtomicU32::new(0),
         }
     }
 

@@ -71,6 +71,11 @@
 //! (`Hosts`), which tells the threads that asked ([`Notify::HostAdd`],
 //! [`Notify::HostDelete`](crate::Notify::HostDelete)).
 //!
+//! A user at the shell sees and changes the same machine with `threadwire
+//! vm` — hosts, nodes with their state and threads, hosts added or
+//! removed, nodes added — through the job's console socket (launcher
+//! `console` module), as with PVM's console.
+//!
 //! A job that grows onto a namespace host must listen where that host can
 //! reach it: start it with a namespace among its hosts, or with `--bind`
 //! set to an address the new hosts reach (launcher `hosts` module).

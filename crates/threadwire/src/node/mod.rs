@@ -22,7 +22,7 @@ use crate::progress::{Liveness, Origin, ProgressEngine, Watched, IDLE_TIMEOUT};
 use crate::router::Router;
 use crate::{Endpoint, Stats};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -41,7 +41,6 @@ pub(crate) struct NodeShared {
     pub(crate) contexts: crate::group::ContextTable,
     /// The per-node stage's shared structures of this node's groups.
     pub(crate) node_teams: crate::group::NodeTeams,
-    next_thread: AtomicU32,
     listen: Option<SocketAddr>,
     comm_stop: AtomicBool,
     comm_thread: Mutex<Option<JoinHandle<()>>>,
@@ -77,7 +76,6 @@ impl NodeShared {
             engine,
             contexts: Default::default(),
             node_teams: Default::default(),
-            next_thread: AtomicU32::new(0),
             listen,
             comm_stop: AtomicBool::new(false),
             comm_thread: Mutex::new(None),
@@ -108,7 +106,8 @@ impl NodeShared {
     /// The next thread number; numbers are never given twice, so once they
     /// run out they stay out.
     fn next_thread(&self) -> Result<u32, SpawnError> {
-        self.next_thread
+        self.router
+            .threads
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
                 (n < MAX_THREADS).then_some(n + 1)
             })
@@ -192,7 +191,7 @@ impl Node {
     /// Thread numbers this node has given out so far: its threads,
     /// finished ones included.
     pub fn threads_started(&self) -> u32 {
-        self.shared.next_thread.load(Ordering::Relaxed)
+        self.shared.router.threads.load(Ordering::Relaxed)
     }
 
     /// Counters of this node so far.

@@ -8,6 +8,7 @@ use crate::router::Router;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use threadwire_transport::handshake::{AcceptProgress, Acceptor, Credentials};
 use threadwire_transport::shm::ShmChannel;
@@ -440,6 +441,15 @@ impl Driver {
                     }
                     Ok(Control::Hosts { hosts }) => {
                         router.notify.hosts_changed(&router.mailboxes, router.id, hosts)
+                    }
+                    Ok(Control::Describe) => {
+                        // Control step 10: answered at once, on the same
+                        // connection, as the node's other control sends.
+                        let threads = router.threads.load(Ordering::Relaxed);
+                        let (h, p) = Control::Described { threads }.encode();
+                        if let Err((e, _)) = control.send(&h, p) {
+                            tracing::debug!("n{}: cannot describe itself: {e}", router.id);
+                        }
                     }
                     Ok(other) => {
                         tracing::warn!("n{}: unexpected control message {other:?}", router.id)

@@ -13,6 +13,13 @@
 //!   of the hosts' removal and of each node's exit; n1 sees them lost.
 //! - `refuse` (1 node, `--max-nodes 3`): every bad request gets its typed
 //!   error, then one good request adds a node all the same.
+//! - `console [ROLE]` (2 nodes; the test drives it with `threadwire vm`):
+//!   n0 starts 3 fibers, prints the job id and waits for n1's `DONE`, then
+//!   tells its fibers and the live added nodes; n1 waits for `DONE` from
+//!   any node and passes it on to n0; nodes added without a ROLE wait for
+//!   n0's word. Added nodes with a ROLE: `quit` exits with status 0
+//!   without finalizing, `fail` with status 3, `finish` sends n1 `DONE`
+//!   (each after a pause, once surely counted as joined).
 //!
 //! Every check prints `n<k>: <what>`; a failed one panics (status 101).
 
@@ -50,6 +57,7 @@ fn main() {
         ("hosts", 1) => hosts_n1(&ep),
         ("hosts", _) => hosts_joiner(&ep),
         ("refuse", 0) => refuse(&ep),
+        ("console", _) => console(&ep),
         ("idle", _) => {
             let m = ep.recv(Address::new(0, 0), DONE).expect("done from n0");
             println!("n{id}: told done, {} bytes", m.len());
@@ -318,4 +326,87 @@ fn refuse(ep: &Endpoint) {
     println!("n0: added {added:?}");
     ep.send(Address::new(added[0], 0), DONE, b"bye".to_vec())
         .expect("done");
+}
+
+fn console(ep: &Endpoint) {
+    let id = ep.node().id();
+    let role: String = common::arg(2, String::new());
+    match (id, role.as_str()) {
+        (0, _) => console_n0(ep),
+        (1, _) => console_n1(ep),
+        (_, "") => {
+            ep.recv(Address::new(0, 0), DONE).expect("done from n0");
+            println!("n{id}: told done");
+        }
+        (_, role) => {
+            // The launcher counts a node in once it has said its channels,
+            // which init did; its exit must come after.
+            std::thread::sleep(Duration::from_millis(300));
+            match role {
+                "quit" => {
+                    // Without finalize, which would wait for every peer's
+                    // goodbye: the launcher sees it finish at once.
+                    println!("n{id}: quits");
+                    std::process::exit(0);
+                }
+                "fail" => {
+                    println!("n{id}: fails");
+                    std::process::exit(3);
+                }
+                "finish" => {
+                    ep.send(Address::new(1, 0), DONE, Vec::new())
+                        .expect("done to n1");
+                    println!("n{id}: told n1 done");
+                }
+                other => panic!("unknown console role {other}"),
+            }
+        }
+    }
+}
+
+/// Waits for `DONE` from any node, through the losses of others.
+fn console_n1(ep: &Endpoint) {
+    // A receive from anyone fails when a node fails meanwhile: again.
+    let from = loop {
+        match ep.recv(ANY_SOURCE, DONE) {
+            Ok(m) => break m.source().node,
+            Err(RecvError::PeerLost(lost)) => println!("n1: {lost}"),
+            Err(e) => panic!("n1: waiting for done: {e}"),
+        }
+    };
+    println!("n1: told done by n{from}");
+    ep.send(Address::new(0, 0), DONE, Vec::new())
+        .expect("done to n0");
+}
+
+fn console_n0(ep: &Endpoint) {
+    let fibers: Vec<_> = (0..3)
+        .map(|_| {
+            ep.node().spawn(|ep| {
+                ep.recv(Address::new(0, 0), DONE)
+                    .expect("done from n0's main");
+            })
+        })
+        .collect();
+    println!(
+        "n0: job {:016x}, {} threads",
+        ep.node().job_id(),
+        ep.node().threads_started()
+    );
+    ep.recv(Address::new(1, 0), DONE).expect("done from n1");
+    println!("n0: told done");
+    for t in 1..=3 {
+        ep.send(Address::new(0, t), DONE, Vec::new())
+            .expect("done to a fiber");
+    }
+    for f in fibers {
+        f.join().expect("a fiber panicked");
+    }
+    // The nodes added without a role wait for this; one may have gone
+    // meanwhile.
+    for n in ep.machine() {
+        if n.node > 1 && n.state == threadwire::NodeState::Alive {
+            let _ = ep.send(Address::new(n.node, 0), DONE, Vec::new());
+        }
+    }
 }
