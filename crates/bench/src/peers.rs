@@ -21,8 +21,9 @@
 //!
 //! [`coll`] is the peers of `bench coll`: the collectives of Open MPI and
 //! MPICH, timed by a program of ours built with each MPI's `mpicc`;
-//! [`flood`] is the peer of `bench flood` and [`rate`] that of `bench
-//! rate`, built and run the same way.
+//! [`flood`] is the peer of `bench flood`, [`rate`] that of `bench
+//! rate` and [`comm_spawn`] Open MPI's of `bench spawn`, built and run the
+//! same way.
 
 use std::io;
 use std::net::{Ipv4Addr, TcpListener};
@@ -31,6 +32,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 pub mod coll;
+pub mod comm_spawn;
 pub mod flood;
 mod mpi;
 pub(crate) mod process;

@@ -68,7 +68,7 @@ mod program;
 pub mod rows;
 
 pub use options::{buffer_bytes, guess, Options, WaitPolicy};
-pub(crate) use program::build_and_launch_each;
+pub(crate) use program::{build_and_launch_each, log_tail};
 pub use program::{run_beside, Outcome, Program, Report};
 pub use rows::ParseError;
 

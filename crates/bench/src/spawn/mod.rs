@@ -8,6 +8,7 @@
 //! | fibers     | N × [`spawn`](threadwire::Node::spawn) of a body that returns | all N joined |
 //! | OS threads | N × [`spawn_os`](threadwire::Node::spawn_os), likewise | all N joined |
 //! | pvm_spawn  | N tasks with one `pvm_spawn` from a PVM parent, under a private pvmd ([`crate::peers::pvm`]) | a message from each has reached the parent |
+//! | comm_spawn | N children with one `MPI_Comm_spawn` from a running one-rank Open MPI job (`mpirun -n 1`, [`crate::peers::comm_spawn`]): the peer of adding nodes to a running job | an `int` from each has reached the parent on the intercommunicator |
 //! | remote fibers | in a job of 2 nodes, N × [`spawn_remote`](threadwire::Endpoint::spawn_remote) by node 0 on node 1 of an entry that returns | all N joined ([`RemoteHandle::join`](threadwire::RemoteHandle::join)) |
 //!
 //! The remote rows' job also times active-message round trips (an empty
@@ -17,7 +18,15 @@
 //! Every row has one untimed warm-up (page cache, stack pool, the node's
 //! fiber workers, which start at its first spawn) before its timed
 //! repetitions. The pvm_spawn rows are measured where PVM is installed;
-//! elsewhere [`Report::pvm`] names what is missing and its package.
+//! elsewhere [`Report::pvm`] names what is missing and its package. The
+//! comm_spawn rows likewise where Open MPI and its `mpicc` are
+//! ([`Report::comm_spawn`]); their warm-up is the first spawn of each
+//! `mpirun`, and a launch that hangs (Open MPI 4.1 does, now and then) is
+//! killed and its missing rounds run again after a warm-up of their own,
+//! and likewise after a launch that failed, both counted
+//! ([`CommSpawn::Measured`]). threadwire's own
+//! row for adding nodes to a running job is still to come: it goes next
+//! to comm_spawn, its peer.
 //!
 //! A node is the program the caller names ([`Options::program`]), which
 //! must call [`crate::peers::pvm::task_main`] before anything else (it is also the
@@ -49,6 +58,8 @@ use threadwire_launch::{Event, JobSpec, LaunchError};
 
 /// A job that takes longer than this has hung; it is killed and the run fails.
 const JOB_TIMEOUT: Duration = Duration::from_secs(60);
+/// The comm_spawn rows' time per N, hung launches and all.
+const COMM_SPAWN_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// The kinds of threads of control measured, in report order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,17 +72,22 @@ pub enum Kind {
     OsThreads,
     /// PVM tasks started by `pvm_spawn` ([`crate::peers::pvm::spawn_times`]).
     PvmSpawn,
+    /// Open MPI processes started into a running job by `MPI_Comm_spawn`
+    /// ([`crate::peers::comm_spawn::spawn_times`]). threadwire's nodes
+    /// added to a running job, when they come, are its row and go here.
+    CommSpawn,
     /// Fibers started on another node ([`Endpoint::spawn_remote`](threadwire::Endpoint::spawn_remote)).
     RemoteFibers,
 }
 
 impl Kind {
     /// Every kind, in report order.
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::Processes,
         Kind::Fibers,
         Kind::OsThreads,
         Kind::PvmSpawn,
+        Kind::CommSpawn,
         Kind::RemoteFibers,
     ];
 
@@ -82,6 +98,7 @@ impl Kind {
             Kind::Fibers => "fibers",
             Kind::OsThreads => "OS threads",
             Kind::PvmSpawn => "pvm_spawn",
+            Kind::CommSpawn => "comm_spawn",
             Kind::RemoteFibers => "remote fibers",
         }
     }
@@ -90,7 +107,7 @@ impl Kind {
     /// `pvm_spawn`, or a thread.
     pub fn reference_1998_ms(self) -> f64 {
         match self {
-            Kind::Processes | Kind::PvmSpawn => PVM_SPAWN_1998_MS,
+            Kind::Processes | Kind::PvmSpawn | Kind::CommSpawn => PVM_SPAWN_1998_MS,
             Kind::Fibers | Kind::OsThreads | Kind::RemoteFibers => 1.75,
         }
     }
@@ -198,14 +215,72 @@ impl fmt::Display for Pvm {
     }
 }
 
+/// Whether Open MPI's `MPI_Comm_spawn`, the peer of adding nodes to a
+/// running job, was measured.
+#[derive(Clone, Debug)]
+pub enum CommSpawn {
+    /// Its rows are among [`Report::rows`].
+    Measured {
+        /// The N whose launches had to be run again.
+        retried: Vec<Retried>,
+    },
+    /// Not measured: Open MPI or `mpicc` is missing (the error names the
+    /// piece and the Debian packages), or it failed or kept hanging.
+    NotMeasured(Arc<crate::peers::comm_spawn::Error>),
+}
+
+/// An N of the comm_spawn rows whose launches hung or failed and were
+/// run again ([`crate::peers::comm_spawn`], step 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retried {
+    /// N.
+    pub count: u32,
+    /// Launches killed after hanging.
+    pub hung: u32,
+    /// Launches that failed.
+    pub failed: u32,
+}
+
+impl fmt::Display for CommSpawn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommSpawn::Measured { retried } => {
+                f.write_str(
+                    "measured: N children started by one MPI_Comm_spawn of a running Open MPI \
+                     parent (mpirun -n 1), until an int from each has reached it on the \
+                     intercommunicator",
+                )?;
+                if !retried.is_empty() {
+                    let per_n: Vec<String> = retried
+                        .iter()
+                        .map(|r| format!("N={}: {} hung, {} failed", r.count, r.hung, r.failed))
+                        .collect();
+                    write!(
+                        f,
+                        "; launches run again after hanging in MPI_Comm_spawn \
+                         (open-mpi/ompi#9713) or failing, their finished rounds kept: {}",
+                        per_n.join("; ")
+                    )?;
+                }
+                Ok(())
+            }
+            CommSpawn::NotMeasured(e) => write!(f, "not measured: {e}"),
+        }
+    }
+}
+
 /// Everything [`run`] measured.
 #[derive(Clone, Debug)]
 pub struct Report {
     /// Kind-major, in [`Kind::ALL`] order, then by count; no pvm_spawn
-    /// rows unless [`pvm`](Self::pvm) is [`Pvm::Measured`].
+    /// rows unless [`pvm`](Self::pvm) is [`Pvm::Measured`], and comm_spawn
+    /// rows only for the N before one failed
+    /// ([`comm_spawn`](Self::comm_spawn)).
     pub rows: Vec<Row>,
     /// The 1998 peer.
     pub pvm: Pvm,
+    /// Open MPI's peer of a running job's new processes.
+    pub comm_spawn: CommSpawn,
     /// Timed repetitions per row.
     pub repetitions: u32,
     /// Where the process rows ran, if on two emulated hosts (the caller's
@@ -299,8 +374,8 @@ pub fn steps(options: &Options) -> usize {
 /// Runs every row: processes (`on_event` sees every event of the jobs but
 /// the nodes' timing reports), then fibers and OS threads of `ep`'s node,
 /// which should come from [`node_config`], then pvm_spawn where PVM is
-/// installed. `on_step` is called after each of the [`steps`], measured
-/// or not.
+/// installed and comm_spawn where Open MPI is, then the remote rows.
+/// `on_step` is called after each of the [`steps`], measured or not.
 pub fn run(
     ep: &Endpoint,
     options: &Options,
@@ -310,6 +385,10 @@ pub fn run(
     let repetitions = options.repetitions.max(1);
     let mut rows = Vec::new();
     let mut pvm = Pvm::Measured;
+    let mut comm = CommSpawn::Measured {
+        retried: Vec::new(),
+    };
+    let mut comm_program = None;
     let mut round_trips = Vec::new();
     for kind in Kind::ALL {
         for &count in &options.counts {
@@ -329,6 +408,21 @@ pub fn run(
                     }
                 }
                 Kind::PvmSpawn => None,
+                Kind::CommSpawn => match &mut comm {
+                    CommSpawn::Measured { retried } => {
+                        match comm_spawn(&mut comm_program, count, repetitions) {
+                            Ok((row, again)) => {
+                                retried.extend(again);
+                                Some(row)
+                            }
+                            Err(e) => {
+                                comm = CommSpawn::NotMeasured(Arc::new(e));
+                                None
+                            }
+                        }
+                    }
+                    CommSpawn::NotMeasured(_) => None,
+                },
                 Kind::RemoteFibers => {
                     let (row, us) = remote(options, count, repetitions, &mut on_event)?;
                     round_trips.extend(us);
@@ -342,6 +436,7 @@ pub fn run(
     Ok(Report {
         rows,
         pvm,
+        comm_spawn: comm,
         repetitions,
         emulated_hosts: None,
         am_round_trip_us: (!round_trips.is_empty()).then(|| Millis::of(&mut round_trips)),
@@ -410,6 +505,36 @@ fn pvm_spawn(options: &Options, count: u32, repetitions: u32) -> Result<Row, cra
         finished: None,
         timeline: None,
     })
+}
+
+/// A comm_spawn row, and its launches run again if any; `program` is
+/// built at the first N and kept for the others.
+fn comm_spawn(
+    program: &mut Option<crate::peers::coll::Program>,
+    count: u32,
+    repetitions: u32,
+) -> Result<(Row, Option<Retried>), crate::peers::comm_spawn::Error> {
+    use crate::peers::comm_spawn as peer;
+    let program = match program {
+        Some(p) => p,
+        None => program.insert(peer::build()?),
+    };
+    let deadline = Instant::now() + COMM_SPAWN_TIMEOUT;
+    let times = peer::spawn_times(program, count, repetitions, deadline)?;
+    let mut ms: Vec<f64> = times.us.iter().map(|us| us / 1e3).collect();
+    let row = Row {
+        kind: Kind::CommSpawn,
+        count,
+        joined: Millis::of(&mut ms),
+        finished: None,
+        timeline: None,
+    };
+    let retried = (times.hung + times.failed > 0).then_some(Retried {
+        count,
+        hung: times.hung,
+        failed: times.failed,
+    });
+    Ok((row, retried))
 }
 
 /// One job's milliseconds from the call of `run`.
@@ -556,5 +681,39 @@ mod tests {
         .to_string();
         assert!(text.contains("libpvm3.so.3 missing"), "{text}");
         assert!(text.contains("apt-get install pvm"), "{text}");
+    }
+
+    #[test]
+    fn a_missing_open_mpi_names_the_packages_and_hangs_are_told() {
+        let text = CommSpawn::NotMeasured(Arc::new(crate::peers::comm_spawn::Error::Mpi(
+            crate::peers::coll::Error::Missing {
+                program: "mpicc.openmpi",
+                packages: crate::peers::coll::Mpi::OpenMpi.packages(),
+            },
+        )))
+        .to_string();
+        assert!(text.contains("mpicc.openmpi missing"), "{text}");
+        assert!(
+            text.contains("apt-get install openmpi-bin libopenmpi-dev"),
+            "{text}"
+        );
+        let retried = |count, hung, failed| Retried {
+            count,
+            hung,
+            failed,
+        };
+        let text = CommSpawn::Measured {
+            retried: vec![retried(4, 1, 0), retried(16, 3, 1)],
+        }
+        .to_string();
+        assert!(
+            text.contains("N=4: 1 hung, 0 failed; N=16: 3 hung, 1 failed"),
+            "{text}"
+        );
+        let quiet = CommSpawn::Measured {
+            retried: Vec::new(),
+        }
+        .to_string();
+        assert!(!quiet.contains("hanging"), "{quiet}");
     }
 }

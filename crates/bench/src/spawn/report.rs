@@ -1,15 +1,17 @@
-//! The report of `bench spawn`: one row per kind and N, the 1998 peer's
-//! row, then where a process start goes.
+//! The report of `bench spawn`: one row per kind and N, the peers' rows
+//! (PVM's, the 1998 one, and Open MPI's), then where a process start goes.
 
-use super::{Kind, Millis, Pvm, Report, PVM_SPAWN_1998_MS};
+use super::{CommSpawn, Kind, Millis, Pvm, Report, PVM_SPAWN_1998_MS};
 use crate::report::{three_figures, write_csv, write_json, Figure};
 use serde::Serialize;
 use std::io::{self, Write};
 
 /// `--json`: per kind and N the ms until all joined and, for processes,
 /// until the job finished and the timeline's stages, each median, min and
-/// max; the 1998 figure at N = 1; and `pvm`: whether the pvm_spawn rows
-/// were measured, and why not (`null` when they were).
+/// max; the 1998 figure at N = 1; `pvm`: whether the pvm_spawn rows
+/// were measured, and why not (`null` when they were); and `comm_spawn`
+/// likewise for Open MPI's rows, with the N whose launches hung or failed
+/// and were run again.
 #[derive(Serialize)]
 struct Document {
     benchmark: &'static str,
@@ -17,6 +19,7 @@ struct Document {
     repetitions: u32,
     rows: Vec<JsonRow>,
     pvm: JsonPvm,
+    comm_spawn: JsonCommSpawn,
     /// The remote rows' yardstick, in µs.
     am_round_trip_us: Option<Spread>,
 }
@@ -55,8 +58,23 @@ struct JsonPvm {
     not_measured_because: Option<String>,
 }
 
+#[derive(Serialize)]
+struct JsonCommSpawn {
+    measured: bool,
+    not_measured_because: Option<String>,
+    retried: Vec<JsonRetried>,
+}
+
+#[derive(Serialize)]
+struct JsonRetried {
+    count: u32,
+    hung_launches: u32,
+    failed_launches: u32,
+}
+
 /// `--csv`: the table's rows, medians and spreads in ms; where pvm_spawn
-/// was not measured, one `pvm_spawn` row with only its kind.
+/// or comm_spawn was not measured, one row of that kind with only its
+/// kind.
 pub const CSV_HEADER: [&str; 11] = [
     "kind",
     "count",
@@ -89,6 +107,24 @@ struct CsvRow {
 /// The 1998 figure, which is for one process or thread.
 fn reference(count: u32, kind: Kind) -> Figure {
     Figure::of((count == 1).then(|| kind.reference_1998_ms()))
+}
+
+impl Report {
+    /// The peers' kinds not measured at any N, which get a row with only
+    /// their kind (a peer that failed at a later N keeps its rows).
+    fn not_measured(&self) -> Vec<Kind> {
+        [
+            (matches!(self.pvm, Pvm::NotMeasured(_)), Kind::PvmSpawn),
+            (
+                matches!(self.comm_spawn, CommSpawn::NotMeasured(_)),
+                Kind::CommSpawn,
+            ),
+        ]
+        .into_iter()
+        .filter(|&(failed, kind)| failed && !self.rows.iter().any(|r| r.kind == kind))
+        .map(|(_, kind)| kind)
+        .collect()
+    }
 }
 
 impl crate::report::Report for Report {
@@ -128,11 +164,11 @@ impl crate::report::Report for Report {
                 reference(row.count, row.kind.reference_1998_ms())
             )?;
         }
-        if let Pvm::NotMeasured(_) = self.pvm {
+        for kind in self.not_measured() {
             writeln!(
                 out,
                 "{:<10} {:>3}  {:>28}  {:>28}  {:>10}",
-                "pvm_spawn",
+                kind.name(),
                 1,
                 "–",
                 "–",
@@ -140,6 +176,7 @@ impl crate::report::Report for Report {
             )?;
         }
         writeln!(out, "pvm_spawn: {}", self.pvm)?;
+        writeln!(out, "comm_spawn: {}", self.comm_spawn)?;
         // "line read": when the node's report reached the launcher.
         writeln!(
             out,
@@ -221,6 +258,25 @@ impl crate::report::Report for Report {
                     Pvm::NotMeasured(e) => Some(e.to_string()),
                 },
             },
+            comm_spawn: match &self.comm_spawn {
+                CommSpawn::Measured { retried } => JsonCommSpawn {
+                    measured: true,
+                    not_measured_because: None,
+                    retried: retried
+                        .iter()
+                        .map(|r| JsonRetried {
+                            count: r.count,
+                            hung_launches: r.hung,
+                            failed_launches: r.failed,
+                        })
+                        .collect(),
+                },
+                CommSpawn::NotMeasured(e) => JsonCommSpawn {
+                    measured: false,
+                    not_measured_because: Some(e.to_string()),
+                    retried: Vec::new(),
+                },
+            },
         };
         write_json(out, &document)
     }
@@ -254,9 +310,9 @@ impl crate::report::Report for Report {
                 }
             })
             .collect();
-        if let Pvm::NotMeasured(_) = self.pvm {
+        for kind in self.not_measured() {
             lines.push(CsvRow {
-                kind: "pvm_spawn",
+                kind: kind.name(),
                 count: None,
                 joined_median_ms: missing,
                 joined_min_ms: missing,

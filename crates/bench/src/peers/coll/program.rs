@@ -171,6 +171,28 @@ impl Program {
 }
 
 impl Program {
+    /// The launcher's command for `ranks` ranks of the program with
+    /// `launcher_args` and the program's `args`, run in its scratch
+    /// directory: for a caller that watches the run itself.
+    pub(crate) fn command(&self, ranks: u32, launcher_args: &[&str], args: &[String]) -> Command {
+        let mut all = self.mpi.launch(Configuration::ranks(ranks));
+        all.extend(launcher_args.iter().map(|a| a.to_string()));
+        all.push(self.executable.display().to_string());
+        all.extend(args.iter().cloned());
+        let mut cmd = Command::new(&all[0]);
+        cmd.args(&all[1..]).current_dir(&self.dir.0);
+        cmd
+    }
+
+    /// The output and log files of a launch named `name`, in the scratch
+    /// directory.
+    pub(crate) fn files(&self, name: &str) -> (PathBuf, PathBuf) {
+        (
+            self.dir.0.join(format!("{name}.out")),
+            self.dir.0.join(format!("{name}.log")),
+        )
+    }
+
     /// Steps 2–3 for any program built here: `ranks` ranks of it under
     /// the MPI's launcher with `launcher_args` (MCA settings, say) and the
     /// program's `args`, `environment` adjusting the command, killed at
@@ -185,15 +207,9 @@ impl Program {
         deadline: Instant,
         environment: impl FnOnce(&mut Command),
     ) -> Result<String, Error> {
-        let mut all = self.mpi.launch(Configuration::ranks(ranks));
-        all.extend(launcher_args.iter().map(|a| a.to_string()));
-        all.push(self.executable.display().to_string());
-        all.extend(args.iter().cloned());
-        let mut cmd = Command::new(&all[0]);
-        cmd.args(&all[1..]).current_dir(&self.dir.0);
+        let mut cmd = self.command(ranks, launcher_args, args);
         environment(&mut cmd);
-        let output = self.dir.0.join(format!("{name}.out"));
-        let log = self.dir.0.join(format!("{name}.log"));
+        let (output, log) = self.files(name);
         let mut launcher = Group::spawn(cmd, &output, &log).map_err(from_peer)?;
         let status = wait(&mut launcher, deadline, &log)?;
         if !status.success() {
@@ -341,7 +357,7 @@ fn from_peer(e: crate::peers::Error) -> Error {
 }
 
 /// The last [`LOG_TAIL_LINES`] non-blank lines of `log`.
-fn log_tail(log: &Path) -> String {
+pub(crate) fn log_tail(log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
