@@ -35,7 +35,7 @@ pub enum Event {
         exit: NodeExit,
     },
     /// A node failed; the others were told and, under
-    /// [`FailurePolicy::Abort`], the job is ending.
+    /// [`FailurePolicy::Abort`](crate::FailurePolicy::Abort), the job is ending.
     NodeFailed {
         /// The node.
         node: u32,

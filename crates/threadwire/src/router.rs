@@ -461,6 +461,21 @@ impl Router {
         }
     }
 
+    /// A node gone before this one joined the job, or that it could not
+    /// reach while joining (`vm`, step 4): recorded lost — notification,
+    /// peer table, failure count — but with none of the clean-up of a loss
+    /// while work is under way. There is none yet, and that clean-up may
+    /// send (a named group's replica to its backup) on channels that do
+    /// not exist yet, which would lose the backup too.
+    pub(crate) fn record_gone(&self, peer: u32, cause: LossCause) {
+        let p = &self.peers[peer as usize];
+        let lost = PeerLost { node: peer, cause };
+        let failed = matches!(lost.cause, LossCause::Failed(_));
+        if self.notify.exited(&self.mailboxes, &lost, || p.set_lost(lost.clone())) && failed {
+            self.failures.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
     /// The launcher's connection broke: the job is over for this node.
     pub(crate) fn launcher_lost(&self, e: &dyn std::fmt::Display) {
         if self.finalized.load(Ordering::Acquire) {

@@ -39,6 +39,22 @@ fn a_job_adds_nodes_that_talk_to_everyone() {
     assert!(log.iter().any(|l| l.contains("2 of 2 joined")), "{log:?}");
 }
 
+/// A node added after another added one was lost reaches every node:
+/// joining, it records the gone node lost and nothing more.
+#[test]
+fn a_node_added_after_a_loss_reaches_everyone() {
+    let out = support::run(
+        support::job(2, "node-vm")
+            .args(["relost"])
+            .on_failure(FailurePolicy::Continue),
+    );
+    out.assert_status_ok();
+    out.line(0, "n0: quitter lost:");
+    out.line(0, "n0: added [3]");
+    out.line(0, "n0: the node added after a loss answered");
+    out.line(3, "n3: reached n0 and n1");
+}
+
 /// Every bad request gets a typed error and costs nothing; a good one
 /// after them adds a node.
 #[test]

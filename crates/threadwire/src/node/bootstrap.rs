@@ -179,7 +179,7 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
             true => LossCause::Finished,
             false => LossCause::Failed(Failure::ReportedByLauncher(g.cause.clone())),
         };
-        router.lose_peer(g.node, cause);
+        router.record_gone(g.node, cause);
     }
     // Steps 2 and 3.
     {
@@ -205,7 +205,7 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
                 // joins: it is lost, as at any time (`vm`, step 4).
                 Err(e) if env.joins() => {
                     let why = Failure::Channel(format!("could not connect while joining: {e}"));
-                    router.lose_peer(j as u32, LossCause::Failed(why));
+                    router.record_gone(j as u32, LossCause::Failed(why));
                     continue;
                 }
                 Err(e) => return Err(connect_err(e.into())),

@@ -11,6 +11,8 @@
 //!   namespace hosts H1 and H2, then 2 nodes on each; all six combine in
 //!   an allreduce; n0 removes H1 and H2, which kills the four, and is told
 //!   of the hosts' removal and of each node's exit; n1 sees them lost.
+//! - `relost` (2 nodes): n0 adds a node that quits without a goodbye,
+//!   then, once it is lost, another that must reach n0 and n1.
 //! - `refuse` (1 node, `--max-nodes 3`): every bad request gets its typed
 //!   error, then one good request adds a node all the same.
 //! - `console [ROLE]` (2 nodes; the test drives it with `threadwire vm`):
@@ -58,6 +60,27 @@ fn main() {
         ("hosts", _) => hosts_joiner(&ep),
         ("refuse", 0) => refuse(&ep),
         ("console", _) => console(&ep),
+        ("relost", 0) => relost_n0(&ep),
+        ("relost", _) => {
+            wait_for_nodes(&ep, 4);
+            let m = ep.recv(Address::new(3, 0), HELLO).expect("hello from n3");
+            ep.send(m.source(), HELLO, b"back".to_vec())
+                .expect("hello back");
+            ep.recv(Address::new(0, 0), DONE).expect("done");
+        }
+        ("relost-quitter", _) => {
+            std::thread::sleep(Duration::from_millis(300));
+            std::process::exit(0);
+        }
+        ("relost-echo", _) => {
+            ep.recv(Address::new(0, 0), PING).expect("ping");
+            ep.send(Address::new(0, 0), PONG, Vec::new()).expect("pong");
+            ep.send(Address::new(1, 0), HELLO, Vec::new())
+                .expect("hello to n1");
+            ep.recv(Address::new(1, 0), HELLO)
+                .expect("hello back from n1");
+            println!("n{id}: reached n0 and n1");
+        }
         ("idle", _) => {
             let m = ep.recv(Address::new(0, 0), DONE).expect("done from n0");
             println!("n{id}: told done, {} bytes", m.len());
@@ -409,4 +432,28 @@ fn console_n0(ep: &Endpoint) {
             let _ = ep.send(Address::new(n.node, 0), DONE, Vec::new());
         }
     }
+}
+
+/// `relost`: a node added after another added one was lost still reaches
+/// every node (the gone one is recorded lost while joining, and nothing
+/// else with it).
+fn relost_n0(ep: &Endpoint) {
+    let q = ep
+        .add_nodes(&AddNodes::new(1).args(["relost-quitter"]))
+        .expect("add quitter");
+    println!("n0: added {q:?}");
+    match ep.recv(Address::new(q[0], 0), NEVER) {
+        Err(RecvError::PeerLost(l)) => println!("n0: quitter lost: {l}"),
+        other => panic!("{other:?}"),
+    }
+    let e = ep
+        .add_nodes(&AddNodes::new(1).args(["relost-echo"]))
+        .expect("add echo");
+    println!("n0: added {e:?}");
+    ep.send(Address::new(e[0], 0), PING, Vec::new())
+        .expect("ping to the new node");
+    ep.recv(Address::new(e[0], 0), PONG)
+        .expect("pong from the new node");
+    println!("n0: the node added after a loss answered");
+    ep.send(Address::new(1, 0), DONE, Vec::new()).expect("done");
 }
