@@ -68,6 +68,12 @@ pub enum NodeResult {
         /// When it was past `init`.
         joined_ns: u64,
     },
+    /// `bench spawn`, added-nodes rows: node 0's milliseconds to add N
+    /// nodes to the running job, per repetition.
+    NodesAdded {
+        /// Per repetition.
+        ms: Vec<f64>,
+    },
     /// `bench spawn`, remote rows: node 0's milliseconds to start N fibers
     /// on node 1 by name and join them, per repetition, and the
     /// microseconds of an active-message round trip (request and empty

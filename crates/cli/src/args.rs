@@ -222,7 +222,7 @@ pub enum Bench {
     Am(AmArgs),
     /// Mutex, semaphore, switches, create+join and message round trip: fibers beside OS threads.
     Threads(ThreadsArgs),
-    /// Start-up cost of N node processes, fibers, OS threads and fibers started on another node, beside PVM's pvm_spawn and Open MPI's MPI_Comm_spawn into a running job (1998: 57.75 ms pvm_spawn, 1.75 ms thread).
+    /// Start-up cost of N node processes, fibers, OS threads, nodes added to a running job and fibers started on another node, beside PVM's pvm_spawn and Open MPI's MPI_Comm_spawn into a running job (1998: 57.75 ms pvm_spawn, 1.75 ms thread).
     Spawn(SpawnArgs),
     /// Communication time for 1 B, 1 KB, 32 KB and 1 MB between threads, nodes and
     /// emulated hosts: one-way ping-pong ms (1998: 5.53 ms Ethernet, 1.01 ms threads at 1 B).

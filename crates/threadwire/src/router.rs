@@ -225,6 +225,12 @@ impl Router {
             }
             FrameKind::Bye => {
                 self.lose_peer(peer, LossCause::Finished);
+                // Answer with ours, after everything this node sent it: a
+                // peer that leaves while this node runs on need not wait
+                // for this node's end to close the pair cleanly.
+                if let Err(e) = self.peers[peer as usize].say_goodbye() {
+                    tracing::debug!("n{}: goodbye to n{peer}: {e}", self.id);
+                }
                 Ok(())
             }
             FrameKind::Shm => {

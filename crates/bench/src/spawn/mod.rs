@@ -9,6 +9,7 @@
 //! | OS threads | N × [`spawn_os`](threadwire::Node::spawn_os), likewise | all N joined |
 //! | pvm_spawn  | N tasks with one `pvm_spawn` from a PVM parent, under a private pvmd ([`crate::peers::pvm`]) | a message from each has reached the parent |
 //! | comm_spawn | N children with one `MPI_Comm_spawn` from a running one-rank Open MPI job (`mpirun -n 1`, [`crate::peers::comm_spawn`]): the peer of adding nodes to a running job | an `int` from each has reached the parent on the intercommunicator |
+//! | added nodes | in a job of 2 nodes whose node 1 waits in a receive, N nodes of this program added by node 0's one [`add_nodes`](threadwire::Endpoint::add_nodes) | `add_nodes` has returned: every new node joined, connected to every node |
 //! | remote fibers | in a job of 2 nodes, N × [`spawn_remote`](threadwire::Endpoint::spawn_remote) by node 0 on node 1 of an entry that returns | all N joined ([`RemoteHandle::join`](threadwire::RemoteHandle::join)) |
 //!
 //! The remote rows' job also times active-message round trips (an empty
@@ -73,21 +74,24 @@ pub enum Kind {
     /// PVM tasks started by `pvm_spawn` ([`crate::peers::pvm::spawn_times`]).
     PvmSpawn,
     /// Open MPI processes started into a running job by `MPI_Comm_spawn`
-    /// ([`crate::peers::comm_spawn::spawn_times`]). threadwire's nodes
-    /// added to a running job, when they come, are its row and go here.
+    /// ([`crate::peers::comm_spawn::spawn_times`]).
     CommSpawn,
+    /// Nodes added to a running job of 2 ([`Endpoint::add_nodes`]), the
+    /// row to read beside pvm_spawn and comm_spawn.
+    AddedNodes,
     /// Fibers started on another node ([`Endpoint::spawn_remote`](threadwire::Endpoint::spawn_remote)).
     RemoteFibers,
 }
 
 impl Kind {
     /// Every kind, in report order.
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Processes,
         Kind::Fibers,
         Kind::OsThreads,
         Kind::PvmSpawn,
         Kind::CommSpawn,
+        Kind::AddedNodes,
         Kind::RemoteFibers,
     ];
 
@@ -99,6 +103,7 @@ impl Kind {
             Kind::OsThreads => "OS threads",
             Kind::PvmSpawn => "pvm_spawn",
             Kind::CommSpawn => "comm_spawn",
+            Kind::AddedNodes => "added nodes",
             Kind::RemoteFibers => "remote fibers",
         }
     }
@@ -107,7 +112,9 @@ impl Kind {
     /// `pvm_spawn`, or a thread.
     pub fn reference_1998_ms(self) -> f64 {
         match self {
-            Kind::Processes | Kind::PvmSpawn | Kind::CommSpawn => PVM_SPAWN_1998_MS,
+            Kind::Processes | Kind::PvmSpawn | Kind::CommSpawn | Kind::AddedNodes => {
+                PVM_SPAWN_1998_MS
+            }
             Kind::Fibers | Kind::OsThreads | Kind::RemoteFibers => 1.75,
         }
     }
@@ -423,6 +430,7 @@ pub fn run(
                     }
                     CommSpawn::NotMeasured(_) => None,
                 },
+                Kind::AddedNodes => Some(added(options, count, repetitions, &mut on_event)?),
                 Kind::RemoteFibers => {
                     let (row, us) = remote(options, count, repetitions, &mut on_event)?;
                     round_trips.extend(us);
@@ -445,6 +453,50 @@ pub fn run(
 
 /// Where [`node`] learns it runs a remote row's job: `N:repetitions`.
 pub const REMOTE_VARIABLE: &str = "THREADWIRE_BENCH_SPAWN_REMOTE";
+
+/// Where [`node`] learns it runs an added-nodes row's job:
+/// `N:repetitions`.
+pub const ADD_VARIABLE: &str = "THREADWIRE_BENCH_SPAWN_ADD";
+
+/// An added-nodes row: one job of two nodes, node 0 adding N nodes of this
+/// program per repetition ([`node::added`]).
+fn added(
+    options: &Options,
+    count: u32,
+    repetitions: u32,
+    on_event: &mut impl FnMut(&Event),
+) -> Result<Row, Error> {
+    let mut spec = JobSpec::new(2, &options.program)
+        .args(options.args.iter().cloned())
+        .env(ADD_VARIABLE, format!("{count}:{repetitions}"))
+        .timeout(JOB_TIMEOUT);
+    if !options.hosts.is_empty() {
+        spec = spec.hosts(options.hosts.clone());
+    }
+    let mut measured = None;
+    let report = threadwire_launch::run(&spec, |ev| match NodeResult::decode(ev) {
+        Some((0, NodeResult::NodesAdded { ms })) => measured = Some(ms),
+        // The joiners' output and exits, and the launcher's log of the
+        // growth, are the row's business only.
+        Some(_) | None if matches!(ev, Event::Machine(_)) => {}
+        _ => on_event(ev),
+    })
+    .map_err(Error::Launch)?;
+    if report.status != 0 {
+        return Err(Error::Job {
+            status: report.status,
+            failure: report.failure.map(|(_, cause)| cause),
+        });
+    }
+    let mut ms = measured.ok_or(Error::NoReport { node: 0 })?;
+    Ok(Row {
+        kind: Kind::AddedNodes,
+        count,
+        joined: Millis::of(&mut ms),
+        finished: None,
+        timeline: None,
+    })
+}
 
 /// A remote row: one job of two nodes, node 0 timing every repetition.
 fn remote(

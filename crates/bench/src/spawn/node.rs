@@ -15,8 +15,8 @@ pub enum NodeError {
     /// The timestamps could not be reported to the launcher.
     #[error("reporting that the node joined")]
     Report(#[source] ReportError),
-    /// The remote row's variable does not read `N:repetitions`.
-    #[error("{} is {0:?}, not N:repetitions", super::REMOTE_VARIABLE)]
+    /// A row's variable does not read `N:repetitions`.
+    #[error("{0:?} is not N:repetitions")]
     Spec(String),
     /// Starting, joining or calling across the nodes failed.
     #[error("the remote row: {0}")]
@@ -92,6 +92,45 @@ pub fn remote(count: u32, repetitions: u32) -> Result<(), NodeError> {
 /// Node 0 to node 1: the row is measured.
 const DONE: u32 = 1;
 
+/// An added-nodes row's job of two nodes: node 0 adds `count` nodes of
+/// this program, once untimed and `repetitions` times timed, each batch
+/// told to end once added; it reports [`NodeResult::NodesAdded`]. Node 1
+/// waits in a receive meanwhile (its progress driven, as a node that
+/// waits for work is). The added nodes, numbered from 2, wait for their
+/// word and end.
+pub fn added(count: u32, repetitions: u32) -> Result<(), NodeError> {
+    let failed = |e: &dyn std::fmt::Display| NodeError::Remote(e.to_string());
+    let ep = threadwire::init().map_err(NodeError::Init)?;
+    let n0 = threadwire::Address::new(0, 0);
+    if ep.address().node != 0 {
+        return ep.recv(n0, DONE).map(drop).map_err(|e| failed(&e));
+    }
+    let once = || -> Result<f64, NodeError> {
+        let start = std::time::Instant::now();
+        let added = ep
+            .add_nodes(&threadwire::AddNodes::new(count))
+            .map_err(|e| failed(&e))?;
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        if added.len() != count as usize {
+            return Err(failed(&format!("{} of {count} nodes joined", added.len())));
+        }
+        for node in added {
+            ep.send(threadwire::Address::new(node, 0), DONE, Vec::new())
+                .map_err(|e| failed(&e))?;
+        }
+        Ok(ms)
+    };
+    once()?;
+    let ms = (0..repetitions)
+        .map(|_| once())
+        .collect::<Result<Vec<_>, _>>()?;
+    NodeResult::NodesAdded { ms }
+        .send(ep.node())
+        .map_err(NodeError::Report)?;
+    ep.send(threadwire::Address::new(1, 0), DONE, Vec::new())
+        .map_err(|e| failed(&e))
+}
+
 /// Joins the job and reports when this node's code started and when it
 /// was past `init` ([`NodeResult::Joined`]); the launcher times the
 /// report's arrival. Returns when the job ends for this node.
@@ -99,11 +138,17 @@ const DONE: u32 = 1;
 /// In a remote row's job ([`REMOTE_VARIABLE`](super::REMOTE_VARIABLE)
 /// set) it runs that row instead ([`remote`]).
 pub fn node() -> Result<(), NodeError> {
-    if let Ok(spec) = std::env::var(super::REMOTE_VARIABLE) {
-        let (count, repetitions) = spec
-            .split_once(':')
+    let row_of = |spec: String| {
+        spec.split_once(':')
             .and_then(|(c, r)| Some((c.parse().ok()?, r.parse().ok()?)))
-            .ok_or(NodeError::Spec(spec))?;
+            .ok_or(NodeError::Spec(spec))
+    };
+    if let Ok(spec) = std::env::var(super::ADD_VARIABLE) {
+        let (count, repetitions) = row_of(spec)?;
+        return added(count, repetitions);
+    }
+    if let Ok(spec) = std::env::var(super::REMOTE_VARIABLE) {
+        let (count, repetitions) = row_of(spec)?;
         return remote(count, repetitions);
     }
     let started_ns = monotonic_ns();

@@ -110,6 +110,39 @@ fn reference(count: u32, kind: Kind) -> Figure {
 }
 
 impl Report {
+    /// Nodes added to a running job against the peers' processes started
+    /// into theirs, at each N all three measured: median ÷ median.
+    fn added_ratios(&self, out: &mut dyn Write) -> io::Result<()> {
+        let median = |kind: Kind, count: u32| {
+            self.rows
+                .iter()
+                .find(|r| r.kind == kind && r.count == count)
+                .map(|r| r.joined.median)
+        };
+        for row in self.rows.iter().filter(|r| r.kind == Kind::AddedNodes) {
+            let mut said = Vec::new();
+            for peer in [Kind::PvmSpawn, Kind::CommSpawn] {
+                if let Some(theirs) = median(peer, row.count) {
+                    said.push(format!(
+                        "{:.2}× {}'s",
+                        row.joined.median / theirs,
+                        peer.name()
+                    ));
+                }
+            }
+            if !said.is_empty() {
+                writeln!(
+                    out,
+                    "added nodes: {} added to a running job in {} ms, {}",
+                    row.count,
+                    three_figures(row.joined.median),
+                    said.join(", ")
+                )?;
+            }
+        }
+        Ok(())
+    }
+
     /// The peers' kinds not measured at any N, which get a row with only
     /// their kind (a peer that failed at a later N keeps its rows).
     fn not_measured(&self) -> Vec<Kind> {
@@ -201,6 +234,7 @@ impl crate::report::Report for Report {
                 )?;
             }
         }
+        self.added_ratios(out)?;
         if let Some(am) = &self.am_round_trip_us {
             writeln!(
                 out,

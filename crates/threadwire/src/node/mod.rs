@@ -246,8 +246,7 @@ impl Node {
                 })
             );
             if p.has_tcp() && !failed {
-                let bye = FrameHeader::control(FrameKind::Bye, 0, 0);
-                if let Err((e, _)) = p.send(&bye, Payload::from_vec(Vec::new())) {
+                if let Err(e) = p.say_goodbye() {
                     s.lose_peer(j as u32, LossCause::Failed(Failure::Channel(e.to_string())));
                 }
             }

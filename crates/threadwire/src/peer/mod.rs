@@ -36,6 +36,8 @@ pub(crate) struct Peer {
     setup: Mutex<SetupState>,
     setup_done: AtomicBool,
     lost: OnceLock<PeerLost>,
+    /// This node's goodbye has been sent on the pair ([`Peer::say_goodbye`]).
+    bye_sent: AtomicBool,
 }
 
 impl Peer {
@@ -46,7 +48,23 @@ impl Peer {
             setup: Mutex::new(SetupState::Idle),
             setup_done: AtomicBool::new(false),
             lost: OnceLock::new(),
+            bye_sent: AtomicBool::new(false),
         }
+    }
+
+    /// Sends this node's goodbye on the pair, once: after it, this node
+    /// sends the peer nothing more. `Ok(false)` if it was sent before.
+    /// A node says it when it finalizes, and in answer to a peer's
+    /// goodbye (the router), so that a node that leaves while the others
+    /// run on hears every pair closed and need not wait for their end.
+    pub(crate) fn say_goodbye(&self) -> Result<bool, ChannelError> {
+        if self.bye_sent.swap(true, Ordering::AcqRel) {
+            return Ok(false);
+        }
+        let bye = FrameHeader::control(threadwire_wire::FrameKind::Bye, 0, 0);
+        self.send(&bye, Payload::from_vec(Vec::new()))
+            .map(|_| true)
+            .map_err(|(e, _)| e)
     }
 
     /// The pair's TCP connection.
