@@ -106,6 +106,9 @@ pub(crate) struct Router {
     pub(crate) agreements: crate::group::agree::Table,
     /// Requests to the launcher to grow or shrink the machine (`vm`).
     pub(crate) vm: crate::vm::Requests,
+    /// Per peer: messages it announced here whose bytes have not come by
+    /// a `Bulk` frame (`answer_goodbye`).
+    announced: Box<[AtomicU32]>,
     /// Groups revoked for this node's members (`group::revoke`).
     pub(crate) revoked: crate::group::revoke::Table,
     /// Thread numbers given out so far ([`crate::Node::threads_started`]);
@@ -146,6 +149,7 @@ impl Router {
             notify: crate::notify::Notifications::new(nodes, capacity),
             agreements: Default::default(),
             vm: Default::default(),
+            announced: (0..capacity).map(|_| AtomicU32::new(0)).collect(),
             revoked: Default::default(),
             threads: AtomicU32::new(0),
         }
@@ -225,12 +229,7 @@ impl Router {
             }
             FrameKind::Bye => {
                 self.lose_peer(peer, LossCause::Finished);
-                // Answer with ours, after everything this node sent it: a
-                // peer that leaves while this node runs on need not wait
-                // for this node's end to close the pair cleanly.
-                if let Err(e) = self.peers[peer as usize].say_goodbye() {
-                    tracing::debug!("n{}: goodbye to n{peer}: {e}", self.id);
-                }
+                self.answer_goodbye(peer);
                 Ok(())
             }
             FrameKind::Shm => {
@@ -289,6 +288,7 @@ impl Router {
             return Err(ProtocolError::NoSuchThread(h.dest_thread));
         };
         let announced = codec::decode_rts(frame.payload, h.format, self.max_frame)?;
+        self.announced[peer as usize].fetch_add(1, Ordering::AcqRel);
         let mut m = remote_message(peer, h.source_thread, h.aux, h.tag, Payload::from_vec(Vec::new()));
         m.tail = Tail::Announced(Box::new(announced));
         mailbox.deliver(m);
@@ -360,7 +360,31 @@ impl Router {
             return Err(ProtocolError::BulkOverrun { len: h.len });
         }
         entry.done.succeed();
+        let node = entry.node as usize;
+        if self.announced[node].fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.answer_goodbye(entry.node);
+        }
         Ok(())
+    }
+
+    /// Answers a peer's goodbye with this node's, once this node will
+    /// fetch nothing more from it: every message it announced here has
+    /// come by a `Bulk` frame (`announced`). Then a peer that leaves while
+    /// this node runs on (a joiner done with its work) closes the pair
+    /// cleanly at once instead of waiting for this node's end, and no
+    /// fetch of this node meets a peer that has given up its sends. A
+    /// message announced and never fetched (never received, or pulled by
+    /// cross-memory copy) keeps the count up, and the answer waits for
+    /// this node's own goodbye, as a peer's goodbye always did.
+    fn answer_goodbye(&self, peer: u32) {
+        let p = &self.peers[peer as usize];
+        let finished = matches!(p.lost().map(|l| &l.cause), Some(LossCause::Finished));
+        if !finished || self.announced[peer as usize].load(Ordering::Acquire) != 0 {
+            return;
+        }
+        if let Err(e) = p.say_goodbye() {
+            tracing::debug!("n{}: goodbye to n{peer}: {e}", self.id);
+        }
     }
 
     /// A multicast frame: a copy of the data to each listed thread (the
