@@ -339,6 +339,12 @@ fn spawn_shape() {
         ])
         .chain(["pvm.not_measured_because"])
         .chain([
+            "comm_spawn",
+            "comm_spawn.measured",
+            "comm_spawn.not_measured_because",
+            "comm_spawn.retried",
+        ])
+        .chain([
             "am_round_trip_us",
             "am_round_trip_us.median",
             "am_round_trip_us.min",
