@@ -94,6 +94,10 @@ fn bench_spawn_json_and_csv_have_every_row() {
         Some(Value::Bool(measured)) => *measured,
         _ => panic!("no pvm.measured\n{}", ran.show()),
     };
+    let comm_measured = match doc.get("comm_spawn").and_then(|p| p.get("measured")) {
+        Some(Value::Bool(measured)) => *measured,
+        _ => panic!("no comm_spawn.measured\n{}", ran.show()),
+    };
     let rows = rows(&doc);
     let kinds: Vec<(Option<&str>, Option<f64>)> = rows
         .iter()
@@ -109,6 +113,10 @@ fn bench_spawn_json_and_csv_have_every_row() {
     if measured {
         expected.push("pvm_spawn");
     }
+    if comm_measured {
+        expected.push("comm_spawn");
+    }
+    expected.push("added nodes");
     expected.push("remote fibers");
     let expected: Vec<(Option<&str>, Option<f64>)> = expected
         .into_iter()
@@ -134,6 +142,9 @@ fn bench_spawn_json_and_csv_have_every_row() {
     );
     let pvm_lines = lines.iter().filter(|l| l.starts_with("pvm_spawn,")).count();
     assert_eq!(pvm_lines, if measured { 2 } else { 1 }, "{}", ran.show());
-    // Processes, fibers, OS threads and remote fibers at N = 1 and 2.
-    assert_eq!(lines.len(), 1 + 8 + pvm_lines, "{}", ran.show());
+    let comm_lines = lines.iter().filter(|l| l.starts_with("comm_spawn,")).count();
+    assert!(comm_lines >= 1, "{}", ran.show());
+    // Processes, fibers, OS threads, added nodes and remote fibers at N =
+    // 1 and 2.
+    assert_eq!(lines.len(), 1 + 10 + pvm_lines + comm_lines, "{}", ran.show());
 }
