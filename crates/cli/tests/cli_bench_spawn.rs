@@ -142,9 +142,17 @@ fn bench_spawn_json_and_csv_have_every_row() {
     );
     let pvm_lines = lines.iter().filter(|l| l.starts_with("pvm_spawn,")).count();
     assert_eq!(pvm_lines, if measured { 2 } else { 1 }, "{}", ran.show());
-    let comm_lines = lines.iter().filter(|l| l.starts_with("comm_spawn,")).count();
+    let comm_lines = lines
+        .iter()
+        .filter(|l| l.starts_with("comm_spawn,"))
+        .count();
     assert!(comm_lines >= 1, "{}", ran.show());
     // Processes, fibers, OS threads, added nodes and remote fibers at N =
     // 1 and 2.
-    assert_eq!(lines.len(), 1 + 10 + pvm_lines + comm_lines, "{}", ran.show());
+    assert_eq!(
+        lines.len(),
+        1 + 10 + pvm_lines + comm_lines,
+        "{}",
+        ran.show()
+    );
 }
