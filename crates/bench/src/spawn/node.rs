@@ -25,6 +25,8 @@ pub enum NodeError {
 
 /// Entry point and handler of the remote rows.
 const NOOP: &str = "bench.spawn.noop";
+/// Node 0 to node 1, in the remote rows: the row is measured.
+const FINISH: &str = "bench.spawn.finish";
 /// Round trips per batch, and batches.
 const ROUND_TRIPS: u32 = 2000;
 const BATCHES: u32 = 5;
@@ -41,6 +43,15 @@ pub fn remote(count: u32, repetitions: u32) -> Result<(), NodeError> {
         .map_err(|e| failed(&e))?;
     let noop = node
         .register_inline(NOOP, |am| {
+            let _ = am.reply(Vec::new());
+        })
+        .map_err(|e| failed(&e))?;
+    // Node 0's word to node 1 that the row is measured.
+    let done = std::sync::Arc::new(threadwire::fiber::sync::Event::new());
+    let set_done = done.clone();
+    let finish = node
+        .register_inline(FINISH, move |am| {
+            set_done.set();
             let _ = am.reply(Vec::new());
         })
         .map_err(|e| failed(&e))?;
@@ -78,13 +89,16 @@ pub fn remote(count: u32, repetitions: u32) -> Result<(), NodeError> {
         }
         .send(ep.node())
         .map_err(NodeError::Report)?;
-        ep.send(threadwire::Address::new(1, 0), DONE, Vec::new())
+        ep.am_request(1, &finish, Vec::new())
+            .wait()
             .map_err(|e| failed(&e))?;
     } else {
-        // Waiting in a receive drives node 1's progress as a ping-pong's
-        // receiver does, so its handlers run at once.
-        ep.recv(threadwire::Address::new(0, 0), DONE)
-            .map_err(|e| failed(&e))?;
+        // Node 1 serves as a node whose work is in fibers does: its main
+        // thread parked, a fiber waiting, its fiber worker driving
+        // progress (so a spawned fiber runs on the worker that read its
+        // request, with no thread to wake).
+        let waiter = node.spawn(move |_ep| done.wait());
+        waiter.join().map_err(|e| failed(&e))?;
     }
     Ok(())
 }
