@@ -13,8 +13,12 @@
 //!    or each round of the rate: *echo R* (node 1's thread 0 receives
 //!    and sends back R messages, the ping-pong of `bench pingpong`),
 //!    *serve* (it waits in a receive for *done*; that wait drives the
-//!    node's progress, so its inline handlers run in that thread and its
-//!    fiber handlers in idle fiber workers), or *stop*.
+//!    node's progress, so its inline handlers run in that thread), *serve
+//!    parked* before the fiber handler's round trips (thread 0 parks
+//!    until node 0's request to the inline *finish* handler: the node's
+//!    fiber worker alone drives its progress, and runs each fiber handler
+//!    it reads at once, with no other thread to wake — the arrangement
+//!    of a node whose work is in fibers), or *stop*.
 //! 3. **Round trip**, per size: node 0 warms up and calibrates each
 //!    method — the ping-pong (`send` then `recv`), a request to the
 //!    inline handler and one to the fiber handler (`am_request(..).wait()`;

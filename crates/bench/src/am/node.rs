@@ -28,6 +28,7 @@ const ECHO_INLINE: &str = "bench.am.echo.inline";
 const ECHO_FIBER: &str = "bench.am.echo.fiber";
 const COUNT: &str = "bench.am.count";
 const FLUSH: &str = "bench.am.flush";
+const FINISH: &str = "bench.am.finish";
 
 /// Why a node failed.
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +76,10 @@ enum Command {
     Echo(u64),
     /// Wait for *done*.
     Serve,
+    /// Wait for *done* parked, by an inline handler (`FINISH`): node 1's
+    /// fiber worker alone drives its progress, and runs each fiber
+    /// handler it reads with no other thread to wake (the fiber rows).
+    ServeParked,
     /// Return; node 0 sent this many one-way messages in all.
     Stop(u64),
 }
@@ -85,6 +90,7 @@ impl Command {
             Command::Echo(n) => (1u64, n),
             Command::Serve => (2, 0),
             Command::Stop(sent) => (3, sent),
+            Command::ServeParked => (4, 0),
         };
         [what.to_le_bytes(), n.to_le_bytes()].concat()
     }
@@ -95,6 +101,7 @@ impl Command {
             (16, 1, n) => Some(Command::Echo(n)),
             (16, 2, _) => Some(Command::Serve),
             (16, 3, sent) => Some(Command::Stop(sent)),
+            (16, 4, _) => Some(Command::ServeParked),
             _ => None,
         }
     }
@@ -106,14 +113,20 @@ struct Handlers {
     fiber: Handler,
     count: Handler,
     flush: Handler,
+    /// Ends a parked serve: node 0's count of one-way messages sent.
+    finish: Handler,
     /// One-way messages this node's `count` handler has run.
     counted: Arc<AtomicU64>,
+    /// What `finish` brought, for the parked main thread.
+    finished: Arc<(std::sync::Mutex<Option<u64>>, std::sync::Condvar)>,
 }
 
 impl Handlers {
     fn register(node: &Node) -> Result<Handlers, AmError> {
         let counted = Arc::new(AtomicU64::new(0));
         let c = counted.clone();
+        let finished = Arc::new((std::sync::Mutex::new(None), std::sync::Condvar::new()));
+        let f = finished.clone();
         Ok(Handlers {
             // Both echoes take the payload (its buffer moves) and answer
             // with it: each way carries the size's bytes, as the ping-pong.
@@ -131,7 +144,16 @@ impl Handlers {
             flush: node.register_inline(FLUSH, |am| {
                 let _ = am.reply(Vec::new());
             })?,
+            finish: node.register_inline(FINISH, move |am| {
+                let bytes = am.payload().to_vec();
+                let sent = u64::from_le_bytes(bytes.try_into().unwrap_or([0xff; 8]));
+                let (slot, told) = &*f;
+                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(sent);
+                told.notify_all();
+                let _ = am.reply(Vec::new());
+            })?,
             counted,
+            finished,
         })
     }
 }
@@ -170,6 +192,15 @@ fn serve(ep: &Endpoint, leader: Address, handlers: &Handlers) -> Result<(), Node
                 // counted before this thread reads the count).
                 let done = ep.recv(leader, DONE).map_err(NodeError::Recv)?.into_vec();
                 let sent = u64::from_le_bytes(done.try_into().unwrap_or([0xff; 8]));
+                check_count(handlers, sent, |handled| handled >= sent)?;
+            }
+            Command::ServeParked => {
+                let (slot, told) = &*handlers.finished;
+                let mut sent = slot.lock().unwrap_or_else(|p| p.into_inner());
+                while sent.is_none() {
+                    sent = told.wait(sent).unwrap_or_else(|p| p.into_inner());
+                }
+                let sent = sent.take().unwrap_or_default();
                 check_count(handlers, sent, |handled| handled >= sent)?;
             }
             Command::Stop(sent) => return check_count(handlers, sent, |handled| handled == sent),
@@ -245,6 +276,19 @@ impl<'a> Leader<'a> {
             .map_err(NodeError::Send)
     }
 
+    /// Ends a parked *serve* (`Command::ServeParked`) by its handler.
+    fn finish(&self) -> Result<(), NodeError> {
+        self.ep
+            .am_request(
+                self.partner.node,
+                &self.handlers.finish,
+                self.sent.to_le_bytes().to_vec(),
+            )
+            .wait()
+            .map(drop)
+            .map_err(NodeError::Am)
+    }
+
     /// Ends a *serve*: node 1 checks its count against ours.
     fn done(&self) -> Result<(), NodeError> {
         self.ep
@@ -302,11 +346,11 @@ impl<'a> Leader<'a> {
                 t.elapsed()
             }
             Method::Inline | Method::Fiber => {
-                let handler = match method {
-                    Method::Inline => &self.handlers.inline,
-                    _ => &self.handlers.fiber,
+                let (handler, serve) = match method {
+                    Method::Inline => (&self.handlers.inline, Command::Serve),
+                    _ => (&self.handlers.fiber, Command::ServeParked),
                 };
-                self.command(Command::Serve)?;
+                self.command(serve)?;
                 let t = Instant::now();
                 for _ in 0..rounds {
                     data = ep
@@ -316,7 +360,10 @@ impl<'a> Leader<'a> {
                         .into_vec();
                 }
                 let took = t.elapsed();
-                self.done()?;
+                match serve {
+                    Command::ServeParked => self.finish()?,
+                    _ => self.done()?,
+                }
                 took
             }
         };
