@@ -60,6 +60,16 @@
 //!   is its pool fiber's: valid while it runs, and reused by later
 //!   handlers.
 //!
+//! Where the handler runs decides its latency. A fiber handler read by a
+//! fiber worker (one idle, driving the node's progress) runs on that
+//! worker at once; one read by an OS thread waiting in a receive is handed
+//! over to a worker, which may have to be woken (tens of µs when it
+//! sleeps). A node that mostly serves fiber handlers or remote spawns
+//! (`remote_spawn`) is fastest with its work in fibers and its main
+//! thread parked (joining them, or on a lock): `bench am` and `bench
+//! spawn` serve so, and then a fiber handler's round trip and a remote
+//! spawn cost about one inline round trip (docs/PERFORMANCE.md).
+//!
 //! # The protocol
 //!
 //! 1. The sender takes the message's cost (its length plus
