@@ -1,9 +1,12 @@
-//! Any bytes as an active message's answer or report, and as a remote
-//! spawn's request, as a node reads them from a peer: a typed failure or
-//! `None`, never a panic; what decodes re-encodes to the same bytes.
+//! Any bytes as an active message's answer or report, as a large active
+//! message's announcement (`AmRts`), and as a remote spawn's request, as
+//! a node reads them from a peer: a typed failure or `None`, never a
+//! panic; what decodes re-encodes to the same bytes.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use threadwire::am_codec::{decode, decode_request, encode_request, Failed, Status};
+use threadwire::am_codec::{
+    decode, decode_large, decode_request, encode_large, encode_request, Failed, Status,
+};
 use threadwire::Payload;
 
 fuzz_target!(|data: &[u8]| {
@@ -23,6 +26,11 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
         }
+    }
+    let format = Payload::from_vec(Vec::new()).format();
+    if let Ok((a, target)) = decode_large(data.to_vec(), format, 1 << 30) {
+        assert!(target != Some(u32::MAX));
+        assert_eq!(encode_large(a.len, a.send_id, &a.fetch, target), data);
     }
     if let Some((args, name, tag, placement)) = decode_request(data.to_vec()) {
         let mut again = args;

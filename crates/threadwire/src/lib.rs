@@ -86,10 +86,11 @@ mod rendezvous;
 pub mod rendezvous_codec {
     pub use crate::rendezvous::codec::*;
 }
-/// Active messages' answers and spawn requests, for the fuzz target;
-/// not part of the API.
+/// Active messages' answers, large messages' announcements (`AmRts`) and
+/// spawn requests, for the fuzz target; not part of the API.
 #[doc(hidden)]
 pub mod am_codec {
+    pub use crate::am::large::{decode as decode_large, encode as encode_large};
     pub use crate::am::status::{decode, Failed, Status};
     pub use crate::remote_spawn::{decode_request, encode_request};
 }

@@ -144,7 +144,7 @@ impl Router {
             named: Default::default(),
             named_requests: Default::default(),
             rendezvous: crate::rendezvous::Rendezvous::new(capacity, settings),
-            am: crate::am::Registry::new(settings.am_fibers),
+            am: crate::am::Registry::new(settings.am_fibers, settings.eager_budget),
             exports: Default::default(),
             notify: crate::notify::Notifications::new(nodes, capacity),
             agreements: Default::default(),
@@ -245,6 +245,7 @@ impl Router {
             FrameKind::Mcast => self.on_mcast(peer, frame),
             FrameKind::Named => self.on_named(peer, frame),
             FrameKind::Am | FrameKind::AmAt => self.on_am(peer, frame),
+            FrameKind::AmRts => self.on_am_rts(peer, frame),
             FrameKind::Doorbell | FrameKind::Heartbeat => Ok(()),
             FrameKind::Control => Err(ProtocolError::ControlFrame),
         }
@@ -276,9 +277,42 @@ impl Router {
             target,
             payload: Payload::from_wire(h.format, bytes),
             cost: h.len as usize + OVERHEAD,
+            large: 0,
         };
-        crate::am::arrive(self, message);
+        crate::am::large::eager(self, message);
         Ok(())
+    }
+
+    /// A large active message's announcement (`am`, protocol step 3b).
+    fn on_am_rts(&self, peer: u32, frame: Frame) -> Result<(), ProtocolError> {
+        let h = frame.header;
+        if h.source_thread >= MAX_THREADS {
+            return Err(ProtocolError::NoSuchThread(h.source_thread));
+        }
+        let (announced, target) = crate::am::large::decode(frame.payload, h.format, self.max_frame)?;
+        if let Some(thread) = target {
+            if thread >= MAX_THREADS {
+                return Err(ProtocolError::NoSuchThread(thread));
+            }
+        }
+        self.announced[peer as usize].fetch_add(1, Ordering::AcqRel);
+        let message = crate::am::large::Pending {
+            source: crate::Address::new(peer, h.source_thread),
+            id: u64::from(h.aux) << 32 | u64::from(h.tag),
+            request: h.dest_thread,
+            target,
+            announced,
+        };
+        crate::am::large::announced(self, message);
+        Ok(())
+    }
+
+    /// A message `peer` announced here will need nothing more from it
+    /// (pulled, or refused): see `answer_goodbye`.
+    pub(crate) fn fetched_announced(&self, peer: u32) {
+        if self.announced[peer as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.answer_goodbye(peer);
+        }
     }
 
     /// Rendezvous step 2: an announcement into its thread's mailbox.
@@ -360,10 +394,8 @@ impl Router {
             return Err(ProtocolError::BulkOverrun { len: h.len });
         }
         entry.done.succeed();
-        let node = entry.node as usize;
-        if self.announced[node].fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.answer_goodbye(entry.node);
-        }
+        self.fetched_announced(entry.node);
+        crate::am::large::fetched(self, h.bulk_id());
         Ok(())
     }
 
@@ -484,6 +516,9 @@ impl Router {
         }
         self.named.lost(self, peer);
         self.rendezvous.lose(&lost);
+        if matches!(lost.cause, LossCause::Failed(_)) {
+            crate::am::large::lost(self, peer);
+        }
         self.mailboxes.for_each(|m| m.fail_for(&lost));
         let subscribers = lock(&self.subscribers).clone();
         for s in subscribers {

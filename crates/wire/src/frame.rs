@@ -34,8 +34,9 @@ pub const HEADER_LEN: usize = 32;
 /// instead of dropping the connection at the first frame one of them does
 /// not know. 2: active messages (`Am`, `AmAt`) and heartbeats. 3: the
 /// control protocol of a job that grows (`Vm`, `Grown`, `Hosts`, the
-/// directory's gone nodes).
-pub const PROTOCOL_VERSION: u8 = 3;
+/// directory's gone nodes). 4: large active messages announced
+/// (`AmRts`) and fetched like rendezvous data.
+pub const PROTOCOL_VERSION: u8 = 4;
 const MAGIC: [u8; 2] = *b"TW";
 /// The source thread of every bulk frame ([`FrameHeader::bulk`]): they are
 /// sent by a node's progress engine, not by the thread that announced the
@@ -105,6 +106,15 @@ pub enum FrameKind {
     /// member): as [`Am`](Self::Am), the payload ending with that
     /// thread's number (4 bytes, little-endian).
     AmAt = 15,
+    /// A large active message announced instead of sent: addressed as
+    /// [`Am`](Self::Am) (`tag` and `aux` the handler's id, `dest_thread`
+    /// the request's number, `format` the message's), its payload a
+    /// rendezvous descriptor (length, send id, where to fetch the bytes)
+    /// followed by the target thread's number (4 bytes, little-endian,
+    /// `u32::MAX` for none), as defined by the runtime's active-message
+    /// protocol. The bytes move as for [`Rts`](Self::Rts): a `Cts` and
+    /// `Bulk`, or a cross-memory read and `Fin`.
+    AmRts = 16,
 }
 
 impl FrameKind {
@@ -125,6 +135,7 @@ impl FrameKind {
             13 => Some(FrameKind::Am),
             14 => Some(FrameKind::Heartbeat),
             15 => Some(FrameKind::AmAt),
+            16 => Some(FrameKind::AmRts),
             _ => None,
         }
     }

@@ -25,8 +25,11 @@ pub(crate) struct Arrival {
     pub(crate) target: Option<u32>,
     pub(crate) payload: Payload,
     /// Budget to give back to the source once handled (0 for a message
-    /// of this node).
+    /// of this node, and for a large one).
     pub(crate) cost: usize,
+    /// For a large message (`large`), its length: bytes the node counts
+    /// as held until the handler returns; else 0.
+    pub(crate) large: usize,
 }
 
 /// Step 3: runs or hands over the handler of `message`.
@@ -36,19 +39,24 @@ pub(crate) fn arrive(router: &Router, message: Arrival) {
         None => {
             let via = Replier::Router(router);
             let Arrival {
-                source, request, id, cost, ..
+                source,
+                request,
+                id,
+                cost,
+                large,
+                ..
             } = message;
             fail(&via, source, request, Status::Unknown, id, "");
-            give_back(router, source.node, cost);
+            give_back(router, source.node, cost, large);
         }
         Some(Run::Inline(f)) => run(Replier::Router(router), message, |am| f(am)),
         Some(Run::Fiber(handler)) => {
-            let (source, request, id, cost) =
-                (message.source, message.request, message.id, message.cost);
+            let (source, request, id, cost, large) =
+                (message.source, message.request, message.id, message.cost, message.large);
             if let Err(why) = registry.pool.hand(registry, Work { handler, message }) {
                 tracing::warn!("n{}: no fiber for an active message: {why}", router.id);
                 fail(&Replier::Router(router), source, request, Status::NoFiber, id, &why);
-                give_back(router, source.node, cost);
+                give_back(router, source.node, cost, large);
             }
         }
     }
@@ -70,12 +78,13 @@ fn run(via: Replier<'_>, message: Arrival, handler: impl FnOnce(&mut ActiveMessa
         target,
         payload,
         cost,
+        large,
     } = message;
     let target = target.map(|t| Address::new(router.id, t));
     let mut am = ActiveMessage::new(source, payload, request, target, via);
     let ran = catch_unwind(AssertUnwindSafe(|| handler(&mut am)));
     am.finish(ran, id);
-    give_back(router, source.node, cost);
+    give_back(router, source.node, cost, large);
 }
 
 impl<'a> ActiveMessage<'a> {
@@ -121,7 +130,7 @@ impl<'a> ActiveMessage<'a> {
 
 /// A failure to the requester (its request's answer) or, for a one-way
 /// message, to the sending thread's reports.
-fn fail(via: &Replier<'_>, source: Address, request: u32, status: Status, id: u64, text: &str) {
+pub(super) fn fail(via: &Replier<'_>, source: Address, request: u32, status: Status, id: u64, text: &str) {
     let payload = Payload::from_vec(status.encode(id, text));
     let sent = match request {
         0 => report(via.router(), source, payload),
@@ -214,8 +223,12 @@ pub(super) fn from_send_error(e: SendError) -> AmError {
 }
 
 /// Step 5: a remote message's cost back to its sender's budget, in a
-/// `Credit` frame once enough has gathered (as for eager data).
-fn give_back(router: &Router, node: u32, cost: usize) {
+/// `Credit` frame once enough has gathered (as for eager data); a large
+/// message's bytes out of the node's count (`large`).
+fn give_back(router: &Router, node: u32, cost: usize, large: usize) {
+    if large > 0 {
+        super::large::release(router, large);
+    }
     if cost == 0 || node == router.id {
         return;
     }

@@ -30,7 +30,10 @@
 //!
 //! A handler is registered by name on a node
 //! ([`Node::register_inline`](crate::Node::register_inline),
-//! [`Node::register_fiber`](crate::Node::register_fiber)) and called by a
+//! [`Node::register_fiber`](crate::Node::register_fiber), or with a buffer
+//! provider for large messages:
+//! [`Node::register_inline_into`](crate::Node::register_inline_into),
+//! [`Node::register_fiber_into`](crate::Node::register_fiber_into)) and called by a
 //! [`Handler`] of the same name ([`Node::handler`](crate::Node::handler)
 //! gives one without registering anything). Its id is the 64-bit FNV-1a
 //! hash of the name (`crate::name_hash`): every node
@@ -79,16 +82,68 @@
 //!    thread, which meanwhile drives progress to receive the credit) and
 //!    [`Endpoint::try_am_send`] gives the payload back in
 //!    [`AmError::WouldBlock`]. A message longer than the whole budget
-//!    goes alone, once nothing else is outstanding.
+//!    goes alone, once nothing else is outstanding. A *large* message —
+//!    longer than the eager limit of the channel to the destination
+//!    (`THREADWIRE_EAGER_SHM`, `THREADWIRE_EAGER_TCP`; 256 KiB by
+//!    default) — takes nothing from the budget and goes by step 2b.
 //! 2. It sends one `Am` frame: the handler's id in `tag` and `aux`, the
 //!    request's number in `dest_thread` (0 for a one-way message; numbers
 //!    come from a counter of the sending node), the payload as it is.
-//!    Frames from one thread to one node arrive in order.
+//!
+//!    2b. A large message is announced instead, as a rendezvous data
+//!    message is ([`rendezvous`](crate::rendezvous), step 1): its payload
+//!    stays in this node's table of sends under a send id, and an `AmRts`
+//!    frame — addressed as `Am`, its payload the length, the send id,
+//!    how to fetch the bytes (a cross-memory *pull* on shared memory, else
+//!    *push*) and the target thread — goes instead. `am_send` and
+//!    `am_request` then wait, as in step 1, until the destination has
+//!    the bytes: pulled (its `Fin`), or handed to the connection after its
+//!    `Cts` (a `Bulk` frame); `try_am_send` returns at once, the payload
+//!    waiting in the table. If the destination is lost first they fail
+//!    with [`AmError::PeerLost`] (with an empty payload).
+//!
+//!    Messages from one thread to one node are handled in the order
+//!    sent, large or small (step 3).
 //! 3. The destination's router looks the id up. An inline handler runs at
 //!    once, in arrival order; a fiber handler is handed to an idle pool
 //!    fiber or a new one, in arrival order (they then run side by side).
 //!    A message to the sender's own node takes the same path, inline
-//!    handlers running in the sending thread.
+//!    handlers running in the sending thread (and is never large: its
+//!    payload moves as it is).
+//!
+//!    3b. A large message's announcement takes a buffer — the handler's
+//!    provider's ([`Node::register_fiber_into`](crate::Node::register_fiber_into)),
+//!    else a new vector of its length — fetches the bytes into it as a
+//!    receive does (rendezvous, steps 3–5: one `process_vm_readv` and a
+//!    `Fin`, or a `Cts` and the `Bulk` frame, which TCP reads straight into
+//!    the buffer when its reader is free to be told, else copies) and only
+//!    then goes on as in step 3, its payload that buffer. A provider that
+//!    refuses (`None`) answers [`AmError::Refused`] (a one-way message's
+//!    failure is reported as in step 5) and releases the sender with a
+//!    `Fin`; an unknown handler is answered before any byte moves.
+//!
+//!    *Order.* While a large message is not yet dispatched (waiting for
+//!    memory, or fetching), every later message from the same sending
+//!    thread — eager or large — waits behind it at the destination, and
+//!    they are dispatched after it in arrival order. So frames from one
+//!    thread to one node arrive in order, and their handlers are
+//!    dispatched in the order sent: inline ones run in that order, fiber
+//!    ones are handed out in it. Those that waited behind a large message
+//!    are dispatched by whichever thread completed its fetch (the
+//!    progress driver, or a thread whose handler returned), so an inline
+//!    handler may then run there. Messages of different threads keep no
+//!    order between them.
+//!
+//!    *Memory.* A node holds at most its eager budget
+//!    (`THREADWIRE_EAGER_BUDGET`, 32 MiB by default) of large messages'
+//!    bytes at once — fetching, handed to a fiber or queued for one, or
+//!    in a handler that has not returned — or a single message, when that
+//!    alone is more; a provider's buffers count too. Further large
+//!    messages wait, announced (a few dozen bytes each), in arrival order,
+//!    and their senders wait with them; a TCP `Bulk` frame that could not
+//!    be placed costs one more copy of the message being fetched. As for
+//!    the pool's bound, handlers of large messages that wait for other
+//!    large messages to their node beyond this bound deadlock.
 //! 4. The handler may take the payload (keeping its buffer, no copy) and
 //!    answer a request once ([`ActiveMessage::reply`]): a data message in
 //!    the reply context (`group::context`), tag the request's number, its
@@ -112,6 +167,7 @@
 
 mod arrive;
 mod group;
+pub(crate) mod large;
 mod pool;
 pub(crate) mod registry;
 pub(crate) mod reports;
@@ -339,6 +395,18 @@ pub enum AmError {
         node: u32,
         /// The spawn's error.
         why: String,
+    },
+    /// The handler's buffer provider refused a large message
+    /// ([`Node::register_fiber_into`](crate::Node::register_fiber_into)):
+    /// the handler did not run.
+    #[error("handler {name} on node n{node} refused a message of {len}")]
+    Refused {
+        /// The destination.
+        node: u32,
+        /// The handler.
+        name: String,
+        /// The message's length, as the destination says it.
+        len: String,
     },
     /// The request was cancelled ([`Request::cancel`](crate::Request::cancel)).
     #[error("active message request cancelled")]

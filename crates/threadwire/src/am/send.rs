@@ -5,7 +5,8 @@ use super::status::{self, Failed, Status};
 use super::{AmError, Handler, REPLY_CONTEXT};
 use crate::error::{Failure, LossCause, RecvError};
 use crate::receive::{Got, Receive};
-use crate::rendezvous::OVERHEAD;
+use crate::rendezvous::{Done, Fetch, Outbound, MAX_SEGMENTS, OVERHEAD};
+use std::sync::Arc;
 use crate::request::{Completion, Request, State};
 use super::reports::Taken;
 use crate::{Endpoint, PeerLost, Source, TagMatch};
@@ -23,8 +24,11 @@ impl Endpoint {
     /// `data` (on this node too, inline handlers then running in this
     /// thread before the call returns). Returns once the message has left;
     /// waits first, parking only this thread or fiber, while `node`'s
-    /// budget has no room (see [`am`](crate::am)). Messages from one
-    /// thread to one node run their inline handlers in the order sent.
+    /// budget has no room (see [`am`](crate::am)). A message longer than
+    /// the eager limit of the channel to `node` is announced instead
+    /// (step 2b): the call returns once `node` has fetched its bytes, or
+    /// they were handed to the connection. Messages from one thread to one
+    /// node, large or small, run their inline handlers in the order sent.
     /// A handler that fails reports to this thread: see
     /// [`am_check`](Self::am_check).
     ///
@@ -38,7 +42,9 @@ impl Endpoint {
     }
 
     /// [`am_send`](Self::am_send) that never waits: with no room in the
-    /// budget it gives the payload back in [`AmError::WouldBlock`].
+    /// budget it gives the payload back in [`AmError::WouldBlock`]. A
+    /// large message is announced and the call returns at once, its
+    /// payload kept by this node until `node` fetches it.
     ///
     /// # Errors
     ///
@@ -140,6 +146,7 @@ impl Endpoint {
                 target,
                 payload,
                 cost: 0,
+                large: 0,
             };
             super::arrive(s, message);
             return Ok(());
@@ -160,6 +167,9 @@ impl Endpoint {
                 max: s.max_frame,
                 payload,
             });
+        }
+        if len > s.rendezvous.limits.for_peer(peer) {
+            return self.am_announce(node, handler, request, payload, target, wait);
         }
         let kind = match target {
             Some(thread) => {
@@ -204,6 +214,80 @@ impl Endpoint {
     }
 }
 
+impl Endpoint {
+    /// Step 2b: a large message announced (`AmRts`), its payload kept in
+    /// this node's table of sends until the destination fetches it; waits
+    /// (if `wait`) until it has: pulled, or handed to the connection.
+    fn am_announce(
+        &self,
+        node: u32,
+        handler: &Handler,
+        request: u32,
+        payload: Payload,
+        target: Option<u32>,
+        wait: bool,
+    ) -> Result<(), AmError> {
+        let shared = &*self.node.shared;
+        let s = &shared.router;
+        let peer = &s.peers[node as usize];
+        let len = payload.len();
+        let format = payload.format();
+        let fetch = match peer.shm() {
+            Some(shm) if shm.uses_cross_memory() && payload.segments().count() <= MAX_SEGMENTS => {
+                Fetch::Pull(
+                    payload
+                        .segments()
+                        .map(|b| (b.as_ptr() as u64, b.len() as u64))
+                        .collect(),
+                )
+            }
+            _ => Fetch::Push,
+        };
+        let send_id = s.rendezvous.sends.next_id();
+        let rts = super::large::encode(len, send_id, &fetch, target);
+        let done = Arc::new(Done::new());
+        // Registered first: the answer may come before the frame's send returns.
+        s.rendezvous.sends.insert(
+            send_id,
+            Outbound {
+                node,
+                dest_thread: target.unwrap_or(0),
+                payload: Some(payload),
+                held: 0,
+                pull: matches!(fetch, Fetch::Pull(_)),
+                done: Some(done.clone()),
+            },
+        );
+        let id = handler.id;
+        let header = FrameHeader::addressed(
+            FrameKind::AmRts,
+            self.address.thread,
+            request,
+            id as u32,
+            (id >> 32) as u32,
+            format,
+            rts.len() as u64,
+        );
+        if let Err((e, _)) = self.hand_over(peer, &header, Payload::from_vec(rts), len) {
+            let kept = s.rendezvous.sends.remove(send_id).and_then(|o| o.payload);
+            let cause = LossCause::Failed(Failure::Channel(e.to_string()));
+            s.lose_peer(node, cause.clone());
+            let lost = peer.lost().cloned().unwrap_or(PeerLost { node, cause });
+            let payload = kept.unwrap_or_else(|| Payload::from_vec(Vec::new()));
+            return Err(AmError::PeerLost { lost, payload });
+        }
+        if !wait {
+            return Ok(());
+        }
+        let origin = crate::progress::Origin::Peer(node);
+        shared.engine.wait_until(s, origin, || done.is_done());
+        done.outcome().map_err(|lost| AmError::PeerLost {
+            lost,
+            payload: Payload::from_vec(Vec::new()),
+        })
+    }
+}
+
 impl Completion for Result<Payload, AmError> {
     #[allow(private_interfaces)]
     fn from_receive(r: &mut Receive) -> Self {
@@ -234,6 +318,7 @@ fn decode_answer(registry: &super::Registry, node: u32, payload: Payload) -> Res
             message: text,
         },
         Status::NoFiber => AmError::NoFiber { node, why: text },
+        Status::Refused => AmError::Refused { node, name, len: text },
     })
 }
 

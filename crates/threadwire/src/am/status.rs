@@ -19,6 +19,8 @@ pub enum Status {
     Unknown = 3,
     /// A fiber handler could not start; the text says why.
     NoFiber = 4,
+    /// A large message's buffer provider refused it; the text says its length.
+    Refused = 5,
 }
 
 /// A failure as the requester decodes it.
@@ -51,6 +53,7 @@ impl Status {
             2 => Status::Panicked,
             3 => Status::Unknown,
             4 => Status::NoFiber,
+            5 => Status::Refused,
             _ => return None,
         })
     }

@@ -22,9 +22,24 @@
 //!   each wait for node 0 run on at most 2 pool fibers, the rest queued.
 //! - `machine` (3 nodes): node 0's view of the machine, every node alive,
 //!   then node 1 finished.
-//! - `lost` (2 nodes): node 0 starts a thread on node 1 that blocks, then
-//!   a request whose fiber handler never answers; node 1 kills itself;
-//!   node 0's request and join fail with `PeerLost`, and so do later ones.
+//! - `lost` (2 nodes, a budget below 2 MiB): node 0 sends node 1 a large
+//!   message whose handler holds it, a second that waits for memory
+//!   there, starts a thread on node 1 that blocks, then a request whose
+//!   fiber handler never answers; node 1 kills itself; node 0's request,
+//!   waiting large message and join fail with `PeerLost`, and so do
+//!   later ones, large ones included.
+//!
+//! - `large` (2 nodes): node 0 sends node 1 messages beyond the eager
+//!   limit (announced and fetched, step 3b): a 16 MiB one-way message
+//!   and a 16 MiB request, checked byte for byte by their handlers
+//!   (checksums), and a 1 MiB one by `try_am_send`; a handler with a buffer provider that keeps the
+//!   provider's buffer; a provider that refuses, as a request and one-way
+//!   (`am_check`); one large one-way message and ten small ones behind it
+//!   from one thread run in the order sent, while a slow handler holds
+//!   another (with a small budget: the large one waits for memory).
+//! - `large-flood` (2 nodes): node 0 sends 20 × 8 MiB one-way messages to
+//!   a slow fiber handler of node 1, which then prints its peak memory
+//!   (`peak n1 <kB>`).
 //!
 //! Every node prints `am <mode>: ok` at the end.
 
@@ -285,6 +300,237 @@ fn flight(ep: &Endpoint) {
     }
 }
 
+/// FNV-1a over the bytes, then the length: what a handler of a large
+/// message answers, to be compared with the sender's own.
+fn checksum(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^ bytes.len() as u64
+}
+
+fn large(ep: &Endpoint) {
+    const MIB: usize = 1 << 20;
+    let node = ep.node().clone();
+    // One-way messages' checksums, for `large.sums` to answer.
+    let sums: Arc<std::sync::Mutex<Vec<u64>>> = Arc::default();
+    let s = sums.clone();
+    let record = node
+        .register_inline("large.record", move |am| {
+            s.lock().unwrap().push(checksum(&am.payload().to_vec()));
+        })
+        .expect("register");
+    let s = sums.clone();
+    let report = node
+        .register_inline("large.sums", move |am| {
+            let b: Vec<u8> = s
+                .lock()
+                .unwrap()
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect();
+            am.reply(b).expect("reply");
+        })
+        .expect("register");
+    let sum = node
+        .register_fiber("large.sum", |_ep: &Endpoint, am: &mut ActiveMessage<'_>| {
+            let v = checksum(&am.payload().to_vec());
+            am.reply(v.to_le_bytes().to_vec()).expect("reply");
+        })
+        .expect("register");
+    // The provider's buffers, by address: the handler checks that it got
+    // one of them, and keeps it.
+    let given: Arc<std::sync::Mutex<Vec<usize>>> = Arc::default();
+    let kept: Arc<std::sync::Mutex<Vec<Vec<u8>>>> = Arc::default();
+    let (g, g2, k) = (given.clone(), given.clone(), kept.clone());
+    let keep = node
+        .register_fiber_into(
+            "large.keep",
+            move |len| {
+                let v = Vec::with_capacity(len + 100);
+                g.lock().unwrap().push(v.as_ptr() as usize);
+                Some(v)
+            },
+            move |_ep: &Endpoint, am: &mut ActiveMessage<'_>| {
+                let v = am.take_payload().into_vec();
+                let own = g2.lock().unwrap().contains(&(v.as_ptr() as usize));
+                let mut answer = checksum(&v).to_le_bytes().to_vec();
+                answer.push(own as u8);
+                k.lock().unwrap().push(v);
+                am.reply(answer).expect("reply");
+            },
+        )
+        .expect("register");
+    let refuse = node
+        .register_inline_into(
+            "large.refuse",
+            |_len| None,
+            |_am| panic!("a refused message ran"),
+        )
+        .expect("register");
+    let order: Arc<std::sync::Mutex<Vec<u8>>> = Arc::default();
+    let o = order.clone();
+    let ordered = node
+        .register_inline("large.order", move |am| {
+            o.lock().unwrap().push(am.payload().to_vec()[0]);
+        })
+        .expect("register");
+    let o = order.clone();
+    let order_get = node
+        .register_inline("large.order.get", move |am| {
+            let got = o.lock().unwrap().clone();
+            am.reply(got).expect("reply");
+        })
+        .expect("register");
+    let pause = node
+        .register_fiber(
+            "large.pause",
+            |_ep: &Endpoint, _am: &mut ActiveMessage<'_>| {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            },
+        )
+        .expect("register");
+    let world = Group::world(ep).expect("world");
+    world.barrier().expect("registered");
+    if ep.address().node == 0 {
+        // A 16 MiB one-way message, then its checksum asked for.
+        let data = pattern(16 * MIB, 1);
+        let want = checksum(&data);
+        ep.am_send(1, &record, data).expect("16 MiB one-way");
+        let got = ep
+            .am_request(1, &report, Vec::new())
+            .wait()
+            .expect("sums")
+            .into_vec();
+        assert_eq!(got, want.to_le_bytes(), "the one-way message's checksum");
+        let want_one_way = want;
+        // A 16 MiB request.
+        let data = pattern(16 * MIB, 2);
+        let want = checksum(&data);
+        let got = ep
+            .am_request(1, &sum, data)
+            .wait()
+            .expect("16 MiB request")
+            .into_vec();
+        assert_eq!(got, want.to_le_bytes(), "the request's checksum");
+        // Never waiting: announced, the payload kept here until fetched.
+        let data = pattern(MIB + 3, 3);
+        let again = checksum(&data);
+        ep.try_am_send(1, &record, data)
+            .expect("try_am_send of 1 MiB");
+        let got = ep
+            .am_request(1, &report, Vec::new())
+            .wait()
+            .expect("sums")
+            .into_vec();
+        let both: Vec<u8> = [want_one_way, again]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(got, both, "try_am_send's checksum");
+        println!("16 MiB one-way and request checked");
+        // Into the provider's buffer, kept by the handler.
+        for i in 0..3u64 {
+            let data = pattern(4 * MIB + i as usize, 10 + i);
+            let want = checksum(&data);
+            let got = ep
+                .am_request(1, &keep, data)
+                .wait()
+                .expect("kept")
+                .into_vec();
+            assert_eq!(&got[..8], want.to_le_bytes(), "kept message's checksum");
+            assert_eq!(got[8], 1, "the handler got the provider's buffer");
+        }
+        // A small message to the same handler arrives eagerly.
+        let got = ep
+            .am_request(1, &keep, vec![5u8; 10])
+            .wait()
+            .expect("small")
+            .into_vec();
+        assert_eq!(&got[..8], checksum(&[5u8; 10]).to_le_bytes());
+        println!("the provider's buffers kept");
+        // Refused: as a request, and one-way (reported to am_check).
+        match ep.am_request(1, &refuse, vec![0u8; 2 * MIB]).wait() {
+            Err(AmError::Refused { node: 1, name, .. }) => assert_eq!(name, "large.refuse"),
+            other => panic!("refused request: {other:?}"),
+        }
+        ep.am_send(1, &refuse, vec![0u8; 2 * MIB]).expect("sent");
+        ep.am_request(1, &report, Vec::new())
+            .wait()
+            .expect("after the refusal");
+        match ep.am_check() {
+            Err(AmError::Refused { name, .. }) => assert_eq!(name, "large.refuse"),
+            other => panic!("refused one-way message: {other:?}"),
+        }
+        println!("refusals reported");
+        // One large message, then ten small ones: run in the order sent.
+        // A handler holds a large message meanwhile: with a budget below
+        // it, the next large one waits for memory at node 1 and the small
+        // ones wait behind it; else they may come while it is fetched.
+        ep.am_send(1, &pause, vec![0u8; 2 * MIB]).expect("pause");
+        let mut first = vec![0u8; 4 * MIB];
+        first[0] = 0;
+        ep.try_am_send(1, &ordered, first).expect("large");
+        for i in 1..=10u8 {
+            ep.am_send(1, &ordered, vec![i]).expect("small");
+        }
+        // And a large one behind small ones, twice.
+        let mut last = vec![0u8; 3 * MIB];
+        last[0] = 11;
+        ep.am_send(1, &ordered, last).expect("large");
+        ep.am_send(1, &ordered, vec![12]).expect("small");
+        let got = ep
+            .am_request(1, &order_get, Vec::new())
+            .wait()
+            .expect("order")
+            .into_vec();
+        assert_eq!(got, (0..=12).collect::<Vec<u8>>());
+        println!("large and small messages ran in the order sent");
+    }
+    world.barrier().expect("done");
+    if ep.address().node == 1 {
+        assert_eq!(kept.lock().unwrap().len(), 4);
+    }
+}
+
+fn large_flood(ep: &Endpoint) {
+    const MIB: usize = 1 << 20;
+    const COUNT: u64 = 20;
+    let node = ep.node().clone();
+    let ran = Arc::new(AtomicU64::new(0));
+    let r = ran.clone();
+    let slow = node
+        .register_fiber(
+            "flood.slow",
+            move |_ep: &Endpoint, am: &mut ActiveMessage<'_>| {
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                // Kept, not copied: the node's memory is the messages'.
+                let p = am.take_payload().into_vec();
+                assert_eq!(p.len(), 8 * MIB);
+                assert!(p.iter().step_by(4096).all(|&b| b == p[0]), "payload intact");
+                r.fetch_add(1, Ordering::SeqCst);
+            },
+        )
+        .expect("register");
+    let world = Group::world(ep).expect("world");
+    world.barrier().expect("registered");
+    if ep.address().node == 0 {
+        for i in 0..COUNT {
+            ep.am_send(1, &slow, vec![i as u8; 8 * MIB]).expect("flood");
+        }
+    }
+    world.barrier().expect("sent");
+    if ep.address().node == 1 {
+        while ran.load(Ordering::SeqCst) < COUNT {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        println!("{COUNT} × 8 MiB handled");
+        println!("peak n1 {}", common::vm_hwm());
+    }
+    world.barrier().expect("handled");
+}
+
 fn spawn(ep: &Endpoint) {
     let node = ep.node().clone();
     node.export("square", |_ep, args| {
@@ -518,11 +764,22 @@ fn lost(ep: &Endpoint) {
             }
         })
         .expect("register");
+    // Holds its large message's bytes until the node dies: with a budget
+    // below one message, the next large message waits for memory.
+    let hold = node
+        .register_fiber("hold", |ep: &Endpoint, _am: &mut ActiveMessage<'_>| {
+            let never = ep.recv(Address::new(0, 0), 98);
+            panic!("the holding handler got {never:?}");
+        })
+        .expect("register");
     Group::world(ep)
         .expect("world")
         .barrier()
         .expect("registered");
     if ep.address().node == 0 {
+        ep.am_send(1, &hold, vec![1u8; 2 << 20]).expect("held");
+        let h = hold.clone();
+        let waiting = node.spawn(move |ep| ep.am_send(1, &h, vec![2u8; 2 << 20]));
         let blocked = ep.spawn_remote(1, "block", Vec::new()).expect("spawn");
         let request = ep.am_request(1, &hang, Vec::new());
         ep.recv(threadwire::Address::new(1, 0), 7).ok();
@@ -533,6 +790,14 @@ fn lost(ep: &Endpoint) {
         match ep.am_request(1, &hang, Vec::new()).wait() {
             Err(AmError::PeerLost { .. }) => println!("a later request fails at once"),
             other => panic!("request to a dead node: {other:?}"),
+        }
+        match waiting.join().expect("fiber") {
+            Err(AmError::PeerLost { .. }) => println!("a large message waiting at n1 fails"),
+            other => panic!("large message to a dying node: {other:?}"),
+        }
+        match ep.am_request(1, &hold, vec![3u8; 2 << 20]).wait() {
+            Err(AmError::PeerLost { .. }) => println!("a later large request fails at once"),
+            other => panic!("large request to a dead node: {other:?}"),
         }
         match blocked.join(ep) {
             Err(threadwire::RemoteJoinError::PeerLost(_)) => println!("the join fails"),
@@ -583,6 +848,8 @@ fn main() {
         "group" => group(&ep),
         "bounded" => bounded(&ep),
         "machine" => machine(&ep),
+        "large" => large(&ep),
+        "large-flood" => large_flood(&ep),
         other => panic!("unknown mode {other}"),
     }
     println!("am {mode}: ok");

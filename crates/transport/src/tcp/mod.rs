@@ -254,6 +254,36 @@ impl TcpChannel {
         lock(&self.reader).place(id, placement);
     }
 
+    /// [`place`](Self::place) unless the reader is busy at this moment —
+    /// perhaps with the very frame whose handling calls this, which holds
+    /// it: then `false`, nothing is placed, and the frame arrives in a
+    /// buffer of its own.
+    ///
+    /// # Safety
+    ///
+    /// As for [`place`](Self::place), when it returns `true`.
+    pub unsafe fn try_place(&self, id: u64, buffer: *mut u8, len: usize) -> bool {
+        let Some(mut reader) = try_lock(&self.reader) else {
+            return false;
+        };
+        // SAFETY: the caller's contract is the placement's.
+        let placement = unsafe { reader::Placement::new(buffer, len) };
+        reader.place(id, placement);
+        true
+    }
+
+    /// [`unplace`](Self::unplace) unless the reader is busy at this
+    /// moment: `false` then, and the buffer may still be written.
+    pub fn try_unplace(&self, id: u64) -> bool {
+        match try_lock(&self.reader) {
+            Some(mut reader) => {
+                reader.unplace(id);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Withdraws the buffer of receive `id`: once this returns nothing
     /// writes to it any more (what of its frame is still to come is read
     /// and dropped).
@@ -344,6 +374,14 @@ fn set_congestion_control(stream: &TcpStream, name: &str) -> io::Result<()> {
 
 /// Locks `m`; a panic elsewhere while holding it leaves the queue consistent
 /// (every mutation is completed before any call that could panic).
+fn try_lock<T>(m: &Mutex<T>) -> Option<std::sync::MutexGuard<'_, T>> {
+    match m.try_lock() {
+        Ok(guard) => Some(guard),
+        Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
