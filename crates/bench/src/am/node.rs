@@ -117,15 +117,23 @@ struct Handlers {
     finish: Handler,
     /// One-way messages this node's `count` handler has run.
     counted: Arc<AtomicU64>,
-    /// What `finish` brought, for the parked main thread.
-    finished: Arc<(std::sync::Mutex<Option<u64>>, std::sync::Condvar)>,
+    /// What each `finish` brought, in order, for the parked main thread:
+    /// node 1's worker serves a parked batch without thread 0, so the
+    /// next batch's `finish` may come before thread 0 has taken this one.
+    finished: Arc<(
+        std::sync::Mutex<std::collections::VecDeque<u64>>,
+        std::sync::Condvar,
+    )>,
 }
 
 impl Handlers {
     fn register(node: &Node) -> Result<Handlers, AmError> {
         let counted = Arc::new(AtomicU64::new(0));
         let c = counted.clone();
-        let finished = Arc::new((std::sync::Mutex::new(None), std::sync::Condvar::new()));
+        let finished = Arc::new((
+            std::sync::Mutex::new(std::collections::VecDeque::new()),
+            std::sync::Condvar::new(),
+        ));
         let f = finished.clone();
         Ok(Handlers {
             // Both echoes take the payload (its buffer moves) and answer
@@ -148,7 +156,9 @@ impl Handlers {
                 let bytes = am.payload().to_vec();
                 let sent = u64::from_le_bytes(bytes.try_into().unwrap_or([0xff; 8]));
                 let (slot, told) = &*f;
-                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(sent);
+                slot.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push_back(sent);
                 told.notify_all();
                 let _ = am.reply(Vec::new());
             })?,
@@ -196,11 +206,14 @@ fn serve(ep: &Endpoint, leader: Address, handlers: &Handlers) -> Result<(), Node
             }
             Command::ServeParked => {
                 let (slot, told) = &*handlers.finished;
-                let mut sent = slot.lock().unwrap_or_else(|p| p.into_inner());
-                while sent.is_none() {
-                    sent = told.wait(sent).unwrap_or_else(|p| p.into_inner());
-                }
-                let sent = sent.take().unwrap_or_default();
+                let mut queue = slot.lock().unwrap_or_else(|p| p.into_inner());
+                let sent = loop {
+                    match queue.pop_front() {
+                        Some(sent) => break sent,
+                        None => queue = told.wait(queue).unwrap_or_else(|p| p.into_inner()),
+                    }
+                };
+                drop(queue);
                 check_count(handlers, sent, |handled| handled >= sent)?;
             }
             Command::Stop(sent) => return check_count(handlers, sent, |handled| handled == sent),
