@@ -466,36 +466,14 @@ fn added(
     repetitions: u32,
     on_event: &mut impl FnMut(&Event),
 ) -> Result<Row, Error> {
-    let mut spec = JobSpec::new(2, &options.program)
-        .args(options.args.iter().cloned())
-        .env(ADD_VARIABLE, format!("{count}:{repetitions}"))
-        .timeout(JOB_TIMEOUT);
-    if !options.hosts.is_empty() {
-        spec = spec.hosts(options.hosts.clone());
-    }
     let mut measured = None;
-    let report = threadwire_launch::run(&spec, |ev| match NodeResult::decode(ev) {
-        Some((0, NodeResult::NodesAdded { ms })) => measured = Some(ms),
-        // The joiners' output and exits, and the launcher's log of the
-        // growth, are the row's business only.
-        Some(_) | None if matches!(ev, Event::Machine(_)) => {}
-        _ => on_event(ev),
-    })
-    .map_err(Error::Launch)?;
-    if report.status != 0 {
-        return Err(Error::Job {
-            status: report.status,
-            failure: report.failure.map(|(_, cause)| cause),
-        });
-    }
+    two_node_row(options, ADD_VARIABLE, count, repetitions, on_event, |r| {
+        if let NodeResult::NodesAdded { ms } = r {
+            measured = Some(ms);
+        }
+    })?;
     let mut ms = measured.ok_or(Error::NoReport { node: 0 })?;
-    Ok(Row {
-        kind: Kind::AddedNodes,
-        count,
-        joined: Millis::of(&mut ms),
-        finished: None,
-        timeline: None,
-    })
+    Ok(Row::measured(Kind::AddedNodes, count, &mut ms))
 }
 
 /// A remote row: one job of two nodes, node 0 timing every repetition.
@@ -505,40 +483,72 @@ fn remote(
     repetitions: u32,
     on_event: &mut impl FnMut(&Event),
 ) -> Result<(Row, Vec<f64>), Error> {
+    let mut measured = None;
+    two_node_row(
+        options,
+        REMOTE_VARIABLE,
+        count,
+        repetitions,
+        on_event,
+        |r| {
+            if let NodeResult::RemoteSpawned {
+                ms,
+                am_round_trip_us,
+            } = r
+            {
+                measured = Some((ms, am_round_trip_us));
+            }
+        },
+    )?;
+    let (mut ms, us) = measured.ok_or(Error::NoReport { node: 0 })?;
+    Ok((Row::measured(Kind::RemoteFibers, count, &mut ms), us))
+}
+
+/// Runs a row's job of two nodes, `variable` telling them the row
+/// (`N:repetitions`), and hands node 0's reports to `take`; every other
+/// event goes to `on_event`, but the launcher's log of the machine's
+/// growth, which is the row's business only.
+fn two_node_row(
+    options: &Options,
+    variable: &str,
+    count: u32,
+    repetitions: u32,
+    on_event: &mut impl FnMut(&Event),
+    mut take: impl FnMut(NodeResult),
+) -> Result<(), Error> {
     let mut spec = JobSpec::new(2, &options.program)
         .args(options.args.iter().cloned())
-        .env(REMOTE_VARIABLE, format!("{count}:{repetitions}"))
+        .env(variable, format!("{count}:{repetitions}"))
         .timeout(JOB_TIMEOUT);
     if !options.hosts.is_empty() {
         spec = spec.hosts(options.hosts.clone());
     }
-    let mut measured = None;
     let report = threadwire_launch::run(&spec, |ev| match NodeResult::decode(ev) {
-        Some((
-            0,
-            NodeResult::RemoteSpawned {
-                ms,
-                am_round_trip_us,
-            },
-        )) => measured = Some((ms, am_round_trip_us)),
+        Some((0, result)) => take(result),
+        _ if matches!(ev, Event::Machine(_)) => {}
         _ => on_event(ev),
     })
     .map_err(Error::Launch)?;
-    if report.status != 0 {
-        return Err(Error::Job {
-            status: report.status,
+    match report.status {
+        0 => Ok(()),
+        status => Err(Error::Job {
+            status,
             failure: report.failure.map(|(_, cause)| cause),
-        });
+        }),
     }
-    let (mut ms, us) = measured.ok_or(Error::NoReport { node: 0 })?;
-    let row = Row {
-        kind: Kind::RemoteFibers,
-        count,
-        joined: Millis::of(&mut ms),
-        finished: None,
-        timeline: None,
-    };
-    Ok((row, us))
+}
+
+impl Row {
+    /// A row measured by its milliseconds per repetition.
+    fn measured(kind: Kind, count: u32, ms: &mut [f64]) -> Row {
+        Row {
+            kind,
+            count,
+            joined: Millis::of(ms),
+            finished: None,
+            timeline: None,
+        }
+    }
 }
 
 fn pvm_spawn(options: &Options, count: u32, repetitions: u32) -> Result<Row, crate::peers::Error> {
@@ -550,13 +560,7 @@ fn pvm_spawn(options: &Options, count: u32, repetitions: u32) -> Result<Row, cra
     let times =
         crate::peers::pvm::spawn_times(&task, count as usize, repetitions as usize, deadline)?;
     let mut ms: Vec<f64> = times.iter().map(|t| t.as_secs_f64() * 1e3).collect();
-    Ok(Row {
-        kind: Kind::PvmSpawn,
-        count,
-        joined: Millis::of(&mut ms),
-        finished: None,
-        timeline: None,
-    })
+    Ok(Row::measured(Kind::PvmSpawn, count, &mut ms))
 }
 
 /// A comm_spawn row, and its launches run again if any; `program` is
@@ -574,13 +578,7 @@ fn comm_spawn(
     let deadline = Instant::now() + COMM_SPAWN_TIMEOUT;
     let times = peer::spawn_times(program, count, repetitions, deadline)?;
     let mut ms: Vec<f64> = times.us.iter().map(|us| us / 1e3).collect();
-    let row = Row {
-        kind: Kind::CommSpawn,
-        count,
-        joined: Millis::of(&mut ms),
-        finished: None,
-        timeline: None,
-    };
+    let row = Row::measured(Kind::CommSpawn, count, &mut ms);
     let retried = (times.hung + times.failed > 0).then_some(Retried {
         count,
         hung: times.hung,
