@@ -33,10 +33,13 @@ pub fn event(ev: &Event, verbose: bool) {
         } => eprintln!("threadwire: {cause}; the other nodes run on"),
         Event::TimedOut => eprintln!("threadwire: the job ran past its timeout; killing it"),
         Event::Machine(what) if verbose => eprintln!("threadwire: {what}"),
-        Event::Channels { node, routes } if verbose => {
-            eprintln!("threadwire: n{node} joined");
+        Event::Channels { node, routes } | Event::Routes { node, routes } if verbose => {
+            if matches!(ev, Event::Channels { .. }) {
+                eprintln!("threadwire: n{node} joined");
+            }
+            // Pairs connect on first use: only those made so far.
             for (peer, route) in routes.iter().enumerate() {
-                if peer as u32 != *node {
+                if peer as u32 != *node && route != "not connected" {
                     eprintln!("threadwire: n{node} -> n{peer}: {route}");
                 }
             }

@@ -59,8 +59,17 @@ pub enum Event {
     /// added, hosts added or removed; in words, for the event log.
     Machine(String),
     /// A node has joined; `routes[j]` names the channel it uses to node
-    /// `j` (`tcp`, `shm (…)`; `-` for itself).
+    /// `j` (`tcp`, `shm (…)`, `not connected`: pairs connect on first use;
+    /// `-` for itself).
     Channels {
+        /// The node.
+        node: u32,
+        /// One entry per node.
+        routes: Vec<String>,
+    },
+    /// A node is leaving; its routes as they ended, as in
+    /// [`Event::Channels`].
+    Routes {
         /// The node.
         node: u32,
         /// One entry per node.

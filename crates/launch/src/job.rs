@@ -367,6 +367,11 @@ impl<'a> Job<'a> {
                 on_event(&Event::Output { node, stream, line })
             }
             Internal::Stats { node, stats } => self.slots[node as usize].stats = Some(stats),
+            // A node's first word of its routes is its join; its last,
+            // at finalize, how they ended.
+            Internal::Channels { node, routes } if self.slots[node as usize].joined => {
+                on_event(&Event::Routes { node, routes });
+            }
             Internal::Channels { node, routes } => {
                 self.slots[node as usize].joined = true;
                 on_event(&Event::Channels { node, routes });

@@ -14,7 +14,7 @@ use crate::lock;
 use crate::mailbox::{remote_message, MailboxTable, MAX_THREADS};
 use crate::message::Tail;
 use crate::rendezvous::{codec, Outbound, RendezvousError, OVERHEAD};
-use crate::peer::{Peer, SetupContext, ShmSetupError};
+use crate::peer::{Dialer, Peer, SetupContext, SharedDialer, ShmSetupError};
 use crate::Stats;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -79,6 +79,8 @@ pub(crate) struct Router {
     pub(crate) job_id: u64,
     pub(crate) mailboxes: MailboxTable,
     pub(crate) peers: Box<[Peer]>,
+    /// Makes this node's connections on first use (`peer::dial`).
+    pub(crate) dialer: SharedDialer,
     /// The launcher's connection.
     pub(crate) control: OnceLock<Channel>,
     pub(crate) max_frame: u64,
@@ -125,6 +127,7 @@ impl Router {
             founders,
             capacity,
         } = size;
+        let dialer = Arc::new(Dialer::new(id));
         Router {
             id,
             nodes: AtomicU32::new(nodes),
@@ -132,7 +135,8 @@ impl Router {
             founders,
             job_id,
             mailboxes: MailboxTable::new(),
-            peers: (0..capacity).map(|_| Peer::new()).collect(),
+            peers: (0..capacity).map(|j| Peer::new(j, dialer.clone())).collect(),
+            dialer,
             control: OnceLock::new(),
             max_frame: settings.max_frame,
             channel_choice: settings.channel,
@@ -237,6 +241,7 @@ impl Router {
                 if peer_state.on_shm_setup(&self.setup_context(peer), frame)? {
                     self.shm_peers.fetch_add(1, Ordering::AcqRel);
                 }
+                self.check_forced_shm(peer);
                 if peer >= self.nodes() {
                     self.admit_joined();
                 }
@@ -575,10 +580,42 @@ impl Router {
         }
     }
 
-    /// Shared-memory set-up step 1, on the pair's higher node right after
-    /// connecting.
-    pub(crate) fn offer_shm(&self, peer: u32) {
-        self.peers[peer as usize].offer_shm(&self.setup_context(peer));
+    /// A connection to `peer`, dialed or accepted, is made (`peer::dial`,
+    /// step 4): installed, and, at the pair's higher node, shared memory
+    /// offered over it (set-up step 1).
+    pub(crate) fn connected(&self, peer: u32, c: threadwire_transport::TcpChannel) {
+        if !self.peers[peer as usize].set_tcp(c) {
+            return;
+        }
+        if self.id > peer {
+            self.peers[peer as usize].offer_shm(&self.setup_context(peer));
+            self.check_forced_shm(peer);
+        }
+    }
+
+    /// With `THREADWIRE_CHANNEL=shm`, a pair that settled on TCP is a
+    /// failure: the peer is lost, saying why.
+    fn check_forced_shm(&self, peer: u32) {
+        if self.channel_choice != ChannelChoice::Shm {
+            return;
+        }
+        if let Some(why) = self.peers[peer as usize].tcp_reason() {
+            let why = format!("THREADWIRE_CHANNEL=shm, but n{peer} cannot share memory with this node: {why}");
+            self.lose_peer(peer, LossCause::Failed(Failure::Channel(why)));
+        }
+    }
+
+    /// The route to every node so far, `-` for this one, in words
+    /// (control protocol, step 4).
+    pub(crate) fn routes(&self) -> Vec<String> {
+        self.peers[..self.nodes() as usize]
+            .iter()
+            .enumerate()
+            .map(|(j, p)| match j as u32 == self.id {
+                true => "-".to_string(),
+                false => p.route().to_string(),
+            })
+            .collect()
     }
 
     /// Whether any peer is reached through shared memory.

@@ -10,11 +10,12 @@ mod support;
 use support::JobOutput;
 use threadwire_launch::Event;
 
-/// The channel names every node reported, `routes[node][peer]`.
+/// The channel names every node reported last (at its end: pairs connect
+/// on first use), `routes[node][peer]`.
 fn routes(out: &JobOutput) -> Vec<Vec<String>> {
     let mut routes = vec![Vec::new(); out.stdout.len()];
     for e in &out.events {
-        if let Event::Channels { node, routes: r } = e {
+        if let Event::Channels { node, routes: r } | Event::Routes { node, routes: r } = e {
             routes[*node as usize] = r.clone();
         }
     }

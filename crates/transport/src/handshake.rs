@@ -12,7 +12,13 @@
 //! 3. The connector checks that proof and sends **Proof** (32 B):
 //!    `HMAC(secret, "threadwire connector" ‖ Hello ‖ Challenge)`.
 //! 4. The acceptor checks it and sends **Welcome** (8 B): `TWOK` and 4 zero
-//!    bytes. From here on both sides exchange frames.
+//!    bytes. From here on both sides exchange frames. Or, when it already
+//!    has a connection to the connector or is opening one itself and its
+//!    own wins (the caller's verdict, [`Acceptor::advance_with`]), it
+//!    sends **Busy** (8 B): `TWBZ` and 4 zero bytes, and closes: the
+//!    connector gets [`HandshakeError::Busy`] and waits for the pair's
+//!    other connection instead, so that two nodes that connect to each
+//!    other at once end with one connection.
 //!
 //! Each side proves the secret over a nonce the other chose, so a recorded
 //! handshake cannot be replayed. Any mismatch closes the connection with a
@@ -31,6 +37,7 @@ const HELLO_LEN: usize = 56;
 const CHALLENGE_LEN: usize = 88;
 const PROOF_LEN: usize = 32;
 const WELCOME: [u8; 8] = *b"TWOK\0\0\0\0";
+const BUSY: [u8; 8] = *b"TWBZ\0\0\0\0";
 
 /// What a node needs to join its job's connections.
 #[derive(Clone)]
@@ -77,6 +84,13 @@ pub enum HandshakeError {
     /// The handshake did not finish in time.
     #[error("handshake timed out")]
     Timeout,
+    /// The acceptor proved itself but keeps the pair's other connection
+    /// (step 4): it has one to this node, or opens one and its own wins.
+    #[error("node n{peer} keeps its own connection to this node")]
+    Busy {
+        /// The acceptor's node number.
+        peer: u32,
+    },
     /// The connection closed or failed.
     #[error("handshake I/O: {0}")]
     Io(#[from] io::Error),
@@ -213,10 +227,11 @@ fn connect_on(
         }
         other => other,
     })?;
-    if welcome != WELCOME {
-        return Err(HandshakeError::Malformed);
+    match welcome {
+        WELCOME => Ok(peer),
+        BUSY => Err(HandshakeError::Busy { peer }),
+        _ => Err(HandshakeError::Malformed),
     }
-    Ok(peer)
 }
 
 /// The acceptor's side as a non-blocking state machine, fed by the progress
@@ -238,6 +253,9 @@ pub enum AcceptProgress {
     Pending,
     /// Authenticated: the peer's node number. Frames may flow.
     Done(u32),
+    /// Authenticated, and told to use the pair's other connection (step
+    /// 4): this one is finished and should be dropped.
+    Busy(u32),
 }
 
 impl Acceptor {
@@ -258,10 +276,22 @@ impl Acceptor {
         self.deadline
     }
 
-    /// Reads what is available from `stream` and moves the handshake on.
+    /// Reads what is available from `stream` and moves the handshake on,
+    /// welcoming every proven peer.
     pub fn advance<S: Read + Write>(
         &mut self,
+        stream: S,
+    ) -> Result<AcceptProgress, HandshakeError> {
+        self.advance_with(stream, |_| true)
+    }
+
+    /// As [`advance`](Self::advance), asking `admit` with the peer's node
+    /// number, once it has proven the secret, whether to welcome it (step
+    /// 4) or answer Busy.
+    pub fn advance_with<S: Read + Write>(
+        &mut self,
         mut stream: S,
+        admit: impl FnOnce(u32) -> bool,
     ) -> Result<AcceptProgress, HandshakeError> {
         loop {
             let want = if self.hello.is_none() {
@@ -312,8 +342,12 @@ impl Acceptor {
                     ) {
                         return Err(HandshakeError::BadProof);
                     }
-                    write_small(&mut stream, &WELCOME)?;
                     let peer = u32::from_le_bytes(hello[16..20].try_into().expect("4 bytes"));
+                    if !admit(peer) {
+                        write_small(&mut stream, &BUSY)?;
+                        return Ok(AcceptProgress::Busy(peer));
+                    }
+                    write_small(&mut stream, &WELCOME)?;
                     return Ok(AcceptProgress::Done(peer));
                 }
             }
@@ -343,7 +377,7 @@ pub fn accept_blocking(
     loop {
         set_deadline(&stream, acceptor.deadline)?;
         match acceptor.advance(&stream) {
-            Ok(AcceptProgress::Done(peer)) => {
+            Ok(AcceptProgress::Done(peer) | AcceptProgress::Busy(peer)) => {
                 stream.set_read_timeout(None)?;
                 stream.set_write_timeout(None)?;
                 return Ok((peer, stream));
@@ -420,6 +454,30 @@ mod tests {
             matches!(s, Err(HandshakeError::WrongJob { found: 2 })),
             "{s:?}"
         );
+    }
+
+    #[test]
+    fn a_busy_acceptor_is_told_apart_from_a_failure() {
+        let creds = Credentials {
+            job_id: 1,
+            secret: [9; 32],
+        };
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = creds.clone();
+        let t = std::thread::spawn(move || {
+            let (s, _) = listener.accept().unwrap();
+            let mut acceptor = Acceptor::new(server, 3, Duration::from_secs(5));
+            loop {
+                match acceptor.advance_with(&s, |peer| peer != 5) {
+                    Ok(AcceptProgress::Pending) => std::thread::sleep(Duration::from_millis(1)),
+                    other => return other,
+                }
+            }
+        });
+        let c = connect(addr, &creds, 5, Duration::from_secs(5)).map(|(p, _)| p);
+        assert!(matches!(c, Err(HandshakeError::Busy { peer: 3 })), "{c:?}");
+        assert!(matches!(t.join().unwrap(), Ok(AcceptProgress::Busy(5))));
     }
 
     #[test]

@@ -35,8 +35,9 @@ pub const HEADER_LEN: usize = 32;
 /// not know. 2: active messages (`Am`, `AmAt`) and heartbeats. 3: the
 /// control protocol of a job that grows (`Vm`, `Grown`, `Hosts`, the
 /// directory's gone nodes). 4: large active messages announced
-/// (`AmRts`) and fetched like rendezvous data.
-pub const PROTOCOL_VERSION: u8 = 4;
+/// (`AmRts`) and fetched like rendezvous data. 5: connections made on
+/// first use, and the handshake's Busy answer.
+pub const PROTOCOL_VERSION: u8 = 5;
 const MAGIC: [u8; 2] = *b"TW";
 /// The source thread of every bulk frame ([`FrameHeader::bulk`]): they are
 /// sent by a node's progress engine, not by the thread that announced the

@@ -1,23 +1,24 @@
-//! Joining the job: settings, the launcher's rendezvous, and the full mesh
-//! of authenticated connections.
+//! Joining the job: settings, the launcher's rendezvous, and the
+//! connections to the other nodes, made on first use.
 //!
 //! 1. Connect to the launcher's rendezvous (authenticated like every
 //!    connection), register this node's listening address, and read the
 //!    directory of every node's address, then the job's host table. A
 //!    node that joins a running job (`vm`) takes the nodes the directory
 //!    marks gone as lost from the start.
-//! 2. Connect to every lower-numbered node; accept every higher-numbered
-//!    one (the progress driver accepts, while this thread polls it). The
-//!    liveness thread starts first, so that every connection carries
+//! 2. Arm the dialer with the directory: a founding node connects to
+//!    another the first time one sends to the other ([`crate::peer::dial`]),
+//!    so `init` makes no connection and costs the same at any job size.
+//!    The liveness thread starts first, so that every connection carries
 //!    heartbeats as soon as it exists (`progress::liveness`, step 1).
-//! 3. On every connection this node opened (it is the pair's higher node),
-//!    offer shared memory ([`crate::peer`]).
-//! 4. Poll until every peer is connected and its channel choice settled,
-//!    or lost; a failed peer fails the join of a founding node (a joining
-//!    node takes it as lost, `vm` step 4).
-//! 5. Tell the launcher which channel each peer is reached by, and, with
-//!    a peer timeout, send it the first heartbeat (control protocol,
-//!    step 7).
+//! 3. A node joining a running job connects to every lower-numbered node
+//!    at once and offers each shared memory ([`crate::peer`]), and polls
+//!    until every one is connected and its channel choice settled, or
+//!    lost (`vm`, step 4): every node counts it in when its channels are
+//!    settled.
+//! 4. Tell the launcher the routes so far (the joiner's), and, with a
+//!    peer timeout, send it the first heartbeat (control protocol,
+//!    step 7); a node's routes at its end follow at finalize.
 
 use super::{Node, NodeShared};
 use crate::config::{ChannelChoice, Config, Settings};
@@ -25,6 +26,7 @@ use crate::env::{EnvError, JobEnv};
 use crate::error::{Failure, InitError, InitErrorKind, LossCause};
 use crate::control::{self as protocol, Control};
 use crate::progress::{Driver, ProgressEngine, Tokens};
+use crate::peer::AddressBook;
 use crate::router::{JobSize, Router};
 use crate::Endpoint;
 use std::net::{SocketAddr, TcpListener};
@@ -100,8 +102,7 @@ pub fn init() -> Result<Endpoint, InitError> {
     Config::new().init()
 }
 
-/// Joins the job described by `env` (module docs, steps 1–5): node i
-/// connects to every j < i and accepts every j > i.
+/// Joins the job described by `env` (module docs, steps 1–4).
 fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitError> {
     let creds = Credentials {
         job_id: env.job_id,
@@ -165,6 +166,14 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
         .router
         .notify
         .hosts_changed(&shared.router.mailboxes, env.node, hosts);
+    // Step 2.
+    let registry = shared.engine.lock_driver().registry().try_clone()?;
+    shared.router.dialer.arm(
+        Arc::downgrade(&shared),
+        creds.clone(),
+        AddressBook::Directory(addrs.clone()),
+        registry,
+    );
     let peer_timeout = settings
         .peer_timeout
         .filter(|_| env.nodes > 1 || env.max_nodes > 1);
@@ -181,10 +190,11 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
         };
         router.record_gone(g.node, cause);
     }
-    // Steps 2 and 3.
+    // Step 3.
+    let connect_now = if env.joins() { env.node as usize } else { 0 };
     {
         let driver = engine.lock_driver();
-        for (j, addr) in addrs.iter().enumerate().take(env.node as usize) {
+        for (j, addr) in addrs.iter().enumerate().take(connect_now) {
             if router.peers[j].lost().is_some() {
                 continue;
             }
@@ -213,22 +223,20 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
             if peer != j as u32 {
                 return Err(connect_err(format!("answered as node n{peer}").into()));
             }
+            // The acceptor welcomed this node: it dials no one yet.
             let mut c = TcpChannel::new(stream, router.max_frame)?;
             driver.register_channel(&mut c, Tokens::peer(peer))?;
-            router.peers[j].set_tcp(c);
-            router.offer_shm(peer);
+            router.connected(peer, c);
         }
         control.set_nonblocking(true)?;
         let mut c = TcpChannel::new(control, protocol::MAX_CONTROL)?;
         driver.register_channel(&mut c, Tokens::CONTROL)?;
         let _ = router.control.set(Channel::Tcp(Arc::new(c)));
     }
-    // Step 4.
     let deadline = Instant::now() + CONNECT_TIMEOUT;
-    while !router.peers[..env.nodes as usize]
+    while !router.peers[..connect_now]
         .iter()
-        .enumerate()
-        .all(|(j, p)| j as u32 == env.node || (p.has_tcp() && p.ready()) || p.lost().is_some())
+        .all(|p| (p.has_tcp() && p.ready()) || p.lost().is_some())
     {
         if Instant::now() > deadline {
             return Err(InitError::new(InitErrorKind::PeersTimedOut(
@@ -242,7 +250,7 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
     // Only a failed peer fails the join. A peer may already have said
     // goodbye: one with nothing to do with this node can connect, do its
     // work with the others and finalize while this node is still joining.
-    let failed = router.peers[..env.nodes as usize]
+    let failed = router.peers[..connect_now]
         .iter()
         .filter_map(|p| p.lost())
         .filter(|_| !env.joins())
@@ -255,7 +263,7 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
         }));
     }
     if router.channel_choice() == ChannelChoice::Shm {
-        let tcp = router.peers[..env.nodes as usize].iter().enumerate().find_map(|(j, p)| {
+        let tcp = router.peers[..connect_now].iter().enumerate().find_map(|(j, p)| {
             let why = p.tcp_reason()?;
             Some((j as u32, why))
         });
@@ -263,17 +271,12 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
             return Err(InitError::new(InitErrorKind::NoSharedMemory { node, why }));
         }
     }
-    // Step 5.
-    let routes = router.peers[..env.nodes as usize]
-        .iter()
-        .enumerate()
-        .map(|(j, p)| match j as u32 == env.node {
-            true => "-".to_string(),
-            false => p.route().to_string(),
-        })
-        .collect();
+    // Step 4.
     if let Some(control) = router.control.get() {
-        let (h, p) = Control::Channels { routes }.encode();
+        let (h, p) = Control::Channels {
+            routes: router.routes(),
+        }
+        .encode();
         let _ = control.send(&h, p);
         // The launcher watches this node from now on (control protocol,
         // step 7), even if it falls silent before its first tick.

@@ -237,6 +237,10 @@ impl Node {
             return;
         }
         let peers = &s.peers[..s.nodes() as usize];
+        // Connections under way settle first, so that what waits for them
+        // leaves, and the goodbye goes after it (`peer::dial`).
+        node.engine
+            .wait_polling(s, Origin::Anywhere, || peers.iter().all(|p| !p.linking()));
         for (j, p) in peers.iter().enumerate() {
             let failed = matches!(
                 p.lost(),
@@ -270,6 +274,8 @@ impl Node {
         // Before the launcher's goodbye, which no heartbeat may follow.
         node.liveness.stop();
         if let Some(control) = s.control.get() {
+            let (h, p) = Control::Channels { routes: s.routes() }.encode();
+            let _ = control.send(&h, p);
             let (h, p) = Control::Stats(s.stats()).encode();
             let _ = control.send(&h, p);
             let _ = control.send(

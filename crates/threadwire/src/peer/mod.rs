@@ -3,10 +3,11 @@
 //!
 //! # Choosing the channel
 //!
-//! Every pair gets its authenticated TCP connection at init. The higher
-//! node of the pair then offers a shared-memory region over it (or says it
-//! will not), the lower one attaches if both run on one host and in one
-//! network namespace, and both finish the exchange before `init` returns
+//! A pair gets its authenticated TCP connection when one of its nodes
+//! first sends to the other ([`dial`], steps 1–6). The higher node of the
+//! pair then offers a shared-memory region over it (or says it will not),
+//! the lower one attaches if both run on one host and in one network
+//! namespace, and frames wait until both have finished the exchange
 //! ([`shm_setup`], after [`threadwire_transport::shm::setup`], steps 1–4).
 //! From then on every frame to that peer — data and goodbye — goes through
 //! the rings; the TCP connection carries only the doorbells the
@@ -14,20 +15,31 @@
 //! `THREADWIRE_CHANNEL=tcp` no region is offered; with `shm` a pair that
 //! cannot share memory fails `init`.
 
+pub(crate) mod dial;
 mod shm_setup;
 
+pub(crate) use dial::{AddressBook, Dialer, SharedDialer};
 pub(crate) use shm_setup::{SetupContext, ShmSetupError};
 
 use crate::error::PeerLost;
 use crate::lock;
+use dial::{Link, LinkState};
 use shm_setup::SetupState;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use threadwire_transport::shm::ShmChannel;
 use threadwire_transport::{Channel, ChannelError, SendOutcome, TcpChannel};
 use threadwire_wire::{FrameHeader, Payload};
 
 pub(crate) struct Peer {
+    /// The peer's node number.
+    node: u32,
+    /// The pair's connection as it is made, and the frames that wait for
+    /// it ([`dial`]).
+    link: Mutex<Link>,
+    /// Signalled when the connection is installed or the peer lost.
+    linked: Condvar,
+    dialer: SharedDialer,
     /// The pair's TCP connection (a [`Channel::Tcp`]).
     tcp: OnceLock<Channel>,
     /// The shared-memory channel once set up (a [`Channel::Shm`]); the
@@ -41,8 +53,12 @@ pub(crate) struct Peer {
 }
 
 impl Peer {
-    pub(crate) fn new() -> Peer {
+    pub(crate) fn new(node: u32, dialer: SharedDialer) -> Peer {
         Peer {
+            node,
+            link: Mutex::new(Link::new()),
+            linked: Condvar::new(),
+            dialer,
             tcp: OnceLock::new(),
             shm: OnceLock::new(),
             setup: Mutex::new(SetupState::Idle),
@@ -76,10 +92,18 @@ impl Peer {
         self.tcp.get().is_some()
     }
 
-    pub(crate) fn set_tcp(&self, c: TcpChannel) {
-        if self.tcp.set(Channel::Tcp(Arc::new(c))).is_err() {
-            tracing::warn!("second connection to the same peer ignored");
+    /// Installs the pair's connection (`dial`, step 4); `false`, closing
+    /// `c`, if it has one already.
+    pub(crate) fn set_tcp(&self, c: TcpChannel) -> bool {
+        let mut link = lock(&self.link);
+        if let Err(Channel::Tcp(c)) = self.tcp.set(Channel::Tcp(Arc::new(c))) {
+            tracing::warn!("n{}: second connection to the same peer closed", self.node);
+            c.close();
+            return false;
         }
+        link.state = LinkState::Connected;
+        self.linked.notify_all();
+        true
     }
 
     /// The shared-memory channel, once set up.
@@ -98,9 +122,23 @@ impl Peer {
         self.lost.get()
     }
 
-    /// Records the loss; `false` if one was recorded already.
+    /// Records the loss, dropping the frames that waited for a connection;
+    /// `false` if one was recorded already.
     pub(crate) fn set_lost(&self, lost: PeerLost) -> bool {
-        self.lost.set(lost).is_ok()
+        if self.lost.set(lost).is_err() {
+            return false;
+        }
+        let queue = std::mem::take(&mut lock(&self.link).queue);
+        self.linked.notify_all();
+        drop(queue);
+        true
+    }
+
+    /// Whether this node dials the peer, or frames wait for the pair's
+    /// connection: either ends, connected or lost (`dial`, steps 2–6).
+    pub(crate) fn linking(&self) -> bool {
+        let link = lock(&self.link);
+        (link.state == LinkState::Dialing || !link.queue.is_empty()) && !self.ready()
     }
 
     /// Whether the channel choice is settled (or the peer is gone).
@@ -108,10 +146,23 @@ impl Peer {
         self.setup_done.load(Ordering::Acquire) || self.lost().is_some()
     }
 
-    /// Sends one frame on the pair's data channel. On failure nothing of it
-    /// was written and the payload is given back.
+    /// Sends one frame on the pair's data channel, or queues it until the
+    /// channel is settled, asking for a connection if none is made or
+    /// under way (`dial`, step 1). On failure nothing of it was written
+    /// and the payload is given back.
     #[inline]
     pub(crate) fn send(
+        &self,
+        header: &FrameHeader,
+        payload: Payload,
+    ) -> Result<SendOutcome, (ChannelError, Payload)> {
+        if self.setup_done.load(Ordering::Acquire) {
+            return self.send_settled(header, payload);
+        }
+        self.send_unsettled(header, payload)
+    }
+
+    fn send_settled(
         &self,
         header: &FrameHeader,
         payload: Payload,
@@ -125,6 +176,45 @@ impl Peer {
         }
     }
 
+    #[cold]
+    fn send_unsettled(
+        &self,
+        header: &FrameHeader,
+        payload: Payload,
+    ) -> Result<SendOutcome, (ChannelError, Payload)> {
+        let mut link = lock(&self.link);
+        if self.setup_done.load(Ordering::Acquire) {
+            drop(link);
+            return self.send_settled(header, payload);
+        }
+        if self.lost().is_some() {
+            let e = std::io::Error::from(std::io::ErrorKind::NotConnected);
+            return Err((e.into(), payload));
+        }
+        link.queue.push((*header, payload));
+        let dial = link.state == LinkState::Idle;
+        if dial {
+            link.state = LinkState::Dialing;
+        }
+        drop(link);
+        if dial {
+            self.dialer.dial(self.node);
+        }
+        Ok(SendOutcome::Queued)
+    }
+
+    /// `dial`, step 5: the channel choice is settled; the frames that
+    /// waited go out in order, and later ones straight after them.
+    fn open(&self) {
+        let mut link = lock(&self.link);
+        for (header, payload) in link.queue.drain(..) {
+            if let Err((e, _)) = self.send_settled(&header, payload) {
+                tracing::debug!("n{}: a queued frame to the peer: {e}", self.node);
+            }
+        }
+        self.setup_done.store(true, Ordering::Release);
+    }
+
     /// Bytes accepted but not yet handed to the peer on either channel.
     pub(crate) fn queued_bytes(&self) -> usize {
         self.tcp.get().map_or(0, Channel::queued_bytes)
@@ -133,6 +223,9 @@ impl Peer {
 
     /// The data channel in words, for `threadwire run --verbose`.
     pub(crate) fn route(&self) -> &'static str {
+        if !self.has_tcp() {
+            return "not connected";
+        }
         match self.shm() {
             Some(s) if s.uses_cross_memory() => "shm (large messages by cross-memory copy)",
             Some(_) => "shm (large messages in chunks)",

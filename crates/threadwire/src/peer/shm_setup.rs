@@ -19,7 +19,6 @@
 use super::Peer;
 use crate::config::ChannelChoice;
 use crate::lock;
-use std::sync::atomic::Ordering;
 use threadwire_transport::shm::setup::{self, AttachError, Attached, Offering, Pair, Setup};
 use threadwire_transport::shm::{Doorbell, ShmChannel, ShmConfig};
 use threadwire_transport::{Channel, ChannelError, Frame};
@@ -82,7 +81,7 @@ impl Peer {
 
     fn finish_setup(&self, state: &mut SetupState, outcome: Option<String>) {
         *state = SetupState::Done(outcome);
-        self.setup_done.store(true, Ordering::Release);
+        self.open();
     }
 
     /// Step 1, on the pair's higher node right after connecting.

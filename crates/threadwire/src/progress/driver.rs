@@ -308,9 +308,20 @@ impl Driver {
         let Some(h) = self.handshakes.get_mut(&token) else {
             return;
         };
-        let peer = match h.acceptor.advance(&h.stream) {
+        // `peer::dial`, step 3: welcome the peer, or keep the pair's other
+        // connection.
+        let admit = |peer: u32| {
+            peer < router.capacity && peer != router.id && router.peers[peer as usize].admit(router.id, peer)
+        };
+        let peer = match h.acceptor.advance_with(&h.stream, admit) {
             Ok(AcceptProgress::Pending) => return,
             Ok(AcceptProgress::Done(peer)) => peer,
+            Ok(AcceptProgress::Busy(peer)) => {
+                let h = self.handshakes.remove(&token).expect("present");
+                tracing::debug!("n{}: n{peer} told to use the pair's other connection", router.id);
+                self.drop_stream(h.stream);
+                return;
+            }
             Err(e) => {
                 let h = self.handshakes.remove(&token).expect("present");
                 tracing::warn!("refused connection from {}: {e}", h.from);
@@ -320,13 +331,6 @@ impl Driver {
         };
         let mut h = self.handshakes.remove(&token).expect("present");
         let _ = self.poll.registry().deregister(&mut h.stream);
-        if peer >= router.capacity || peer == router.id || router.peers[peer as usize].has_tcp() {
-            tracing::warn!(
-                "refused connection from {}: claims to be node n{peer}, which is not expected",
-                h.from
-            );
-            return;
-        }
         let channel = TcpChannel::from_mio(h.stream, router.max_frame).and_then(|mut c| {
             c.register(self.poll.registry(), Tokens::peer(peer))?;
             Ok(c)
@@ -334,11 +338,14 @@ impl Driver {
         match channel {
             Ok(c) => {
                 tracing::debug!("n{}: accepted peer n{peer} from {}", router.id, h.from);
-                router.peers[peer as usize].set_tcp(c);
+                router.connected(peer, c);
                 // Frames may already wait behind the handshake.
                 self.read_peer(router, peer);
             }
-            Err(e) => tracing::warn!("connection from n{peer} at {}: {e}", h.from),
+            Err(e) => {
+                let why = Failure::Channel(format!("connection from n{peer} at {}: {e}", h.from));
+                router.lose_peer(peer, LossCause::Failed(why));
+            }
         }
     }
 

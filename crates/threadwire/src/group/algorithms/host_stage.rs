@@ -12,9 +12,10 @@
 //! same partition of the group's nodes into hosts:
 //!
 //! 1. Each node's leader (its member of lowest rank) takes as its host the
-//!    group's nodes it reaches through shared memory (the router's shared
-//!    memory channels), and itself; the host's leader is its node of
-//!    lowest leader rank. That leader, if its host has other nodes,
+//!    group's nodes that listen on its address and reach it through shared
+//!    memory, and itself (`mates`: a host leader checks its pair with
+//!    every other, the others theirs with the host leader); the host's
+//!    leader is its node of lowest leader rank. That leader, if its host has other nodes,
 //!    creates the segment: an anonymous memfd (the transport's
 //!    [`Region`]: no name in any file system, so nothing outlives the
 //!    processes, however they end), one 128-byte line per node of the
@@ -212,6 +213,36 @@ pub(crate) struct HostStage {
     side: Option<LeaderSide>,
 }
 
+/// Step 1's host of this node, positions in `nodes` (its own first if it
+/// is the host's leader): the nodes that listen on its address, checked
+/// by connecting — a host leader to every other, the others to their host
+/// leader, so that a host of `k` nodes makes `k - 1` connections, not one
+/// per pair (pairs connect on first use, `peer::dial`) — and kept if the
+/// pair settled on shared memory.
+fn mates(ep: &Endpoint, nodes: &[u32], my_pos: usize) -> Vec<usize> {
+    let shared = &ep.node().shared;
+    let router = &shared.router;
+    if router.channel_choice() == crate::config::ChannelChoice::Tcp {
+        return vec![my_pos];
+    }
+    let guess: Vec<usize> = (0..nodes.len())
+        .filter(|&i| i == my_pos || router.dialer.shares_address(nodes[i]))
+        .collect();
+    let checked: Vec<u32> = match guess[0] == my_pos {
+        true => guess.iter().map(|&i| nodes[i]).collect(),
+        false => vec![nodes[guess[0]]],
+    };
+    crate::peer::dial::settle(shared, &checked);
+    guess
+        .into_iter()
+        .filter(|&i| {
+            i == my_pos
+                || !checked.contains(&nodes[i])
+                || router.peers[nodes[i] as usize].shm().is_some()
+        })
+        .collect()
+}
+
 impl HostStage {
     /// Steps 1–3 of building (module docs), at every member of `comm`,
     /// the group of id `k`: `None` if the group gets no host stage.
@@ -240,18 +271,16 @@ impl HostStage {
         let mut words = [-1i64; 6];
         let mut created = None;
         if leader && !declines {
-            let mates: Vec<usize> = (0..nodes.len())
-                .filter(|&i| i == my_pos || router.peers[nodes[i] as usize].shm().is_some())
-                .collect();
+            let mates = mates(ep, &nodes, my_pos);
             let host_leader = mates[0];
             words[0] = my_pos as i64;
             words[1] = host_leader as i64;
             words[2] = mates.len() as i64;
+            // Known of the pairs settled in `mates`; the views' AND covers
+            // the host.
             let reads = |&i: &usize| {
-                i == my_pos
-                    || router.peers[nodes[i] as usize]
-                        .shm()
-                        .is_some_and(|c| c.uses_cross_memory())
+                let p = &router.peers[nodes[i] as usize];
+                i == my_pos || !p.has_tcp() || p.shm().is_some_and(|c| c.uses_cross_memory())
             };
             words[5] = i64::from(mates.iter().all(reads));
             if host_leader == my_pos && mates.len() > 1 {
