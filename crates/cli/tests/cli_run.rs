@@ -291,3 +291,39 @@ fn run_verbose_shows_every_join_and_leave() {
         }
     }
 }
+
+/// A job of 128 nodes on this machine passes a token through every node,
+/// and each node connects only to the two it talks to (pairs connect on
+/// first use): `run --verbose` shows each node's routes at its end.
+#[test]
+fn a_ring_through_128_nodes_connects_only_neighbours() {
+    let ran = run_ok(
+        threadwire()
+            .args(["run", "-n", "128", "--verbose", "--"])
+            .arg(example("ring"))
+            .args(["1", "10"]),
+    );
+    assert!(
+        ran.stdout
+            .contains("[n0] token passed 10 times through 128 threads on 128 nodes"),
+        "{}",
+        ran.show()
+    );
+    for node in 0..128u32 {
+        let routes: Vec<&str> = ran
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with(&format!("threadwire: n{node} -> ")))
+            .collect();
+        let (prev, next) = ((node + 127) % 128, (node + 1) % 128);
+        assert_eq!(routes.len(), 2, "n{node}: {routes:?}");
+        for peer in [prev, next] {
+            assert!(
+                routes
+                    .iter()
+                    .any(|l| l.starts_with(&format!("threadwire: n{node} -> n{peer}: shm"))),
+                "n{node}: {routes:?}"
+            );
+        }
+    }
+}

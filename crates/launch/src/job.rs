@@ -434,7 +434,12 @@ impl<'a> Job<'a> {
             self.batch_failed(node, cause, on_event);
             return;
         }
-        if exit.success() || self.timed_out {
+        if exit.success() {
+            // Those it never connected to learn of its end (control step 3).
+            self.send_all(&Control::Finished { node });
+            return;
+        }
+        if self.timed_out {
             return;
         }
         let cause = killed.unwrap_or_else(|| format!("node n{node} {exit}"));

@@ -12,7 +12,11 @@
 //!    `Directory { addrs, gone }` — every node's address so far, and the
 //!    nodes already gone (for a node joining a running job), then
 //!    `Hosts { hosts }`, the job's host table.
-//! 3. Launcher → node, at any time: `PeerLost { node, cause }`.
+//! 3. Launcher → node, at any time: `PeerLost { node, cause }`; and
+//!    `Finished { node }` when a node has ended in order (its process
+//!    exited with status 0), so that nodes it never connected to learn of
+//!    its end too (pairs connect on first use; those it did connect to
+//!    had its goodbye before it exited).
 //! 4. Node → launcher, once joined: `Channels { routes }`.
 //! 5. Node → launcher, at any time: `Report { data }`, a result the
 //!    program reports ([`Node::report`](crate::Node::report)).
@@ -51,6 +55,7 @@ pub const MAX_CONTROL: u64 = 1 << 20;
 const REGISTER: u32 = 1;
 const DIRECTORY: u32 = 2;
 const PEER_LOST: u32 = 3;
+const FINISHED: u32 = 13;
 const STATS: u32 = 4;
 const CHANNELS: u32 = 5;
 const REPORT: u32 = 6;
@@ -172,6 +177,11 @@ pub enum Control {
         node: u32,
         /// How it died.
         cause: String,
+    },
+    /// A node has ended in order (step 3).
+    Finished {
+        /// The node.
+        node: u32,
     },
     /// A node's final counters.
     Stats(Stats),
@@ -310,6 +320,10 @@ impl Control {
                 p.pack(*node).pack_str(cause);
                 PEER_LOST
             }
+            Control::Finished { node } => {
+                p.pack(*node);
+                FINISHED
+            }
             Control::Stats(s) => {
                 p.pack_slice(&[
                     s.messages_sent,
@@ -417,6 +431,7 @@ impl Control {
                 node: u.unpack()?,
                 cause: u.unpack_string()?,
             },
+            FINISHED => Control::Finished { node: u.unpack()? },
             STATS => {
                 let mut v = [0u64; 4];
                 u.unpack_into(&mut v)?;
@@ -544,6 +559,7 @@ mod tests {
                 node: 3,
                 cause: "killed by signal 9".into(),
             },
+            Control::Finished { node: 5 },
             Control::Stats(Stats {
                 messages_sent: 1,
                 bytes_sent: 2,

@@ -416,7 +416,9 @@ impl Router {
     fn answer_goodbye(&self, peer: u32) {
         let p = &self.peers[peer as usize];
         let finished = matches!(p.lost().map(|l| &l.cause), Some(LossCause::Finished));
-        if !finished || self.announced[peer as usize].load(Ordering::Acquire) != 0 {
+        // A peer that ended without ever connecting (the launcher's word)
+        // needs no answer.
+        if !finished || !p.has_tcp() || self.announced[peer as usize].load(Ordering::Acquire) != 0 {
             return;
         }
         if let Err(e) = p.say_goodbye() {

@@ -144,6 +144,7 @@ impl Endpoint {
             return false;
         }
         let peer = &s.peers[to.node as usize];
+        settle_before_large(&self.node.shared, to.node, len);
         match peer.shm() {
             Some(shm) => shm.uses_cross_memory() && len > s.rendezvous.limits.shm,
             None => len > s.rendezvous.limits.tcp,
@@ -209,6 +210,7 @@ impl Endpoint {
             }));
         }
         let rendezvous = &s.rendezvous;
+        settle_before_large(node, to.node, len);
         let limit = rendezvous.limits.for_peer(peer);
         let cost = len + OVERHEAD;
         let eager = match mode {
@@ -389,4 +391,16 @@ impl Endpoint {
         SendError::PeerLost { to, lost, payload }
     }
 
+}
+
+/// A message that may go by rendezvous waits for its pair's channel
+/// choice (pairs connect on first use, `peer::dial`): how it travels —
+/// eagerly, announced, pulled by cross-memory copy, read where it is —
+/// depends on the channel.
+pub(crate) fn settle_before_large(shared: &crate::node::NodeShared, node: u32, len: usize) {
+    let s = &shared.router;
+    let limits = &s.rendezvous.limits;
+    if len > limits.shm.min(limits.tcp) && !s.peers[node as usize].ready() {
+        crate::peer::dial::settle(shared, &[node]);
+    }
 }

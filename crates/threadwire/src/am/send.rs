@@ -232,6 +232,7 @@ impl Endpoint {
         let peer = &s.peers[node as usize];
         let len = payload.len();
         let format = payload.format();
+        crate::send::settle_before_large(shared, node, len);
         let fetch = match peer.shm() {
             Some(shm) if shm.uses_cross_memory() && payload.segments().count() <= MAX_SEGMENTS => {
                 Fetch::Pull(

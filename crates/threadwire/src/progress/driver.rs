@@ -442,6 +442,13 @@ impl Driver {
                         router
                             .lose_peer(lost, LossCause::Failed(Failure::ReportedByLauncher(cause)))
                     }
+                    // First cause wins: a peer this node was connected to
+                    // said goodbye on the pair before it exited.
+                    Ok(Control::Finished { node: gone })
+                        if gone < router.capacity && gone != router.id =>
+                    {
+                        router.lose_peer(gone, LossCause::Finished)
+                    }
                     Ok(Control::Grown { nodes }) => router.grow_to(nodes),
                     Ok(Control::VmAnswer { request, answer }) => {
                         router.vm.answer(&router.mailboxes, router.id, request, answer)
