@@ -30,10 +30,13 @@
 //!    (one request and its answer at a time): a late `get` is served as
 //!    long as the manager lives and the client has not finalized.
 //! 6. [`finalize`](PmiClient::finalize) (`finalize` → `finalize_ack`; the
-//!    manager then closes the connection) at the end. A process that ends
-//!    after `init` without it is a failure to Hydra, which kills the job
-//!    (exit code 9). [`abort`](PmiClient::abort) ends the whole job with
-//!    an exit code instead; no answer comes.
+//!    manager then closes the connection) at the end. After `init`,
+//!    Hydra takes the connection closing without it — the client dropped,
+//!    or the process ending — as a failure and kills every process of the
+//!    job at once (`SIGKILL`; `mpiexec` exits with 9): the client must
+//!    live as long as the node. Before `init`, closing is harmless.
+//!    [`abort`](PmiClient::abort) ends the whole job with an exit code
+//!    instead; no answer comes.
 //!
 //! Every answer is awaited with a deadline ([`DEFAULT_TIMEOUT`], or the
 //! caller's for a barrier, which may wait long for slow processes). Once a

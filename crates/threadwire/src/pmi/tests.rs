@@ -380,15 +380,17 @@ fn a_missing_variable_under_hydra_is_one_clear_error() {
     );
 }
 
-#[test]
-fn abort_ends_the_job_with_its_exit_code_under_hydra() {
+/// The job `name`: two processes under Hydra, rank 0 ending the job with
+/// `end` while rank 1 waits in a barrier that never completes; `mpiexec`
+/// must exit with `code`. What the processes printed is not asserted:
+/// Hydra drops the output of processes it kills before forwarding it.
+fn rank_zero_ends_the_job(name: &str, end: impl FnOnce(PmiClient), code: i32) {
     if std::env::var_os(CHILD).is_some() {
         let mut client = PmiClient::from_env(DEFAULT_TIMEOUT).unwrap().unwrap();
         client.init().unwrap();
         if client.rank() == 0 {
-            client.abort(7, "test abort").unwrap();
+            end(client);
         } else {
-            // Never answered: rank 0 ends the job instead of entering.
             let _ = client.barrier(DEFAULT_TIMEOUT);
         }
         // Until Hydra kills the job (the parent's deadline bounds it).
@@ -396,10 +398,26 @@ fn abort_ends_the_job_with_its_exit_code_under_hydra() {
             std::thread::park();
         }
     }
-    // What the processes printed is not asserted: Hydra drops the output
-    // of processes it kills before forwarding it.
-    let Some((status, _)) = under_hydra("abort_ends_the_job_with_its_exit_code_under_hydra", &["-n", "2"], &[]) else {
+    let Some((status, _)) = under_hydra(name, &["-n", "2"], &[]) else {
         return;
     };
-    assert_eq!(status.code(), Some(7));
+    assert_eq!(status.code(), Some(code));
+}
+
+#[test]
+fn abort_ends_the_job_with_its_exit_code_under_hydra() {
+    rank_zero_ends_the_job(
+        "abort_ends_the_job_with_its_exit_code_under_hydra",
+        |client| client.abort(7, "test abort").unwrap(),
+        7,
+    );
+}
+
+#[test]
+fn dropping_the_client_after_init_ends_the_job_under_hydra() {
+    rank_zero_ends_the_job(
+        "dropping_the_client_after_init_ends_the_job_under_hydra",
+        drop,
+        9,
+    );
 }
