@@ -34,6 +34,21 @@
 //! | `THREADWIRE_HOST_STAGE`  | `0`: groups get no host stage (nodes of one host combining small collectives through one shared segment); `1`: barriers and small allreduces take it wherever a group has one; default: as tuning chooses (`group/algorithms/host_stage.rs`) |
 //! | `THREADWIRE_PEER_TIMEOUT` | milliseconds a peer node may send nothing before it is lost as silent (default 1000; `0`: never; `Config::peer_timeout`, progress engine's `liveness` module) |
 //! | `THREADWIRE_COLL_CHECKS` | `1` or `0`: whether collectives first check that every member passed the same arguments (default: on in debug builds, off in release; `group/check.rs`) |
+//!
+//! Set by a process manager that starts nodes through the PMI-1 wire
+//! protocol instead of `threadwire run` (MPICH's `mpiexec.hydra`, Slurm's
+//! `srun --mpi=pmi2`; the runtime's `pmi` module). A node finds itself
+//! under one when any of the first five is set; one that is set wrongly,
+//! or without its companions, is an error that names it:
+//!
+//! | variable     | meaning                                                          |
+//! |--------------|------------------------------------------------------------------|
+//! | `PMI_FD`     | an inherited socket to the manager (Hydra's default, Slurm); needs `PMI_RANK` and `PMI_SIZE` |
+//! | `PMI_PORT`   | `host:port` of the manager (Hydra's `-pmi-port`); needs `PMI_ID`; rank and size come from the manager |
+//! | `PMI_ID`     | the id this process announces on `PMI_PORT`                      |
+//! | `PMI_RANK`   | this process's rank, `0..PMI_SIZE`                               |
+//! | `PMI_SIZE`   | the number of processes                                          |
+//! | `PMI_JOBID`  | optional: Slurm's job id (`job.step`)                            |
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -83,6 +98,18 @@ pub const HOST_STAGE: &str = "THREADWIRE_HOST_STAGE";
 pub const PEER_TIMEOUT: &str = "THREADWIRE_PEER_TIMEOUT";
 /// Name of the collectives' argument check switch.
 pub const COLL_CHECKS: &str = "THREADWIRE_COLL_CHECKS";
+/// A process manager's inherited socket (PMI).
+pub const PMI_FD: &str = "PMI_FD";
+/// A process manager's `host:port` (PMI).
+pub const PMI_PORT: &str = "PMI_PORT";
+/// The id a process announces on `PMI_PORT`.
+pub const PMI_ID: &str = "PMI_ID";
+/// A process's rank under a process manager (PMI).
+pub const PMI_RANK: &str = "PMI_RANK";
+/// The number of processes under a process manager (PMI).
+pub const PMI_SIZE: &str = "PMI_SIZE";
+/// Slurm's job id under its PMI plugin.
+pub const PMI_JOBID: &str = "PMI_JOBID";
 /// Name of the variable bounding the fiber handlers of active messages
 /// that run at once on a node (default [`am::DEFAULT_FIBERS`](crate::am::DEFAULT_FIBERS)).
 pub const AM_FIBERS: &str = "THREADWIRE_AM_FIBERS";

@@ -23,6 +23,7 @@ mod frame;
 pub mod mcast;
 mod pack;
 mod payload;
+pub mod pmi;
 
 pub use frame::*;
 pub use pack::*;
