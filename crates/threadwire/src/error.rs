@@ -296,6 +296,8 @@ pub(crate) enum InitErrorKind {
     AlreadyInitialized,
     #[error("I/O")]
     Io(#[from] std::io::Error),
+    #[error("starting under a process manager (PMI): {0}")]
+    Pmi(String),
 }
 
 impl InitError {

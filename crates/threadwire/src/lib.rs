@@ -76,9 +76,6 @@ mod name_hash;
 mod node;
 pub mod notify;
 mod peer;
-// The node bootstrap starts using it in issue 15, item 2; until then
-// only its tests do.
-#[allow(dead_code)]
 mod pmi;
 mod progress;
 mod receive;

@@ -585,14 +585,16 @@ impl Router {
     /// A connection to `peer`, dialed or accepted, is made (`peer::dial`,
     /// step 4): installed, and, at the pair's higher node, shared memory
     /// offered over it (set-up step 1).
-    pub(crate) fn connected(&self, peer: u32, c: threadwire_transport::TcpChannel) {
+    /// `false` if the pair had a connection already (`c` is closed).
+    pub(crate) fn connected(&self, peer: u32, c: threadwire_transport::TcpChannel) -> bool {
         if !self.peers[peer as usize].set_tcp(c) {
-            return;
+            return false;
         }
         if self.id > peer {
             self.peers[peer as usize].offer_shm(&self.setup_context(peer));
             self.check_forced_shm(peer);
         }
+        true
     }
 
     /// With `THREADWIRE_CHANNEL=shm`, a pair that settled on TCP is a

@@ -66,16 +66,24 @@ impl Config {
                 .map(|v| v == "thread")
                 .unwrap_or(false)
         });
-        let shared = match JobEnv::from_env() {
-            Ok(env) => bootstrap(&env, settings)?,
-            Err(EnvError::NotLaunched) if self.standalone => {
+        let launched = JobEnv::from_env();
+        // Not by our launcher: perhaps by a process manager (`managed`).
+        let pmi = match &launched {
+            Err(EnvError::NotLaunched) => crate::pmi::PmiClient::from_env(crate::pmi::DEFAULT_TIMEOUT)
+                .map_err(|e| InitError::new(InitErrorKind::Pmi(e.to_string())))?,
+            _ => None,
+        };
+        let shared = match (launched, pmi) {
+            (Ok(env), _) => bootstrap(&env, settings)?,
+            (Err(_), Some(pmi)) => super::managed::bootstrap(pmi, settings)?,
+            (Err(EnvError::NotLaunched), None) if self.standalone => {
                 let engine = ProgressEngine::new(Driver::new(None, None)?)?;
                 let router = Router::new(0, JobSize::fixed(1), 0, &settings);
                 let shared = Arc::new(NodeShared::new(router, engine, None, settings.workers));
                 shared.router.am.bind(&shared);
                 shared
             }
-            Err(e) => return Err(e.into()),
+            (Err(e), None) => return Err(e.into()),
         };
         let node = Node { shared };
         if comm {
@@ -226,7 +234,7 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
             // The acceptor welcomed this node: it dials no one yet.
             let mut c = TcpChannel::new(stream, router.max_frame)?;
             driver.register_channel(&mut c, Tokens::peer(peer))?;
-            router.connected(peer, c);
+            let _ = router.connected(peer, c);
         }
         control.set_nonblocking(true)?;
         let mut c = TcpChannel::new(control, protocol::MAX_CONTROL)?;

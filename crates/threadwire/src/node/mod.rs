@@ -9,6 +9,7 @@
 //! them to the [`Router`], which the node owns beside the engine.
 
 mod bootstrap;
+mod managed;
 mod spawn;
 
 pub use bootstrap::init;
@@ -258,6 +259,12 @@ impl Node {
         // Quiet: every peer has said goodbye (and our own goodbye has left)
         // or failed.
         let all_quiet = || {
+            // A pair connected since (the peer dialed this node while it
+            // finalized) gets this node's goodbye too, or both would wait
+            // for the other's.
+            for p in peers.iter().filter(|p| p.has_tcp() && p.lost().is_none()) {
+                let _ = p.say_goodbye();
+            }
             peers.iter().enumerate().all(|(j, p)| match p.lost() {
                 _ if j as u32 == s.id => true,
                 // A node still joining: nothing of ours is queued for it.
@@ -297,5 +304,7 @@ impl Node {
                 c.close();
             }
         }
+        // Started by a process manager: leave it (`managed`, step 6).
+        s.dialer.finish();
     }
 }

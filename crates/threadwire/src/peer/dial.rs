@@ -51,6 +51,9 @@ pub(crate) const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) enum AddressBook {
     /// Every node's address, as the launcher's directory gave them.
     Directory(Vec<String>),
+    /// Read from the process manager's key-value space on first need
+    /// (started under PMI: `pmi::book`).
+    Pmi(crate::pmi::PmiBook),
 }
 
 impl AddressBook {
@@ -63,13 +66,19 @@ impl AddressBook {
                 addr.parse()
                     .map_err(|e| format!("n{node}'s address {addr:?}: {e}"))
             }
+            AddressBook::Pmi(book) => book.lookup(node),
         }
     }
 
-    /// The listening address of `node`, if known without asking anyone.
-    fn known(&self, node: u32) -> Option<SocketAddr> {
+    /// Whether nodes `a` and `b` run on one host and in one network
+    /// namespace, as far as the book tells without asking anyone.
+    fn same_host(&self, a: u32, b: u32) -> bool {
         match self {
-            AddressBook::Directory(addrs) => addrs.get(node as usize)?.parse().ok(),
+            AddressBook::Directory(addrs) => {
+                let ip = |n: u32| addrs.get(n as usize)?.parse::<SocketAddr>().ok().map(|a| a.ip());
+                ip(a).is_some() && ip(a) == ip(b)
+            }
+            AddressBook::Pmi(book) => book.same_host(a, b),
         }
     }
 }
@@ -113,16 +122,22 @@ impl Dialer {
         });
     }
 
-    /// Whether `peer` listens on this node's IP address: on this host and
-    /// in this network namespace, as far as addresses tell, without a
-    /// connection (the host stage's first guess, `group::algorithms`).
-    pub(crate) fn shares_address(&self, peer: u32) -> bool {
-        let Some(book) = self.armed.get().map(|a| &a.book) else {
-            return false;
-        };
-        match (book.known(self.me), book.known(peer)) {
-            (Some(a), Some(b)) => a.ip() == b.ip(),
-            _ => false,
+    /// Whether `peer` runs on this node's host, in its network namespace,
+    /// as far as the address book tells without a connection (the host
+    /// stage's first guess, `group::algorithms`).
+    pub(crate) fn same_host(&self, peer: u32) -> bool {
+        self.armed
+            .get()
+            .is_some_and(|a| a.book.same_host(self.me, peer))
+    }
+
+    /// Leaves the process manager, if the node was started by one (at
+    /// finalize, after the last connection).
+    pub(crate) fn finish(&self) {
+        if let Some(AddressBook::Pmi(book)) = self.armed.get().map(|a| &a.book) {
+            if let Err(e) = book.finalize() {
+                tracing::warn!("n{}: leaving the process manager: {e}", self.me);
+            }
         }
     }
 
@@ -172,16 +187,18 @@ fn dial(shared: &NodeShared, peer: u32) {
         });
     match connected {
         Ok(stream) => {
-            let installed = TcpChannel::new(stream, router.max_frame).and_then(|mut c| {
-                c.register(&armed.registry, Tokens::peer(peer))?;
-                Ok(c)
-            });
-            match installed {
-                Ok(c) => router.connected(peer, c),
-                Err(e) => {
-                    let why = Failure::Channel(format!("connection to n{peer}: {e}"));
-                    router.lose_peer(peer, LossCause::Failed(why));
+            // Installed first, registered after: a poller that saw the
+            // connection readable before it was installed would find no
+            // channel and lose the (edge-triggered) event for good.
+            let installed = TcpChannel::new(stream, router.max_frame).and_then(|c| {
+                match (router.connected(peer, c), p.tcp().and_then(|c| c.as_tcp())) {
+                    (true, Some(c)) => c.register_shared(&armed.registry, Tokens::peer(peer)),
+                    _ => Ok(()),
                 }
+            });
+            if let Err(e) = installed {
+                let why = Failure::Channel(format!("connection to n{peer}: {e}"));
+                router.lose_peer(peer, LossCause::Failed(why));
             }
         }
         // Step 6: Busy — the peer's own connection is on its way.

@@ -198,6 +198,7 @@ impl Peer {
         }
         drop(link);
         if dial {
+            tracing::debug!("dialing n{} for a {:?} frame", self.node, header.kind);
             self.dialer.dial(self.node);
         }
         Ok(SendOutcome::Queued)

@@ -50,20 +50,20 @@
 //! command makes Hydra end the whole job, so the client sends only the
 //! commands above; Slurm reads a request with one `read` of at most 1024
 //! bytes, so every request is written with one `write` and is at most
-//! [`MAX_REQUEST`] bytes. Slurm closes the connection after
+//! [`MAX_REQUEST`](client::MAX_REQUEST) bytes. Slurm closes the connection after
 //! `finalize_ack`, as Hydra does, and answers `abort` by killing the job
 //! step.
 
+mod book;
 mod client;
 mod detect;
+
+pub(crate) use book::{addr_key, PmiBook, JOB_KEY};
 
 #[cfg(test)]
 mod tests;
 
-// Unused outside the tests until the bootstrap starts under a manager.
-#[allow(unused_imports)]
-pub(crate) use client::{PmiClient, DEFAULT_TIMEOUT, MAX_REQUEST};
-#[allow(unused_imports)]
+pub(crate) use client::{PmiClient, DEFAULT_TIMEOUT};
 pub(crate) use detect::{PmiEndpoint, PmiEnv};
 
 use std::io;

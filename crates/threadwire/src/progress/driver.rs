@@ -338,9 +338,10 @@ impl Driver {
         match channel {
             Ok(c) => {
                 tracing::debug!("n{}: accepted peer n{peer} from {}", router.id, h.from);
-                router.connected(peer, c);
-                // Frames may already wait behind the handshake.
-                self.read_peer(router, peer);
+                if router.connected(peer, c) {
+                    // Frames may already wait behind the handshake.
+                    self.read_peer(router, peer);
+                }
             }
             Err(e) => {
                 let why = Failure::Channel(format!("connection from n{peer} at {}: {e}", h.from));

@@ -161,6 +161,18 @@ impl TcpChannel {
         )
     }
 
+    /// Registers the connection like [`register`](Self::register), once it
+    /// is shared: a channel made visible to other threads first and
+    /// registered after loses no readiness, as registering reports what is
+    /// ready already.
+    pub fn register_shared(&self, registry: &mio::Registry, token: mio::Token) -> io::Result<()> {
+        registry.register(
+            &mut mio::unix::SourceFd(&self.stream.as_raw_fd()),
+            token,
+            mio::Interest::READABLE | mio::Interest::WRITABLE,
+        )
+    }
+
     /// Removes the connection from `registry`.
     pub fn deregister(&mut self, registry: &mio::Registry) -> io::Result<()> {
         registry.deregister(&mut self.stream)

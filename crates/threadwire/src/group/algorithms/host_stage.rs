@@ -214,7 +214,8 @@ pub(crate) struct HostStage {
 }
 
 /// Step 1's host of this node, positions in `nodes` (its own first if it
-/// is the host's leader): the nodes that listen on its address, checked
+/// is the host's leader): the nodes on its host as the address book tells
+/// (the same listening address, or the process manager's mapping), checked
 /// by connecting — a host leader to every other, the others to their host
 /// leader, so that a host of `k` nodes makes `k - 1` connections, not one
 /// per pair (pairs connect on first use, `peer::dial`) — and kept if the
@@ -226,7 +227,7 @@ fn mates(ep: &Endpoint, nodes: &[u32], my_pos: usize) -> Vec<usize> {
         return vec![my_pos];
     }
     let guess: Vec<usize> = (0..nodes.len())
-        .filter(|&i| i == my_pos || router.dialer.shares_address(nodes[i]))
+        .filter(|&i| i == my_pos || router.dialer.same_host(nodes[i]))
         .collect();
     let checked: Vec<u32> = match guess[0] == my_pos {
         true => guess.iter().map(|&i| nodes[i]).collect(),

@@ -75,6 +75,11 @@ impl Table {
         reply
     }
 
+    /// Whether it holds nothing: no name, no request's record.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.names.is_empty() && self.last.is_empty()
+    }
+
     /// Keeps only the names `keep` says to.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
         self.names.retain(|name, _| keep(name));

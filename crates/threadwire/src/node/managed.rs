@@ -1,0 +1,167 @@
+//! Joining a job started by a process manager instead of `threadwire
+//! run` — MPICH's Hydra (`mpiexec.hydra -n 4 prog`), Slurm (`srun
+//! --mpi=pmi2 -n 4 prog`) — through its PMI-1 wire protocol ([`crate::pmi`]),
+//! used only to exchange what the job needs; the node's own channels do
+//! the rest, exactly as under our launcher.
+//!
+//! 1. Connect to the manager (`PMI_FD` or `PMI_PORT`) and `init`; the
+//!    node's number and the job's size are the PMI rank and size.
+//! 2. Listen on `THREADWIRE_BIND`, or on the address of this host's
+//!    interface towards its default route (the one its peers on other
+//!    hosts reach; loopback on a host without one).
+//! 3. Put this node's address in the manager's key-value space; node 0
+//!    also puts the job: a random job id and a random job secret, made
+//!    here and proven, never sent, on every connection — the key-value
+//!    space is the job's own, read by its processes alone.
+//! 4. One barrier; then read the job id and secret, and the host mapping
+//!    (`pmi::book`).
+//! 5. Arm the dialer with the manager as the address book: a pair
+//!    connects on first use, and reads the peer's address then.
+//! 6. At finalize, after the node's last goodbye, leave the manager
+//!    (`finalize`): Hydra takes a process that leaves without it for a
+//!    failure and ends the whole job.
+//!
+//! There is no launcher: no control connection, no reports, no growing
+//! (`add_nodes` is refused), and a peer's death is learnt from its
+//! connection or its silence (`THREADWIRE_PEER_TIMEOUT`) — or the manager
+//! ends the job, as both Hydra and Slurm do by default when a process
+//! fails.
+
+use super::NodeShared;
+use crate::config::Settings;
+use crate::error::{InitError, InitErrorKind};
+use crate::peer::AddressBook;
+use crate::pmi::{addr_key, PmiBook, PmiClient, PmiError, JOB_KEY};
+use crate::progress::{Driver, ProgressEngine};
+use crate::router::{JobSize, Router};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
+use std::sync::Arc;
+use threadwire_transport::handshake::Credentials;
+
+/// How long the start-up barrier may wait for the slowest process.
+const BARRIER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Steps 1–5 (module docs). A failure after `init` aborts the job
+/// through the manager, so that no other process waits for this one.
+pub(super) fn bootstrap(mut pmi: PmiClient, settings: Settings) -> Result<Arc<NodeShared>, InitError> {
+    pmi.init().map_err(err)?;
+    let mut pmi = Some(pmi);
+    match bootstrap_inited(&mut pmi, settings) {
+        Ok(shared) => Ok(shared),
+        Err(e) => {
+            if let Some(pmi) = pmi {
+                let _ = pmi.abort(1, &format!("threadwire init: {e}"));
+            }
+            Err(e)
+        }
+    }
+}
+
+fn err(e: PmiError) -> InitError {
+    InitError::new(InitErrorKind::Pmi(e.to_string()))
+}
+
+/// Steps 1–5 after `init`; takes `pmi` into the address book at step 5.
+fn bootstrap_inited(
+    slot: &mut Option<PmiClient>,
+    settings: Settings,
+) -> Result<Arc<NodeShared>, InitError> {
+    let pmi = slot.as_mut().expect("the client, until step 5");
+    let (node, nodes) = (pmi.rank(), pmi.size());
+    // Step 2.
+    let bind = match std::env::var(crate::env::BIND) {
+        Ok(s) => s.parse().map_err(|_| {
+            InitError::new(InitErrorKind::Env(crate::env::EnvError::Invalid {
+                name: crate::env::BIND,
+                value: s.clone(),
+                why: "not an IP address",
+            }))
+        })?,
+        Err(_) => default_route_address(),
+    };
+    let listener = TcpListener::bind(SocketAddr::new(bind, 0))?;
+    let my_addr = listener.local_addr()?;
+    // Step 3.
+    pmi.put(&addr_key(node), &my_addr.to_string()).map_err(err)?;
+    if node == 0 {
+        let mut job = [0u8; 40];
+        getrandom::getrandom(&mut job).map_err(|e| std::io::Error::other(e.to_string()))?;
+        pmi.put(JOB_KEY, &hex(&job)).map_err(err)?;
+    }
+    // Step 4.
+    pmi.barrier(BARRIER_TIMEOUT).map_err(err)?;
+    let job = pmi.get(JOB_KEY).map_err(err)?;
+    let creds = parse_job(&job).ok_or_else(|| {
+        InitError::new(InitErrorKind::Pmi(format!(
+            "node 0's job entry {JOB_KEY} is not 80 hex digits"
+        )))
+    })?;
+    let driver = Driver::new(Some(listener), Some(creds.clone()))?;
+    let engine = ProgressEngine::new(driver)?;
+    let router = Router::new(node, JobSize::fixed(nodes), creds.job_id, &settings);
+    let shared = Arc::new(NodeShared::new(router, engine, Some(my_addr), settings.workers));
+    shared.router.am.bind(&shared);
+    if let Some(timeout) = settings.peer_timeout.filter(|_| nodes > 1) {
+        shared.liveness.start(Arc::downgrade(&shared), timeout)?;
+    }
+    // Step 5.
+    let registry = shared.engine.lock_driver().registry().try_clone()?;
+    let book = PmiBook::new(slot.take().expect("the client"), node, my_addr);
+    shared
+        .router
+        .dialer
+        .arm(Arc::downgrade(&shared), creds, AddressBook::Pmi(book), registry);
+    Ok(shared)
+}
+
+/// The address of the interface towards this host's default route
+/// (connecting a UDP socket sends nothing), or loopback without one.
+fn default_route_address() -> IpAddr {
+    let probe: SocketAddr = (Ipv4Addr::new(192, 0, 2, 1), 9).into();
+    std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))
+        .and_then(|s| {
+            s.connect(probe)?;
+            s.local_addr()
+        })
+        .map(|a| a.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Node 0's job entry: 16 hex digits of job id, 64 of secret.
+fn parse_job(s: &str) -> Option<Credentials> {
+    if s.len() != 80 || !s.is_ascii() {
+        return None;
+    }
+    let byte = |i: usize| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok();
+    let mut id = [0u8; 8];
+    for (i, b) in id.iter_mut().enumerate() {
+        *b = byte(i)?;
+    }
+    let mut secret = [0u8; 32];
+    for (i, b) in secret.iter_mut().enumerate() {
+        *b = byte(8 + i)?;
+    }
+    Some(Credentials {
+        job_id: u64::from_be_bytes(id),
+        secret,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_job_entry_round_trips() {
+        let bytes: Vec<u8> = (0..40).collect();
+        let c = parse_job(&hex(&bytes)).expect("parses");
+        assert_eq!(c.job_id, u64::from_be_bytes([0, 1, 2, 3, 4, 5, 6, 7]));
+        assert_eq!(c.secret[0], 8);
+        assert!(parse_job("00").is_none());
+        assert!(parse_job(&"zz".repeat(40)).is_none());
+    }
+}
