@@ -139,43 +139,26 @@ pub fn parse_host_file(text: &str) -> Result<Vec<Host>, HostFileError> {
 }
 
 impl Host {
-    /// The command that starts `program args` on this host with `vars` in
-    /// its environment; `secret_var` is fed on standard input for ssh.
+    /// The command that starts `program args` on this host, `local` or
+    /// `netns:`, with `vars` in its environment; ssh hosts start their
+    /// nodes through their proxy ([`crate::proxy`]).
     pub(crate) fn command(
         &self,
         program: &Path,
         args: &[OsString],
         vars: &[(String, String)],
-        secret_var: &str,
     ) -> Command {
         let mut cmd = match self {
-            Host::Local => Command::new(program),
             Host::Netns(name) => {
                 let mut c = Command::new("ip");
                 c.args(["netns", "exec", name]).arg(program);
                 c
             }
-            Host::Ssh(host) => {
-                let mut c = Command::new("ssh");
-                c.args(["-o", "BatchMode=yes", host, "env"]);
-                for (k, v) in vars.iter().filter(|(k, _)| k != secret_var) {
-                    c.arg(format!("{k}={v}"));
-                }
-                // Reads the secret from standard input, then becomes the node.
-                c.args([
-                    "sh",
-                    "-c",
-                    &format!("read -r s && {secret_var}=\"$s\" && export {secret_var} && exec \"$0\" \"$@\""),
-                ]);
-                c.arg(program);
-                c
-            }
+            Host::Local | Host::Ssh(_) => Command::new(program),
         };
         cmd.args(args);
-        if !matches!(self, Host::Ssh(_)) {
-            for (k, v) in vars {
-                cmd.env(k, v);
-            }
+        for (k, v) in vars {
+            cmd.env(k, v);
         }
         cmd
     }

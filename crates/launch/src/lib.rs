@@ -44,6 +44,7 @@ mod grow;
 pub mod hosts;
 mod job;
 mod process;
+pub mod proxy;
 mod rendezvous;
 mod spec;
 
@@ -51,4 +52,4 @@ pub use event::{Event, JobReport, LaunchError, OutputStream};
 pub use hosts::{parse_host_file, Host, HostError, HostFileError, ParseHostError};
 pub use job::run;
 pub use process::NodeExit;
-pub use spec::{FailurePolicy, JobSpec, DEFAULT_MAX_NODES, GRACE};
+pub use spec::{FailurePolicy, JobSpec, SshConfig, DEFAULT_MAX_NODES, GRACE, SSH_OPTIONS};
