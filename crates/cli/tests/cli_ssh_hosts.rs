@@ -1,0 +1,308 @@
+//! `threadwire run` on `ssh:` hosts, for real: three network namespaces
+//! each run an `sshd` with a key made for the test (`support::sshd`), and
+//! jobs run there through one ssh connection and one proxy per host
+//! (`threadwire_launch::proxy`). Needs root, `ip`, `/usr/sbin/sshd`, `ssh`
+//! and `ssh-keygen`; without them it says why it skips.
+//!
+//! The node programs are examples of other workspace crates (`ring` of
+//! threadwire-apps, `node-misbehave` of threadwire's tests).
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+use support::command::*;
+use support::sshd::{Process, SshHosts};
+use threadwire_testbed::process::{wait_all_exited, Pidfd};
+
+const HOSTS: usize = 3;
+const NODES: usize = 6;
+
+/// How soon a remote node's SIGKILL must be reported.
+const REPORTED_WITHIN: Duration = Duration::from_secs(2);
+
+/// How long what a job leaves may take to go once it has ended.
+const CLEANUP: Duration = Duration::from_secs(5);
+
+/// One sshd setup, four jobs: a ring of messages, a node that fails with
+/// status 3, a node killed with SIGKILL, a launcher killed with SIGKILL.
+/// After each, nothing of the job is left on any host.
+#[test]
+fn jobs_on_ssh_hosts_run_fail_and_leave_nothing_behind() {
+    if let Some(why) = SshHosts::unavailable("twssh") {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let hosts = SshHosts::up("twssh", HOSTS as u32);
+    a_ring_runs_and_its_output_is_forwarded(&hosts);
+    a_failing_node_sets_the_status(&hosts);
+    a_killed_node_is_reported_and_ends_the_job(&hosts);
+    a_killed_launcher_leaves_nothing_behind(&hosts);
+}
+
+fn a_ring_runs_and_its_output_is_forwarded(hosts: &SshHosts) {
+    let ran = run(&mut job(hosts, &example("ring"), &["2", "20"]));
+    assert_eq!(ran.code(), Some(0), "{}\n{}", ran.show(), hosts.sshd_logs());
+    assert!(
+        ran.stdout
+            .contains("[n0] token passed 20 times through 12 threads on 6 nodes"),
+        "{}",
+        ran.show()
+    );
+    // Node i on host i % 3: nodes of one host share memory, others TCP.
+    for line in ["n0 -> n3: shm", "n1 -> n4: shm", "n0 -> n1: tcp"] {
+        assert!(ran.stderr.contains(line), "no {line:?}\n{}", ran.show());
+    }
+    assert_nothing_left(hosts, "after a normal end");
+}
+
+fn a_failing_node_sets_the_status(hosts: &SshHosts) {
+    let program = example("node-misbehave");
+    let ran = run(&mut job(hosts, &program, &["exit-on", "4", "3"]));
+    assert_eq!(ran.code(), Some(3), "{}", ran.show());
+    assert!(
+        ran.stderr
+            .lines()
+            .any(|l| l.starts_with("threadwire: node n4 exited with status 3")),
+        "no message naming the failed node:\n{}",
+        ran.show()
+    );
+    assert!(
+        ran.stdout.contains("[n0] n0: receive: node n4 was lost"),
+        "{}",
+        ran.show()
+    );
+    assert_nothing_left(hosts, "after a node's failure");
+}
+
+fn a_killed_node_is_reported_and_ends_the_job(hosts: &SshHosts) {
+    let program = example("node-misbehave");
+    let mut running = Running::start(job(hosts, &program, &["sleep"]));
+    running.until_all_sleep();
+    let job = hosts.processes();
+    one_ssh_and_one_proxy_per_host(hosts, &mut running, &job);
+    let nodes = nodes_of(&job, &program);
+    assert_eq!(nodes.len(), NODES, "{job:?}\n{}", running.show());
+    // A node on the second host, by the number its environment gives it.
+    let victim = nodes.iter().find(|p| p.host == 1).expect("a node on h1");
+    let number = node_number(victim.pid).expect("the node's THREADWIRE_NODE");
+    let killed = Instant::now();
+    // SAFETY: kill(2) of a node process of this test's job.
+    unsafe { libc::kill(victim.pid as i32, libc::SIGKILL) };
+    let said = format!("threadwire: node n{number} was killed by signal 9 (SIGKILL)");
+    let reported = running.until(|l| l.starts_with(&said), killed + REPORTED_WITHIN);
+    assert!(
+        reported.is_some(),
+        "no {said:?} within {REPORTED_WITHIN:?}\n{}",
+        running.show()
+    );
+    let status = running.wait();
+    assert_eq!(status.code(), Some(128 + 9), "{}", running.show());
+    assert_nothing_left(hosts, "after a node's SIGKILL");
+}
+
+fn a_killed_launcher_leaves_nothing_behind(hosts: &SshHosts) {
+    let program = example("node-misbehave");
+    let mut running = Running::start(job(hosts, &program, &["sleep"]));
+    running.until_all_sleep();
+    let ssh = ssh_clients(running.child.id());
+    assert_eq!(ssh.len(), HOSTS, "{}", running.show());
+    running.child.kill().expect("SIGKILL the launcher");
+    let _ = running.child.wait();
+    let pidfds: Vec<Pidfd> = ssh.iter().filter_map(|&p| Pidfd::open(p).ok()).collect();
+    let ended = wait_all_exited(&pidfds, Instant::now() + CLEANUP).expect("wait on pidfds");
+    assert!(ended, "ssh clients {ssh:?} outlived their launcher");
+    assert_nothing_left(hosts, "after the launcher's SIGKILL");
+}
+
+/// `threadwire run` of `program args` on every host, two nodes each.
+fn job(hosts: &SshHosts, program: &Path, args: &[&str]) -> Command {
+    let mut cmd = threadwire();
+    cmd.env(
+        threadwire_launch::SSH_OPTIONS,
+        format!("-F {}", hosts.ssh_config().display()),
+    )
+    .args(["run", "-v", "-n", &NODES.to_string(), "--hosts"])
+    .arg(hosts.host_file())
+    .args(["--bind", &hosts.bridge().to_string(), "--"])
+    .arg(program)
+    .args(args);
+    cmd
+}
+
+/// Exactly one ssh client per host, children of the launcher, and one
+/// proxy in each host's namespace.
+fn one_ssh_and_one_proxy_per_host(hosts: &SshHosts, running: &mut Running, job: &[Process]) {
+    let ssh = ssh_clients(running.child.id());
+    assert_eq!(ssh.len(), HOSTS, "ssh clients {ssh:?}\n{}", running.show());
+    let mut to: Vec<String> = ssh
+        .iter()
+        .filter_map(|&pid| {
+            let args = cmdline(pid);
+            hosts
+                .net
+                .hosts
+                .iter()
+                .map(|h| h.addr.to_string())
+                .find(|a| args.contains(a))
+        })
+        .collect();
+    to.sort();
+    to.dedup();
+    assert_eq!(to.len(), HOSTS, "one ssh per host: {to:?}");
+    let proxy = env!("CARGO_BIN_EXE_threadwire");
+    for host in 0..HOSTS {
+        let proxies: Vec<&Process> = job
+            .iter()
+            .filter(|p| p.host == host && p.cmdline == [proxy, "proxy"])
+            .collect();
+        assert_eq!(proxies.len(), 1, "proxies on h{host}: {job:?}");
+    }
+}
+
+/// Waits until no process is left in the hosts' namespaces but their
+/// sshds: nodes, proxies and ssh sessions all gone.
+fn assert_nothing_left(hosts: &SshHosts, when: &str) {
+    let left = hosts.processes();
+    let pidfds: Vec<Pidfd> = left
+        .iter()
+        .filter_map(|p| Pidfd::open(p.pid).ok())
+        .collect();
+    let ended = wait_all_exited(&pidfds, Instant::now() + CLEANUP).expect("wait on pidfds");
+    assert!(ended, "{when}, left on the hosts: {:?}", hosts.processes());
+}
+
+fn nodes_of<'a>(job: &'a [Process], program: &Path) -> Vec<&'a Process> {
+    let program = program.to_string_lossy();
+    job.iter()
+        .filter(|p| p.cmdline.first().is_some_and(|a| *a == program))
+        .collect()
+}
+
+/// The node number in `pid`'s environment.
+fn node_number(pid: u32) -> Option<u32> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{}=", threadwire::env::NODE);
+    environ
+        .split(|&b| b == 0)
+        .filter_map(|v| std::str::from_utf8(v).ok())
+        .find_map(|v| v.strip_prefix(&prefix)?.parse().ok())
+}
+
+/// The `ssh` processes whose parent is `parent`.
+fn ssh_clients(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // pid (comm) state ppid …; comm may hold spaces and parentheses.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = &stat[open + 1..close];
+        let ppid = stat[close + 1..].split_whitespace().nth(1);
+        if comm == "ssh" && ppid == Some(parent.to_string().as_str()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn cmdline(pid: u32) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    String::from_utf8_lossy(&raw).replace('\0', " ")
+}
+
+/// A launcher running in the background, its output lines as they come.
+struct Running {
+    child: Child,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+    started: Instant,
+}
+
+impl Running {
+    fn start(mut cmd: Command) -> Running {
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("start threadwire run");
+        let (tx, lines) = mpsc::channel();
+        let pipes: [Box<dyn Read + Send>; 2] = [
+            Box::new(child.stdout.take().expect("piped")),
+            Box::new(child.stderr.take().expect("piped")),
+        ];
+        for pipe in pipes {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                    let _ = tx.send(line);
+                }
+            });
+        }
+        Running {
+            child,
+            lines,
+            seen: Vec::new(),
+            started: Instant::now(),
+        }
+    }
+
+    /// The first line, from now on, that `wanted` accepts, if one comes
+    /// by `deadline`.
+    fn until(&mut self, wanted: impl Fn(&str) -> bool, deadline: Instant) -> Option<String> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.lines.recv_timeout(left).ok()?;
+            self.seen.push(line.clone());
+            if wanted(&line) {
+                return Some(line);
+            }
+        }
+    }
+
+    /// Waits until every node says it sleeps.
+    fn until_all_sleep(&mut self) {
+        let deadline = self.started + HANG;
+        for _ in 0..NODES {
+            let slept = self.until(|l| l.ends_with(": sleeping"), deadline);
+            assert!(
+                slept.is_some(),
+                "the nodes did not all start\n{}",
+                self.show()
+            );
+        }
+    }
+
+    /// Its exit status (killed if it hangs).
+    fn wait(&mut self) -> std::process::ExitStatus {
+        match threadwire_testbed::wait_deadline(&mut self.child, self.started + HANG) {
+            Ok(Some(status)) => status,
+            _ => {
+                let _ = self.child.kill();
+                panic!("threadwire run hung\n{}", self.show());
+            }
+        }
+    }
+
+    fn show(&mut self) -> String {
+        self.seen.extend(self.lines.try_iter());
+        self.seen.join("\n")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
