@@ -28,8 +28,9 @@ const REPORTED_WITHIN: Duration = Duration::from_secs(2);
 const CLEANUP: Duration = Duration::from_secs(5);
 
 /// One sshd setup, four jobs: a ring of messages, a node that fails with
-/// status 3, a node killed with SIGKILL, a launcher killed with SIGKILL.
-/// After each, nothing of the job is left on any host.
+/// status 3, a node killed with SIGKILL (after a node was added to the
+/// running job on an ssh host, through the same proxy), a launcher killed
+/// with SIGKILL. After each, nothing of the job is left on any host.
 #[test]
 fn jobs_on_ssh_hosts_run_fail_and_leave_nothing_behind() {
     if let Some(why) = SshHosts::unavailable("twssh") {
@@ -41,6 +42,7 @@ fn jobs_on_ssh_hosts_run_fail_and_leave_nothing_behind() {
     a_failing_node_sets_the_status(&hosts);
     a_killed_node_is_reported_and_ends_the_job(&hosts);
     a_killed_launcher_leaves_nothing_behind(&hosts);
+    a_refused_ssh_connection_fails_the_job_naming_it(&hosts);
 }
 
 fn a_ring_runs_and_its_output_is_forwarded(hosts: &SshHosts) {
@@ -83,9 +85,25 @@ fn a_killed_node_is_reported_and_ends_the_job(hosts: &SshHosts) {
     let mut running = Running::start(job(hosts, &program, &["sleep"]));
     running.until_all_sleep();
     let job = hosts.processes();
-    one_ssh_and_one_proxy_per_host(hosts, &mut running, &job);
     let nodes = nodes_of(&job, &program);
     assert_eq!(nodes.len(), NODES, "{job:?}\n{}", running.show());
+    // One more node, on the third host, as the console asks.
+    let id = job_id(nodes[0].pid).expect("the node's THREADWIRE_JOB");
+    let third = format!("ssh:{}", hosts.net.hosts[2].addr);
+    let added = run(console(hosts).args(["vm", "--job", &id, "add-nodes", "1", "--host", &third]));
+    assert_eq!(added.code(), Some(0), "{}", added.show());
+    assert!(added.stdout.contains("nodes added: n6"), "{}", added.show());
+    let slept = running.until(|l| l == "[n6] n6: sleeping", Instant::now() + HANG);
+    assert!(
+        slept.is_some(),
+        "the added node did not run\n{}",
+        running.show()
+    );
+    let job = hosts.processes();
+    let nodes = nodes_of(&job, &program);
+    assert_eq!(nodes.len(), NODES + 1, "{job:?}");
+    assert_eq!(nodes.iter().filter(|p| p.host == 2).count(), 3, "{job:?}");
+    one_ssh_and_one_proxy_per_host(hosts, &mut running, &job);
     // A node on the second host, by the number its environment gives it.
     let victim = nodes.iter().find(|p| p.host == 1).expect("a node on h1");
     let number = node_number(victim.pid).expect("the node's THREADWIRE_NODE");
@@ -118,9 +136,40 @@ fn a_killed_launcher_leaves_nothing_behind(hosts: &SshHosts) {
     assert_nothing_left(hosts, "after the launcher's SIGKILL");
 }
 
+/// The `threadwire` command, with the jobs' consoles in the test's
+/// directory.
+fn console(hosts: &SshHosts) -> Command {
+    let mut cmd = threadwire();
+    cmd.env(
+        threadwire_launch::console::DIR_VAR,
+        hosts.dir.join("consoles"),
+    );
+    cmd
+}
+
+/// Without the test's ssh config, ssh refuses the hosts (their keys are
+/// unknown, and it may not ask): the job fails with ssh's status and its
+/// words.
+fn a_refused_ssh_connection_fails_the_job_naming_it(hosts: &SshHosts) {
+    let mut cmd = job(hosts, &example("ring"), &[]);
+    cmd.env(threadwire_launch::SSH_OPTIONS, "-F /dev/null");
+    let ran = run(&mut cmd);
+    assert_eq!(ran.code(), Some(255), "{}", ran.show());
+    assert!(
+        ran.stderr
+            .lines()
+            .any(|l| l.starts_with("threadwire: node n")
+                && l.contains("was lost with the ssh connection to 10.")
+                && l.contains("; ssh: ")),
+        "{}",
+        ran.show()
+    );
+    assert_nothing_left(hosts, "after a refused connection");
+}
+
 /// `threadwire run` of `program args` on every host, two nodes each.
 fn job(hosts: &SshHosts, program: &Path, args: &[&str]) -> Command {
-    let mut cmd = threadwire();
+    let mut cmd = console(hosts);
     cmd.env(
         threadwire_launch::SSH_OPTIONS,
         format!("-F {}", hosts.ssh_config().display()),
@@ -184,12 +233,21 @@ fn nodes_of<'a>(job: &'a [Process], program: &Path) -> Vec<&'a Process> {
 
 /// The node number in `pid`'s environment.
 fn node_number(pid: u32) -> Option<u32> {
+    environment(pid, threadwire::env::NODE)?.parse().ok()
+}
+
+/// The job id in `pid`'s environment.
+fn job_id(pid: u32) -> Option<String> {
+    environment(pid, threadwire::env::JOB)
+}
+
+fn environment(pid: u32, var: &str) -> Option<String> {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    let prefix = format!("{}=", threadwire::env::NODE);
+    let prefix = format!("{var}=");
     environ
         .split(|&b| b == 0)
         .filter_map(|v| std::str::from_utf8(v).ok())
-        .find_map(|v| v.strip_prefix(&prefix)?.parse().ok())
+        .find_map(|v| Some(v.strip_prefix(&prefix)?.to_string()))
 }
 
 /// The `ssh` processes whose parent is `parent`.

@@ -22,10 +22,26 @@
 //!    rendezvous address (unless `THREADWIRE_BIND` says otherwise), so its
 //!    peers on other hosts can connect to it.
 //! 3. `ssh` hosts need `JobSpec::bind` set to an address of this host that
-//!    they can reach. The job secret travels on the ssh connection's
-//!    standard input, never on a command line; the other variables are
-//!    passed with `env`. Remote programs must exist at the same path.
-//!    ssh hosts are documented here but not exercised by the tests.
+//!    they can reach.
+//!
+//! An `ssh:` host gets one ssh connection per job, whatever its number of
+//! nodes: `ssh -o BatchMode=yes OPTIONS HOST 'EXE' proxy` runs the job's
+//! proxy there, which starts that host's nodes — those the job starts with
+//! and those added to it later — forwards their output, reports their
+//! exits and signals, and kills them when the job ends or the connection
+//! breaks ([`crate::proxy`] has the protocol). So:
+//!
+//! - ssh must log in without asking (`BatchMode=yes` is given): keys, a
+//!   known host key, and whatever else it needs, in the options of
+//!   [`SshConfig`](crate::SshConfig) — by default the words of
+//!   `$THREADWIRE_SSH`, e.g. `THREADWIRE_SSH="-F /path/ssh_config"`;
+//! - `EXE` is the launcher's own executable (`threadwire`), and it and the
+//!   node program must exist at the same paths on the host (a relative
+//!   program path is taken from the launcher's working directory);
+//! - the job secret travels inside the connection, never on a command line.
+//!
+//! `crates/cli/tests/cli_ssh_hosts.rs` runs jobs on three namespaces that
+//! each run an `sshd`.
 
 use std::ffi::OsString;
 use std::net::IpAddr;

@@ -19,27 +19,27 @@
 //! [`MAX_FRAME`] or one that does not decode ends the connection; neither
 //! side panics on what it reads.
 //!
-//! 1. The proxy starts and sends [`Reply::Ready`]: the protocol's magic
+//! 1. The proxy starts and sends `Ready`: the protocol's magic
 //!    and version, and its pid. Anything else first (a login script that
 //!    prints) ends the connection, and the launcher names it.
-//! 2. The launcher sends [`Request::Start`] for each node of the job that
+//! 2. The launcher sends `Start` for each node of the job that
 //!    goes on this host, now or later (nodes added to the running job,
 //!    `grow` module): node number, program, arguments and the node's
 //!    environment ([`threadwire::env`]), the job secret included — which
 //!    so never appears on a command line, here or on the host.
 //! 3. The proxy starts the program as its child (`PR_SET_PDEATHSIG`, so no
 //!    node outlives the proxy) with standard input empty and the output
-//!    piped, and answers [`Reply::Started`] with its pid, or
-//!    [`Reply::Failed`] with why it could not start it.
-//! 4. Each line a node prints comes back as [`Reply::Output`], tagged with
+//!    piped, and answers `Started` with its pid, or
+//!    `Failed` with why it could not start it.
+//! 4. Each line a node prints comes back as `Output`, tagged with
 //!    the node and the stream.
-//! 5. When a node ends, the proxy sends [`Reply::Exited`] — its status or
+//! 5. When a node ends, the proxy sends `Exited` — its status or
 //!    the signal that killed it — after its last output line (it waits at
 //!    most [`OUTPUT_LINGER`] for the pipes to close, for grandchildren
 //!    that hold them).
-//! 6. [`Request::Kill`] kills a node (SIGKILL); its exit is reported as in
+//! 6. `Kill` kills a node (SIGKILL); its exit is reported as in
 //!    step 5.
-//! 7. [`Request::End`], or the end of the proxy's standard input — the
+//! 7. `End`, or the end of the proxy's standard input — the
 //!    launcher has ended or died, or the ssh connection broke — makes the
 //!    proxy kill every node it still runs, wait (at most [`END_WAIT`]) for
 //!    them to be reaped, and exit. A proxy killed outright takes its nodes
@@ -73,7 +73,7 @@ pub const OUTPUT_LINGER: Duration = Duration::from_millis(500);
 /// (step 7), and an ending launcher for its proxies to exit.
 pub const END_WAIT: Duration = Duration::from_secs(2);
 
-/// The first bytes of [`Reply::Ready`]: this is a threadwire proxy.
+/// The first bytes of `Ready`: this is a threadwire proxy.
 const MAGIC: &[u8] = b"threadwire-proxy";
 
 /// The protocol's version; the launcher refuses another.

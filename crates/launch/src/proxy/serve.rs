@@ -48,7 +48,7 @@ impl<W: Write> Replies<W> {
 type Running = Arc<Mutex<HashMap<u32, u32>>>;
 
 /// Serves one launcher: reads its requests from `input` and writes the
-/// replies to `output` until it says [`Request::End`] or `input` ends,
+/// replies to `output` until it says `End` or `input` ends,
 /// then kills the nodes still running and returns once they are reaped
 /// (or after [`END_WAIT`]). An unreadable request ends it the same way,
 /// and is returned as the error.
