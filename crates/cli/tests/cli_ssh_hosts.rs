@@ -253,15 +253,8 @@ fn environment(pid: u32, var: &str) -> Option<String> {
 /// The `ssh` processes whose parent is `parent`.
 fn ssh_clients(parent: u32) -> Vec<u32> {
     let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+    for pid in support::sshd::pids() {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         // pid (comm) state ppid …; comm may hold spaces and parentheses.
         let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
             continue;

@@ -109,32 +109,32 @@ fn forward(
     std::thread::Builder::new()
         .name(format!("out-n{node}"))
         .spawn(move || {
-            let mut reader = BufReader::new(pipe);
-            let mut line = Vec::new();
-            loop {
-                line.clear();
-                match reader.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {
-                        if line.last() == Some(&b'\n') {
-                            line.pop();
-                        }
-                        let text = String::from_utf8_lossy(&line).into_owned();
-                        if tx
-                            .send(Internal::Output {
-                                node,
-                                stream,
-                                line: text,
-                            })
-                            .is_err()
-                        {
-                            return;
-                        }
-                    }
-                }
-            }
+            for_each_line(pipe, |line| {
+                let line = String::from_utf8_lossy(&line).into_owned();
+                tx.send(Internal::Output { node, stream, line }).is_ok()
+            })
         })
         .expect("the OS refused to start a thread")
+}
+
+/// Calls `f` with each line of `pipe`, without its newline, until the
+/// pipe ends or `f` says to stop (returns false).
+pub(crate) fn for_each_line(pipe: impl Read, mut f: impl FnMut(Vec<u8>) -> bool) {
+    let mut reader = BufReader::new(pipe);
+    loop {
+        let mut line = Vec::new();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                if !f(line) {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 /// Makes the process `cmd` starts die (SIGKILL) when the thread that

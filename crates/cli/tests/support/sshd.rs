@@ -216,19 +216,13 @@ impl SshHosts {
             .collect();
         let listeners: Vec<u32> = self.sshds.iter().map(|s| s.child.id()).collect();
         let mut found = Vec::new();
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
+        for pid in pids() {
             if listeners.contains(&pid) {
                 continue;
             }
+            let proc = PathBuf::from(format!("/proc/{pid}"));
             // A process that ends meanwhile is left out.
-            let Ok(link) = std::fs::read_link(entry.path().join("ns/net")) else {
+            let Ok(link) = std::fs::read_link(proc.join("ns/net")) else {
                 continue;
             };
             let inode = link
@@ -240,7 +234,7 @@ impl SshHosts {
             let Some(host) = namespaces.iter().position(|&n| n == inode) else {
                 continue;
             };
-            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            let cmdline = std::fs::read(proc.join("cmdline")).unwrap_or_default();
             let cmdline = cmdline
                 .split(|&b| b == 0)
                 .filter(|a| !a.is_empty())
@@ -250,6 +244,16 @@ impl SshHosts {
         }
         found
     }
+}
+
+/// Every process's pid, as `/proc` lists them now.
+pub fn pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect()
 }
 
 impl Drop for SshHosts {

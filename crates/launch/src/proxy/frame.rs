@@ -1,6 +1,6 @@
 //! The proxy protocol's frames (module docs of `proxy`): encoding and
-//! decoding of [`Request`] and [`Reply`], and reading and writing them
-//! whole on a byte stream.
+//! decoding of [`Request`] and [`Reply`] ([`Message`]), and reading and
+//! writing them whole on a byte stream.
 
 use super::{Reply, Request, MAGIC, MAX_FRAME};
 use crate::NodeExit;
@@ -15,6 +15,12 @@ const STARTED: u8 = 12;
 const FAILED: u8 = 13;
 const OUTPUT: u8 = 14;
 const EXITED: u8 = 15;
+
+/// A message of either direction: the body of one frame.
+pub(super) trait Message: Sized {
+    fn encode(&self) -> Vec<u8>;
+    fn decode(body: &[u8]) -> io::Result<Self>;
+}
 
 /// The body of a frame being written.
 struct Body(Vec<u8>);
@@ -90,7 +96,7 @@ fn bad(why: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, why.to_string())
 }
 
-impl Request {
+impl Message for Request {
     fn encode(&self) -> Vec<u8> {
         let body = match self {
             Request::Start {
@@ -150,7 +156,7 @@ impl Request {
     }
 }
 
-impl Reply {
+impl Message for Reply {
     fn encode(&self) -> Vec<u8> {
         let body = match self {
             Reply::Ready { version, pid } => {
@@ -251,28 +257,14 @@ fn read_frame(input: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
     Ok(Some(body))
 }
 
-/// Writes `request` as one frame.
-pub(super) fn write_request(out: &mut impl Write, request: &Request) -> io::Result<()> {
-    write_frame(out, &request.encode())
+/// Writes `message` as one frame.
+pub(super) fn write<M: Message>(out: &mut impl Write, message: &M) -> io::Result<()> {
+    write_frame(out, &message.encode())
 }
 
-/// Reads the next request; `None` at the end of the stream.
-pub(super) fn read_request(input: &mut impl Read) -> io::Result<Option<Request>> {
-    read_frame(input)?
-        .map(|body| Request::decode(&body))
-        .transpose()
-}
-
-/// Writes `reply` as one frame.
-pub(super) fn write_reply(out: &mut impl Write, reply: &Reply) -> io::Result<()> {
-    write_frame(out, &reply.encode())
-}
-
-/// Reads the next reply; `None` at the end of the stream.
-pub(super) fn read_reply(input: &mut impl Read) -> io::Result<Option<Reply>> {
-    read_frame(input)?
-        .map(|body| Reply::decode(&body))
-        .transpose()
+/// Reads the next message; `None` at the end of the stream.
+pub(super) fn read<M: Message>(input: &mut impl Read) -> io::Result<Option<M>> {
+    read_frame(input)?.map(|body| M::decode(&body)).transpose()
 }
 
 #[cfg(test)]
@@ -291,15 +283,7 @@ mod tests {
             Request::Kill { node: 3 },
             Request::End,
         ];
-        let mut stream = Vec::new();
-        for r in &requests {
-            write_request(&mut stream, r).unwrap();
-        }
-        let mut input = &stream[..];
-        for r in &requests {
-            assert_eq!(read_request(&mut input).unwrap().as_ref(), Some(r));
-        }
-        assert!(read_request(&mut input).unwrap().is_none());
+        round_trip(&requests);
 
         let replies = [
             Reply::Ready { version: 1, pid: 9 },
@@ -322,20 +306,26 @@ mod tests {
                 exit: NodeExit::Signal(9),
             },
         ];
+        round_trip(&replies);
+    }
+
+    /// Writes `messages` on one stream and reads them back, then its end.
+    fn round_trip<M: Message + PartialEq + std::fmt::Debug>(messages: &[M]) {
         let mut stream = Vec::new();
-        for r in &replies {
-            write_reply(&mut stream, r).unwrap();
+        for m in messages {
+            write(&mut stream, m).unwrap();
         }
         let mut input = &stream[..];
-        for r in &replies {
-            assert_eq!(read_reply(&mut input).unwrap().as_ref(), Some(r));
+        for m in messages {
+            assert_eq!(read::<M>(&mut input).unwrap().as_ref(), Some(m));
         }
+        assert!(read::<M>(&mut input).unwrap().is_none());
     }
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {
         let mut good = Vec::new();
-        write_request(
+        write(
             &mut good,
             &Request::Start {
                 node: 1,
@@ -349,20 +339,20 @@ mod tests {
         for cut in 5..good.len() {
             let mut frame = good[..cut].to_vec();
             frame[..4].copy_from_slice(&((cut - 4) as u32).to_le_bytes());
-            assert!(read_request(&mut &frame[..]).is_err(), "cut at {cut}");
+            assert!(read::<Request>(&mut &frame[..]).is_err(), "cut at {cut}");
         }
         for i in 4..good.len() {
             for b in [0u8, 0x7f, 0xff] {
                 let mut frame = good.clone();
                 frame[i] = b;
-                let _ = read_request(&mut &frame[..]);
-                let _ = read_reply(&mut &frame[..]);
+                let _ = read::<Request>(&mut &frame[..]);
+                let _ = read::<Reply>(&mut &frame[..]);
             }
         }
         // A login script's greeting instead of the proxy's.
         let text = b"Welcome to node17!\n".to_vec();
-        assert!(read_reply(&mut &text[..]).is_err());
+        assert!(read::<Reply>(&mut &text[..]).is_err());
         // A frame cut short by the end of the stream.
-        assert!(read_request(&mut &good[..good.len() - 1]).is_err());
+        assert!(read::<Request>(&mut &good[..good.len() - 1]).is_err());
     }
 }

@@ -9,7 +9,7 @@
 //! confused or hostile proxy cannot make the launcher index a node that
 //! does not exist.
 
-use super::frame::{read_reply, write_request};
+use super::frame;
 use super::{Reply, Request, END_WAIT, VERSION};
 use crate::event::OutputStream;
 use crate::job::Internal;
@@ -17,7 +17,7 @@ use crate::process::{self, NodeExit};
 use crate::SshConfig;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::ffi::OsString;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -210,7 +210,7 @@ impl Proxies {
 /// or a broken connection; closing the proxy's input then ends it too.
 fn write_requests(mut stdin: ChildStdin, pending: Receiver<Request>) {
     for request in pending {
-        if let Err(e) = write_request(&mut stdin, &request) {
+        if let Err(e) = frame::write(&mut stdin, &request) {
             tracing::debug!("launcher: writing to a proxy: {e}");
             return;
         }
@@ -222,15 +222,16 @@ fn write_requests(mut stdin: ChildStdin, pending: Receiver<Request>) {
 
 /// Logs what ssh says on standard error and keeps its last lines.
 fn keep_last_words(stderr: impl Read, said: &Mutex<VecDeque<String>>) {
-    for line in BufReader::new(stderr).lines() {
-        let Ok(line) = line else { return };
+    process::for_each_line(stderr, |line| {
+        let line = String::from_utf8_lossy(&line).into_owned();
         tracing::debug!("ssh: {line}");
         let mut said = said.lock().unwrap_or_else(|e| e.into_inner());
         if said.len() == SSH_WORDS {
             said.pop_front();
         }
         said.push_back(line);
-    }
+        true
+    });
 }
 
 /// The reader thread of one connection (steps 1, 3–5, 8).
@@ -245,7 +246,7 @@ impl Reader {
     fn serve(self, mut stdout: impl Read, stderr_done: &Receiver<()>) {
         let why = match self.greeting(&mut stdout) {
             Ok(()) => loop {
-                match read_reply(&mut stdout) {
+                match frame::read::<Reply>(&mut stdout) {
                     Ok(Some(reply)) => {
                         if !self.forward(reply) {
                             break "the launcher has ended".to_string();
@@ -290,7 +291,7 @@ impl Reader {
 
     /// Step 1: the proxy's first reply must be its greeting.
     fn greeting(&self, stdout: &mut impl Read) -> Result<(), String> {
-        match read_reply(stdout) {
+        match frame::read::<Reply>(stdout) {
             Ok(Some(Reply::Ready { version, pid })) if version == VERSION => {
                 tracing::debug!("launcher: proxy on {} is pid {pid}", self.host);
                 Ok(())

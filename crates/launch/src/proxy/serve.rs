@@ -12,12 +12,12 @@
 //! reaped. A kill looks the pid up under the same lock, so it never hits a
 //! reaped pid the kernel may have given to another process.
 
-use super::frame::{read_request, write_reply};
+use super::frame;
 use super::{Reply, Request, END_WAIT, OUTPUT_LINGER, VERSION};
 use crate::process::{self, NodeExit};
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStringExt;
 use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -38,7 +38,7 @@ impl<W: Write> Replies<W> {
     /// which ends the proxy, so a failed write is only logged.
     fn send(&self, reply: &Reply) {
         let mut out = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Err(e) = write_reply(&mut *out, reply) {
+        if let Err(e) = frame::write(&mut *out, reply) {
             tracing::debug!("proxy: writing to the launcher: {e}");
         }
     }
@@ -62,7 +62,7 @@ pub fn serve(mut input: impl Read, output: impl Write + Send + 'static) -> io::R
     let (waiter_done, waiters_done) = mpsc::channel::<()>();
     let mut waiters = 0usize;
     let result = loop {
-        match read_request(&mut input) {
+        match frame::read::<Request>(&mut input) {
             Ok(Some(Request::Start {
                 node,
                 program,
@@ -166,21 +166,10 @@ fn start<W: Write + Send + 'static>(
 
 /// Step 4: each line of `pipe` as a reply, until it closes.
 fn forward<W: Write>(node: u32, stderr: bool, pipe: impl Read, replies: &Replies<W>) {
-    let mut reader = BufReader::new(pipe);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
-                if line.last() == Some(&b'\n') {
-                    line.pop();
-                }
-                let line = std::mem::take(&mut line);
-                replies.send(&Reply::Output { node, stderr, line });
-            }
-        }
-    }
+    process::for_each_line(pipe, |line| {
+        replies.send(&Reply::Output { node, stderr, line });
+        true
+    });
 }
 
 /// Step 5: waits until both output threads have ended (their senders are
@@ -207,7 +196,7 @@ fn spawn(name: String, f: impl FnOnce() + Send + 'static) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::frame::{read_reply, write_request};
+    use super::super::frame;
     use super::*;
     use std::os::unix::net::UnixStream;
 
@@ -236,7 +225,9 @@ mod tests {
     fn until_exit(replies: &mut UnixStream, node: u32) -> Vec<Reply> {
         let mut seen = Vec::new();
         loop {
-            let reply = read_reply(replies).unwrap().expect("the proxy ended early");
+            let reply = frame::read::<Reply>(replies)
+                .unwrap()
+                .expect("the proxy ended early");
             let last = matches!(reply, Reply::Exited { node: n, .. } if n == node);
             seen.push(reply);
             if last {
@@ -249,13 +240,13 @@ mod tests {
     fn a_node_runs_prints_and_exits_then_the_end_of_input_ends_the_proxy() {
         let (mut requests, mut replies, served) = proxy();
         assert!(matches!(
-            read_reply(&mut replies).unwrap(),
+            frame::read::<Reply>(&mut replies).unwrap(),
             Some(Reply::Ready {
                 version: VERSION,
                 ..
             })
         ));
-        write_request(
+        frame::write(
             &mut requests,
             &start_sh(4, "echo $GREETING; echo oops >&2; exit 3"),
         )
@@ -284,7 +275,7 @@ mod tests {
                 exit: NodeExit::Code(3)
             })
         );
-        write_request(
+        frame::write(
             &mut requests,
             &Request::Start {
                 node: 5,
@@ -294,28 +285,28 @@ mod tests {
             },
         )
         .unwrap();
-        match read_reply(&mut replies).unwrap() {
+        match frame::read::<Reply>(&mut replies).unwrap() {
             Some(Reply::Failed { node: 5, why }) => assert!(why.contains("/nonexistent"), "{why}"),
             other => panic!("{other:?}"),
         }
         drop(requests);
         served.join().unwrap().unwrap();
-        assert!(read_reply(&mut replies).unwrap().is_none());
+        assert!(frame::read::<Reply>(&mut replies).unwrap().is_none());
     }
 
     #[test]
     fn kill_and_end_leave_no_node_running() {
         let (mut requests, mut replies, served) = proxy();
-        let _ready = read_reply(&mut replies).unwrap();
-        write_request(&mut requests, &start_sh(0, "exec sleep 100")).unwrap();
-        write_request(&mut requests, &start_sh(1, "exec sleep 100")).unwrap();
+        let _ready = frame::read::<Reply>(&mut replies).unwrap();
+        frame::write(&mut requests, &start_sh(0, "exec sleep 100")).unwrap();
+        frame::write(&mut requests, &start_sh(1, "exec sleep 100")).unwrap();
         let mut pids = Vec::new();
         while pids.len() < 2 {
-            if let Some(Reply::Started { pid, .. }) = read_reply(&mut replies).unwrap() {
+            if let Some(Reply::Started { pid, .. }) = frame::read::<Reply>(&mut replies).unwrap() {
                 pids.push(pid);
             }
         }
-        write_request(&mut requests, &Request::Kill { node: 0 }).unwrap();
+        frame::write(&mut requests, &Request::Kill { node: 0 }).unwrap();
         let seen = until_exit(&mut replies, 0);
         assert_eq!(
             seen.last(),
@@ -324,7 +315,7 @@ mod tests {
                 exit: NodeExit::Signal(libc::SIGKILL)
             })
         );
-        write_request(&mut requests, &Request::End).unwrap();
+        frame::write(&mut requests, &Request::End).unwrap();
         let seen = until_exit(&mut replies, 1);
         assert!(
             matches!(
