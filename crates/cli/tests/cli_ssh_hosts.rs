@@ -27,10 +27,11 @@ const REPORTED_WITHIN: Duration = Duration::from_secs(2);
 /// How long what a job leaves may take to go once it has ended.
 const CLEANUP: Duration = Duration::from_secs(5);
 
-/// One sshd setup, four jobs: a ring of messages, a node that fails with
+/// One sshd setup, six jobs: a ring of messages, a node that fails with
 /// status 3, a node killed with SIGKILL (after a node was added to the
 /// running job on an ssh host, through the same proxy), a launcher killed
-/// with SIGKILL. After each, nothing of the job is left on any host.
+/// with SIGKILL, a proxy killed with SIGKILL, ssh refusing the hosts.
+/// After each, nothing of the job is left on any host.
 #[test]
 fn jobs_on_ssh_hosts_run_fail_and_leave_nothing_behind() {
     if let Some(why) = SshHosts::unavailable("twssh") {
@@ -42,6 +43,7 @@ fn jobs_on_ssh_hosts_run_fail_and_leave_nothing_behind() {
     a_failing_node_sets_the_status(&hosts);
     a_killed_node_is_reported_and_ends_the_job(&hosts);
     a_killed_launcher_leaves_nothing_behind(&hosts);
+    a_killed_proxy_takes_its_nodes_and_is_named(&hosts);
     a_refused_ssh_connection_fails_the_job_naming_it(&hosts);
 }
 
@@ -145,6 +147,32 @@ fn console(hosts: &SshHosts) -> Command {
         hosts.dir.join("consoles"),
     );
     cmd
+}
+
+/// A proxy killed outright takes its host's nodes with it; the job fails
+/// with ssh's status, naming the host.
+fn a_killed_proxy_takes_its_nodes_and_is_named(hosts: &SshHosts) {
+    let program = example("node-misbehave");
+    let mut running = Running::start(job(hosts, &program, &["sleep"]));
+    running.until_all_sleep();
+    let proxy = env!("CARGO_BIN_EXE_threadwire");
+    let job = hosts.processes();
+    let victim = job
+        .iter()
+        .find(|p| p.host == 0 && p.cmdline == [proxy, "proxy"])
+        .expect("the proxy on h0");
+    // SAFETY: kill(2) of the proxy of this test's job.
+    unsafe { libc::kill(victim.pid as i32, libc::SIGKILL) };
+    let host = format!("ssh connection to {}", hosts.net.hosts[0].addr);
+    let named = running.until(|l| l.contains(&host), Instant::now() + HANG);
+    assert!(
+        named.is_some(),
+        "no line naming {host:?}\n{}",
+        running.show()
+    );
+    let status = running.wait();
+    assert_eq!(status.code(), Some(255), "{}", running.show());
+    assert_nothing_left(hosts, "after a proxy's SIGKILL");
 }
 
 /// Without the test's ssh config, ssh refuses the hosts (their keys are

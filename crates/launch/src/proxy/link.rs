@@ -140,7 +140,9 @@ impl Proxies {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         process::die_with_parent(&mut cmd);
-        let mut ssh = cmd.spawn()?;
+        let mut ssh = cmd
+            .spawn()
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot run ssh to {host}: {e}")))?;
         let (stdin, stdout, stderr) = match (ssh.stdin.take(), ssh.stdout.take(), ssh.stderr.take())
         {
             (Some(i), Some(o), Some(e)) => (i, o, e),
