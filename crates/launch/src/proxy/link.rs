@@ -143,11 +143,9 @@ impl Proxies {
         let mut ssh = cmd
             .spawn()
             .map_err(|e| io::Error::new(e.kind(), format!("cannot run ssh to {host}: {e}")))?;
-        let (stdin, stdout, stderr) = match (ssh.stdin.take(), ssh.stdout.take(), ssh.stderr.take())
-        {
-            (Some(i), Some(o), Some(e)) => (i, o, e),
-            _ => unreachable!("all three are piped"),
-        };
+        let stdin = ssh.stdin.take().expect("piped");
+        let stdout = ssh.stdout.take().expect("piped");
+        let stderr = ssh.stderr.take().expect("piped");
         let (requests, pending) = mpsc::channel();
         let handle = ProxyHandle {
             requests,
