@@ -25,7 +25,7 @@
 //!    they can reach.
 //!
 //! An `ssh:` host gets one ssh connection per job, whatever its number of
-//! nodes: `ssh -o BatchMode=yes OPTIONS HOST 'EXE' proxy` runs the job's
+//! nodes: `ssh -T -o BatchMode=yes OPTIONS HOST 'EXE' proxy` runs the job's
 //! proxy there, which starts that host's nodes — those the job starts with
 //! and those added to it later — forwards their output, reports their
 //! exits and signals, and kills them when the job ends or the connection

@@ -132,7 +132,9 @@ impl Proxies {
             None => std::env::current_exe()?,
         };
         let mut cmd = Command::new("ssh");
-        cmd.args(["-o", "BatchMode=yes"])
+        // No terminal, whatever the config says: a terminal's line
+        // discipline would mangle the frames.
+        cmd.args(["-T", "-o", "BatchMode=yes"])
             .args(&self.ssh.options)
             .arg(host)
             .arg(format!("{} proxy", shell_quoted(&exe)))
@@ -358,6 +360,71 @@ fn shell_quoted(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A proxy that greets, then speaks of nodes it was not given, then
+    /// says something unreadable: the reader ignores the strangers, passes
+    /// on what concerns its node, and reports that node lost, naming the
+    /// host and ssh's last words.
+    #[test]
+    fn a_confused_proxy_costs_its_nodes_and_nothing_else() {
+        let mut stream = Vec::new();
+        for reply in [
+            Reply::Ready {
+                version: VERSION,
+                pid: 1,
+            },
+            Reply::Exited {
+                node: 99,
+                exit: NodeExit::Code(0),
+            },
+            Reply::Started { node: 7, pid: 70 },
+            Reply::Started { node: 3, pid: 30 },
+            Reply::Output {
+                node: 3,
+                stderr: false,
+                line: b"hi".to_vec(),
+            },
+        ] {
+            frame::write(&mut stream, &reply).unwrap();
+        }
+        stream.extend_from_slice(&[0xff; 8]);
+        let (requests, _pending) = mpsc::channel();
+        let handle = ProxyHandle {
+            requests,
+            nodes: Arc::default(),
+        };
+        handle.nodes().live.insert(3);
+        handle.nodes().started.insert(3);
+        let (events, news) = mpsc::channel();
+        let said = Arc::new(Mutex::new(VecDeque::from(["Connection reset".to_string()])));
+        let reader = Reader {
+            host: "node17".into(),
+            handle: handle.clone(),
+            events,
+            said,
+        };
+        // ssh has said its last words.
+        let (stderr_open, stderr_done) = mpsc::channel::<()>();
+        drop(stderr_open);
+        reader.serve(&stream[..], &stderr_done);
+        let news: Vec<Internal> = news.try_iter().collect();
+        assert_eq!(news.len(), 3);
+        assert!(matches!(news[0], Internal::Started { node: 3, pid: 30 }));
+        assert!(matches!(&news[1], Internal::Output { node: 3, line, .. } if line == "hi"));
+        match &news[2] {
+            Internal::Lost {
+                node: 3,
+                exit: NodeExit::Code(255),
+                why,
+            } => {
+                assert!(why.contains("ssh connection to node17"), "{why}");
+                assert!(why.contains("unreadable"), "{why}");
+                assert!(why.contains("ssh: Connection reset"), "{why}");
+            }
+            _ => panic!("node 3 is not reported lost"),
+        }
+        assert!(handle.nodes().closed);
+    }
 
     #[test]
     fn paths_are_quoted_for_the_remote_shell() {

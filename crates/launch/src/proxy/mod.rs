@@ -3,7 +3,7 @@
 //! Hydra's proxies do.
 //!
 //! The launcher runs, once per ssh host of a job (on the host's first
-//! node), `ssh -o BatchMode=yes OPTIONS HOST 'EXE' proxy`, where `EXE` is
+//! node), `ssh -T -o BatchMode=yes OPTIONS HOST 'EXE' proxy`, where `EXE` is
 //! [`SshConfig::proxy`](crate::SshConfig::proxy) (by default the
 //! launcher's own executable, `threadwire`, which must therefore exist at
 //! the same path on the host) and `OPTIONS` are
