@@ -29,7 +29,8 @@ const CLEANUP: Duration = Duration::from_secs(5);
 
 /// One sshd setup, six jobs: a ring of messages, a node that fails with
 /// status 3, a node killed with SIGKILL (after a node was added to the
-/// running job on an ssh host, through the same proxy), a launcher killed
+/// running job on an ssh host, through the same proxy, and that host
+/// removed, which ends its proxy and its connection), a launcher killed
 /// with SIGKILL, a proxy killed with SIGKILL, ssh refusing the hosts.
 /// After each, nothing of the job is left on any host.
 #[test]
@@ -108,6 +109,26 @@ fn a_killed_node_is_reported_and_ends_the_job(hosts: &SshHosts) {
     assert_eq!(nodes.len(), NODES + 1, "{job:?}");
     assert_eq!(nodes.iter().filter(|p| p.host == 2).count(), 3, "{job:?}");
     one_ssh_and_one_proxy_per_host(hosts, &mut running, &job);
+    // Removing the third host kills its nodes and ends its proxy and its
+    // ssh connection; the job goes on.
+    let third_ssh: Vec<u32> = ssh_clients(running.child.id())
+        .into_iter()
+        .filter(|&p| cmdline(p).contains(&format!(" {} ", hosts.net.hosts[2].addr)))
+        .collect();
+    assert_eq!(third_ssh.len(), 1, "{third_ssh:?}");
+    let removed = run(console(hosts).args(["vm", "--job", &id, "remove-hosts", &third]));
+    assert_eq!(removed.code(), Some(0), "{}", removed.show());
+    assert!(
+        removed.stdout.contains("nodes killed: n2 n5 n6"),
+        "{}",
+        removed.show()
+    );
+    let on_third: Vec<&Process> = job.iter().filter(|p| p.host == 2).collect();
+    assert!(
+        all_gone(&on_third) && all_gone_pids(&third_ssh),
+        "left on the removed host: {:?}",
+        hosts.processes()
+    );
     // A node on the second host, by the number its environment gives it.
     let victim = nodes.iter().find(|p| p.host == 1).expect("a node on h1");
     let number = node_number(victim.pid).expect("the node's THREADWIRE_NODE");
@@ -134,9 +155,10 @@ fn a_killed_launcher_leaves_nothing_behind(hosts: &SshHosts) {
     assert_eq!(ssh.len(), HOSTS, "{}", running.show());
     running.child.kill().expect("SIGKILL the launcher");
     let _ = running.child.wait();
-    let pidfds: Vec<Pidfd> = ssh.iter().filter_map(|&p| Pidfd::open(p).ok()).collect();
-    let ended = wait_all_exited(&pidfds, Instant::now() + CLEANUP).expect("wait on pidfds");
-    assert!(ended, "ssh clients {ssh:?} outlived their launcher");
+    assert!(
+        all_gone_pids(&ssh),
+        "ssh clients {ssh:?} outlived their launcher"
+    );
     assert_nothing_left(hosts, "after the launcher's SIGKILL");
 }
 
@@ -246,12 +268,23 @@ fn one_ssh_and_one_proxy_per_host(hosts: &SshHosts, running: &mut Running, job: 
 /// sshds: nodes, proxies and ssh sessions all gone.
 fn assert_nothing_left(hosts: &SshHosts, when: &str) {
     let left = hosts.processes();
-    let pidfds: Vec<Pidfd> = left
-        .iter()
-        .filter_map(|p| Pidfd::open(p.pid).ok())
-        .collect();
-    let ended = wait_all_exited(&pidfds, Instant::now() + CLEANUP).expect("wait on pidfds");
-    assert!(ended, "{when}, left on the hosts: {:?}", hosts.processes());
+    let left: Vec<&Process> = left.iter().collect();
+    assert!(
+        all_gone(&left),
+        "{when}, left on the hosts: {:?}",
+        hosts.processes()
+    );
+}
+
+/// Whether these processes all end within [`CLEANUP`].
+fn all_gone(processes: &[&Process]) -> bool {
+    all_gone_pids(&processes.iter().map(|p| p.pid).collect::<Vec<_>>())
+}
+
+fn all_gone_pids(pids: &[u32]) -> bool {
+    // A process already gone has no pidfd to open.
+    let pidfds: Vec<Pidfd> = pids.iter().filter_map(|&p| Pidfd::open(p).ok()).collect();
+    wait_all_exited(&pidfds, Instant::now() + CLEANUP).expect("wait on pidfds")
 }
 
 fn nodes_of<'a>(job: &'a [Process], program: &Path) -> Vec<&'a Process> {

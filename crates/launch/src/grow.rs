@@ -21,7 +21,8 @@
 //!    killed. An added node that ends before it joined fails its request,
 //!    never the job.
 //! 5. Removing hosts kills the nodes on them (their peers are told, the
-//!    job is not failed) and marks the hosts removed; adding hosts appends
+//!    job is not failed), ends the proxy of an ssh host (`proxy` module,
+//!    step 7), and marks the hosts removed; adding hosts appends
 //!    them. Every change of the host table goes to every node.
 
 use crate::console::Reply;
@@ -513,6 +514,11 @@ impl Job<'_> {
         for &node in &killed {
             if let Some(process) = &self.slots[node as usize].process {
                 process.kill();
+            }
+        }
+        for &h in &gone {
+            if let Host::Ssh(name) = &self.hosts.entries[h].host {
+                self.starter.proxies.end_host(name);
             }
         }
         let names: Vec<String> = gone

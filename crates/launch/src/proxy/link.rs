@@ -195,16 +195,41 @@ impl Proxies {
         for link in self.links.values() {
             let _ = link.handle.requests.send(Request::End);
         }
-        for (host, mut link) in self.links.drain() {
-            let left = until.saturating_duration_since(Instant::now());
-            if let Err(RecvTimeoutError::Timeout) = link.reader_done.recv_timeout(left) {
-                tracing::warn!("launcher: the proxy on {host} did not end within {END_WAIT:?}");
-            }
-            // Gone already, or cut off now: the proxy then sees its input
-            // end and kills its nodes.
-            let _ = link.ssh.kill();
-            let _ = link.ssh.wait();
+        for (host, link) in self.links.drain() {
+            link.finish(&host, until);
         }
+    }
+
+    /// Step 7 for one host, removed from the job: its proxy kills its
+    /// nodes (their exits come as usual) and ends, seen out by a thread of
+    /// its own, as the job's loop does not wait. A node started on the
+    /// host later gets a new connection.
+    pub(crate) fn end_host(&mut self, host: &str) {
+        let Some(link) = self.links.remove(host) else {
+            return;
+        };
+        let _ = link.handle.requests.send(Request::End);
+        let host = host.to_string();
+        let name = format!("ssh-end-{host}");
+        let ending = spawn(name, move || link.finish(&host, Instant::now() + END_WAIT));
+        if let Err(e) = ending {
+            // The ssh client, unreaped, goes with the launcher.
+            tracing::warn!("launcher: cannot start a thread to end a proxy: {e}");
+        }
+    }
+}
+
+impl Link {
+    /// Waits (until `until`) for the proxy, asked to end, to close the
+    /// connection; then makes sure the ssh client is gone — cut off if it
+    /// is not, so that the proxy sees its input end and kills its nodes.
+    fn finish(mut self, host: &str, until: Instant) {
+        let left = until.saturating_duration_since(Instant::now());
+        if let Err(RecvTimeoutError::Timeout) = self.reader_done.recv_timeout(left) {
+            tracing::warn!("launcher: the proxy on {host} did not end within {END_WAIT:?}");
+        }
+        let _ = self.ssh.kill();
+        let _ = self.ssh.wait();
     }
 }
 
