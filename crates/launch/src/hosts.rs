@@ -28,8 +28,9 @@
 //! nodes: `ssh -T -o BatchMode=yes OPTIONS HOST 'EXE' proxy` runs the job's
 //! proxy there, which starts that host's nodes — those the job starts with
 //! and those added to it later — forwards their output, reports their
-//! exits and signals, and kills them when the job ends or the connection
-//! breaks ([`crate::proxy`] has the protocol). So:
+//! exits and signals, and kills them when the job ends, the host is
+//! removed from it or the connection breaks ([`crate::proxy`] has the
+//! protocol). So:
 //!
 //! - ssh must log in without asking (`BatchMode=yes` is given): keys, a
 //!   known host key, and whatever else it needs, in the options of
