@@ -83,8 +83,9 @@ impl Proxies {
     }
 
     /// Step 2: starts `node` on ssh host `host` with `env`, connecting to
-    /// the host first if it has no proxy yet. Whether it did start comes
-    /// later, as the job's messages.
+    /// the host first if it has no proxy yet, or a new one if its
+    /// connection has ended. Whether it did start comes later, as the
+    /// job's messages.
     pub(crate) fn start(
         &mut self,
         host: &str,
@@ -93,6 +94,13 @@ impl Proxies {
         args: &[OsString],
         env: Vec<(String, String)>,
     ) -> io::Result<ProxyHandle> {
+        if self
+            .links
+            .get(host)
+            .is_some_and(|link| link.handle.nodes().closed)
+        {
+            self.end_host(host);
+        }
         let handle = match self.links.get(host) {
             Some(link) => link.handle.clone(),
             None => {
@@ -102,19 +110,16 @@ impl Proxies {
                 handle
             }
         };
-        let mut nodes = handle.nodes();
-        if nodes.closed {
-            return Err(io::Error::other(format!(
-                "the ssh connection to {host} has ended"
-            )));
-        }
         let request = Request::Start {
             node,
             program: program.as_os_str().as_bytes().to_vec(),
             args: args.iter().map(|a| a.as_bytes().to_vec()).collect(),
             env,
         };
-        if handle.requests.send(request).is_err() {
+        // Under the lock, so that the reader, which closes the set under
+        // it, reports the node lost if the connection ends from now on.
+        let mut nodes = handle.nodes();
+        if nodes.closed || handle.requests.send(request).is_err() {
             return Err(io::Error::other(format!(
                 "the ssh connection to {host} has ended"
             )));
