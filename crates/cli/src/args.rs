@@ -36,6 +36,11 @@ pub enum Command {
     /// See and change a running job's machine, as PVM's console: without a
     /// request, list this user's running jobs.
     Vm(VmArgs),
+    /// A job's proxy on an ssh host, started by the launcher over ssh; it
+    /// speaks the launcher's protocol on standard input and output
+    /// (threadwire_launch::proxy), so it is not for typing.
+    #[command(hide = true)]
+    Proxy,
 }
 
 #[derive(Args)]

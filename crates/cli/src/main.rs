@@ -108,6 +108,11 @@ fn dispatch(cli: Cli) -> Result<Outcome> {
             }
         }
         Command::Vm(args) => exit(vm(args)?),
+        Command::Proxy => {
+            threadwire_launch::proxy::serve(std::io::stdin().lock(), std::io::stdout())
+                .context("the proxy's connection to its launcher")?;
+            exit(0)
+        }
         Command::Info => {
             println!("threadwire {}", env!("CARGO_PKG_VERSION"));
             println!("environment contract: see the threadwire::env module docs");

@@ -628,7 +628,11 @@ impl Job<'_> {
                 vec![
                     n.to_string(),
                     hosts.get(s.host).map(|h| h.0.clone()).unwrap_or_default(),
-                    s.pid.map(|p| p.to_string()).unwrap_or_default(),
+                    s.process
+                        .as_ref()
+                        .and_then(|p| p.pid())
+                        .map(|p| p.to_string())
+                        .unwrap_or_default(),
                     node_state(s),
                     s.addr.clone().unwrap_or_default(),
                     threads,

@@ -21,14 +21,15 @@
 //!    killed. An added node that ends before it joined fails its request,
 //!    never the job.
 //! 5. Removing hosts kills the nodes on them (their peers are told, the
-//!    job is not failed) and marks the hosts removed; adding hosts appends
+//!    job is not failed), ends the proxy of an ssh host (`proxy` module,
+//!    step 7), and marks the hosts removed; adding hosts appends
 //!    them. Every change of the host table goes to every node.
 
 use crate::console::Reply;
 use crate::event::Event;
 use crate::hosts::{Host, HostError};
 use crate::job::{Job, Slot};
-use crate::process::{self, NodeExit};
+use crate::process::NodeExit;
 use std::ffi::OsString;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -283,7 +284,7 @@ impl Job<'_> {
                 .starter
                 .start(node, total, &entry, gateway, &program, &args)
             {
-                Ok(pid) => slot.pid = Some(pid),
+                Ok(process) => slot.process = Some(process),
                 Err(e) => {
                     let why = format!("cannot start {}: {e}", program.display());
                     slot.exit = Some(NodeExit::Code(127));
@@ -405,9 +406,9 @@ impl Job<'_> {
             }
             s.killed = Some(format!("did not join within {secs} s and was killed"));
             s.excused = true;
-            if let Some(pid) = s.pid {
+            if let Some(process) = &s.process {
                 tracing::warn!("launcher: added node n{} did not join; killing it", i);
-                process::kill(pid);
+                process.kill();
             }
         }
         self.batch_progress(on_event);
@@ -511,8 +512,13 @@ impl Job<'_> {
             self.send_all(&Control::PeerLost { node, cause });
         }
         for &node in &killed {
-            if let Some(pid) = self.slots[node as usize].pid {
-                process::kill(pid);
+            if let Some(process) = &self.slots[node as usize].process {
+                process.kill();
+            }
+        }
+        for &h in &gone {
+            if let Host::Ssh(name) = &self.hosts.entries[h].host {
+                self.starter.proxies.end_host(name);
             }
         }
         let names: Vec<String> = gone

@@ -22,10 +22,27 @@
 //!    rendezvous address (unless `THREADWIRE_BIND` says otherwise), so its
 //!    peers on other hosts can connect to it.
 //! 3. `ssh` hosts need `JobSpec::bind` set to an address of this host that
-//!    they can reach. The job secret travels on the ssh connection's
-//!    standard input, never on a command line; the other variables are
-//!    passed with `env`. Remote programs must exist at the same path.
-//!    ssh hosts are documented here but not exercised by the tests.
+//!    they can reach.
+//!
+//! An `ssh:` host gets one ssh connection per job, whatever its number of
+//! nodes: `ssh -T -o BatchMode=yes OPTIONS HOST 'EXE' proxy` runs the job's
+//! proxy there, which starts that host's nodes — those the job starts with
+//! and those added to it later — forwards their output, reports their
+//! exits and signals, and kills them when the job ends, the host is
+//! removed from it or the connection breaks ([`crate::proxy`] has the
+//! protocol). So:
+//!
+//! - ssh must log in without asking (`BatchMode=yes` is given): keys, a
+//!   known host key, and whatever else it needs, in the options of
+//!   [`SshConfig`](crate::SshConfig) — by default the words of
+//!   `$THREADWIRE_SSH`, e.g. `THREADWIRE_SSH="-F /path/ssh_config"`;
+//! - `EXE` is the launcher's own executable (`threadwire`), and it and the
+//!   node program must exist at the same paths on the host (a relative
+//!   program path is taken from the launcher's working directory);
+//! - the job secret travels inside the connection, never on a command line.
+//!
+//! `crates/cli/tests/cli_ssh_hosts.rs` runs jobs on three namespaces that
+//! each run an `sshd`.
 
 use std::ffi::OsString;
 use std::net::IpAddr;
@@ -139,43 +156,26 @@ pub fn parse_host_file(text: &str) -> Result<Vec<Host>, HostFileError> {
 }
 
 impl Host {
-    /// The command that starts `program args` on this host with `vars` in
-    /// its environment; `secret_var` is fed on standard input for ssh.
+    /// The command that starts `program args` on this host, `local` or
+    /// `netns:`, with `vars` in its environment; ssh hosts start their
+    /// nodes through their proxy ([`crate::proxy`]).
     pub(crate) fn command(
         &self,
         program: &Path,
         args: &[OsString],
         vars: &[(String, String)],
-        secret_var: &str,
     ) -> Command {
         let mut cmd = match self {
-            Host::Local => Command::new(program),
             Host::Netns(name) => {
                 let mut c = Command::new("ip");
                 c.args(["netns", "exec", name]).arg(program);
                 c
             }
-            Host::Ssh(host) => {
-                let mut c = Command::new("ssh");
-                c.args(["-o", "BatchMode=yes", host, "env"]);
-                for (k, v) in vars.iter().filter(|(k, _)| k != secret_var) {
-                    c.arg(format!("{k}={v}"));
-                }
-                // Reads the secret from standard input, then becomes the node.
-                c.args([
-                    "sh",
-                    "-c",
-                    &format!("read -r s && {secret_var}=\"$s\" && export {secret_var} && exec \"$0\" \"$@\""),
-                ]);
-                c.arg(program);
-                c
-            }
+            Host::Local | Host::Ssh(_) => Command::new(program),
         };
         cmd.args(args);
-        if !matches!(self, Host::Ssh(_)) {
-            for (k, v) in vars {
-                cmd.env(k, v);
-            }
+        for (k, v) in vars {
+            cmd.env(k, v);
         }
         cmd
     }

@@ -31,7 +31,8 @@
 use crate::console::{self, Console, Describing, Reply};
 use crate::event::{Event, JobReport, LaunchError, OutputStream};
 use crate::grow::{Batch, HostTable, Requester};
-use crate::process::{self, NodeExit};
+use crate::process::{self, NodeExit, NodeProcess};
+use crate::proxy::Proxies;
 use crate::rendezvous::{self, Door};
 use crate::spec::{FailurePolicy, JobSpec, GRACE};
 use std::collections::VecDeque;
@@ -101,6 +102,19 @@ pub(crate) enum Internal {
         node: u32,
         threads: u32,
     },
+    /// A node on an ssh host runs as `pid` there (`proxy` module).
+    Started {
+        node: u32,
+        pid: u32,
+    },
+    /// A node on an ssh host has ended without an exit of its own: it
+    /// could not start, or its host's connection was lost
+    /// (`proxy` module, step 8).
+    Lost {
+        node: u32,
+        exit: NodeExit,
+        why: String,
+    },
 }
 
 /// How long a finished job waits for its nodes' control connections to
@@ -127,7 +141,7 @@ fn random_bytes<const N: usize>() -> [u8; N] {
 /// What the launcher knows of one node.
 #[derive(Default)]
 pub(crate) struct Slot {
-    pub(crate) pid: Option<u32>,
+    pub(crate) process: Option<NodeProcess>,
     pub(crate) exit: Option<NodeExit>,
     pub(crate) stats: Option<Stats>,
     /// Writing half of its control connection while it lives.
@@ -170,11 +184,13 @@ pub(crate) struct Starter {
     founders: u32,
     tx: Sender<Internal>,
     output_threads: Vec<JoinHandle<()>>,
+    /// The proxies on the job's ssh hosts.
+    pub(crate) proxies: Proxies,
 }
 
 impl Starter {
     /// Starts node `node` of `nodes` given out so far on `host`, at the
-    /// rendezvous address `gateway` (or the one for this host); its pid.
+    /// rendezvous address `gateway` (or the one for this host).
     pub(crate) fn start(
         &mut self,
         node: u32,
@@ -183,7 +199,7 @@ impl Starter {
         gateway: Option<IpAddr>,
         program: &std::path::Path,
         args: &[OsString],
-    ) -> std::io::Result<u32> {
+    ) -> std::io::Result<NodeProcess> {
         let rendezvous = SocketAddr::new(
             gateway.or(self.first_gateway).unwrap_or(self.bind),
             self.port,
@@ -195,16 +211,23 @@ impl Starter {
                 .map(|(k, v)| (k.to_string(), v))
                 .collect();
         vars.extend(self.env.iter().cloned());
-        let cmd = host.command(program, args, &vars, threadwire::env::SECRET);
-        let feed_secret = matches!(host, crate::Host::Ssh(_)).then(|| {
-            self.secret
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        });
-        let (pid, threads) = process::start(node, cmd, feed_secret, &self.tx)?;
+        if let crate::Host::Ssh(name) = host {
+            // The same path on the host: a relative one is the launcher's.
+            let program = match program.is_relative() && program.components().count() > 1 {
+                true => std::env::current_dir()?.join(program),
+                false => program.to_path_buf(),
+            };
+            let proxy = self.proxies.start(name, node, &program, args, vars)?;
+            return Ok(NodeProcess::Proxied {
+                proxy,
+                node,
+                pid: None,
+            });
+        }
+        let cmd = host.command(program, args, &vars);
+        let (pid, threads) = process::start(node, cmd, &self.tx)?;
         self.output_threads.extend(threads);
-        Ok(pid)
+        Ok(NodeProcess::Local { pid })
     }
 
     /// Whether a node in a namespace whose gateway is `gateway` can reach
@@ -262,8 +285,8 @@ impl<'a> Job<'a> {
 
     fn kill_rest(&self) {
         for s in &self.slots {
-            if let (None, Some(pid)) = (s.exit, s.pid) {
-                process::kill(pid);
+            if let (None, Some(process)) = (s.exit, &s.process) {
+                process.kill();
             }
         }
     }
@@ -341,7 +364,8 @@ impl<'a> Job<'a> {
     fn fence_silent(&mut self) {
         let mut next_tick = None::<Duration>;
         for (i, s) in self.slots.iter_mut().enumerate() {
-            let (Some(timeout), Some(stream), Some(pid)) = (s.watched, &s.control, s.pid) else {
+            let (Some(timeout), Some(stream), Some(process)) = (s.watched, &s.control, &s.process)
+            else {
                 continue;
             };
             if s.exit.is_some() || !s.control_open || s.killed.is_some() {
@@ -355,7 +379,7 @@ impl<'a> Job<'a> {
                 let ms = quiet.received.as_millis();
                 tracing::warn!("launcher: node n{i} silent for {ms} ms; killing it");
                 s.killed = Some(format!("node n{i} was silent for {ms} ms and was killed"));
-                process::kill(pid);
+                process.kill();
             }
         }
         self.next_check = next_tick.map(|t| Instant::now() + t);
@@ -407,6 +431,20 @@ impl<'a> Job<'a> {
             }
             Internal::Console { request, reply } => self.on_console(request, reply, on_event),
             Internal::Described { node, threads } => self.on_described(node, threads),
+            Internal::Started { node, pid } => {
+                if let Some(NodeProcess::Proxied { pid: known, .. }) =
+                    &mut self.slots[node as usize].process
+                {
+                    *known = Some(pid);
+                }
+            }
+            Internal::Lost { node, exit, why } => {
+                let slot = &mut self.slots[node as usize];
+                if slot.exit.is_none() {
+                    slot.killed.get_or_insert(why);
+                    self.on_exit(node, exit, on_event);
+                }
+            }
         }
     }
 
@@ -529,6 +567,7 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
         env: spec.env.clone(),
         capacity: spec.capacity(),
         founders: n,
+        proxies: Proxies::new(spec.ssh.clone(), tx.clone()),
         tx,
         output_threads: Vec::new(),
     };
@@ -558,16 +597,17 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
             .starter
             .start(node, n, &entry, gateway, &spec.program, &spec.args);
         match started {
-            Ok(pid) => job.slots.push(Slot {
-                pid: Some(pid),
+            Ok(process) => job.slots.push(Slot {
+                process: Some(process),
                 host,
                 ..Slot::default()
             }),
             Err(source) => {
                 job.slots
                     .iter()
-                    .filter_map(|s| s.pid)
-                    .for_each(process::kill);
+                    .filter_map(|s| s.process.as_ref())
+                    .for_each(NodeProcess::kill);
+                job.starter.proxies.end();
                 door.close();
                 return Err(LaunchError::Spawn {
                     program: spec.program.clone(),
@@ -601,6 +641,9 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
             Err(_) => break,
         }
     }
+    // A proxy reports a node's exit after its output: the proxies have
+    // said all; they end now (proxy, step 7).
+    job.starter.proxies.end();
     // Output threads end when the nodes' pipes close; drain what they sent.
     for t in std::mem::take(&mut job.starter.output_threads) {
         let _ = t.join();

@@ -18,7 +18,9 @@
 //! 6. returns a [`JobReport`] with every node's exit and counters.
 //!
 //! Nodes are started with `PR_SET_PDEATHSIG`, so no node outlives a killed
-//! launcher. The launcher never prints: the caller renders the events.
+//! launcher; on ssh hosts, a per-job [`proxy`] starts them, and kills them
+//! when its connection to the launcher ends. The launcher never prints:
+//! the caller renders the events.
 //!
 //! The launcher and the nodes share only the contract in the runtime:
 //! [`threadwire::env`] (what a node finds in its environment) and
@@ -44,6 +46,7 @@ mod grow;
 pub mod hosts;
 mod job;
 mod process;
+pub mod proxy;
 mod rendezvous;
 mod spec;
 
@@ -51,4 +54,4 @@ pub use event::{Event, JobReport, LaunchError, OutputStream};
 pub use hosts::{parse_host_file, Host, HostError, HostFileError, ParseHostError};
 pub use job::run;
 pub use process::NodeExit;
-pub use spec::{FailurePolicy, JobSpec, DEFAULT_MAX_NODES, GRACE};
+pub use spec::{FailurePolicy, JobSpec, SshConfig, DEFAULT_MAX_NODES, GRACE, SSH_OPTIONS};

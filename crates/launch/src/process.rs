@@ -7,6 +7,7 @@ use std::sync::mpsc::Sender;
 
 use crate::event::OutputStream;
 use crate::job::Internal;
+use crate::proxy::ProxyHandle;
 
 /// How a node process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,45 +67,21 @@ fn signal_name(s: i32) -> &'static str {
     }
 }
 
-/// Starts node `node` with `vars` and threads that forward its output and
-/// report its exit. The child dies with the thread that started it
-/// (`PR_SET_PDEATHSIG`), so a killed launcher leaves no node behind.
 /// Starts node `node` with `cmd` (program, arguments and environment set
-/// by its host); `stdin_line` is written to its standard input (the secret,
-/// for ssh), which is otherwise empty.
+/// by its host), standard input empty, and threads that forward its output
+/// and report its exit. The child dies with the thread that started it
+/// (`PR_SET_PDEATHSIG`), so a killed launcher leaves no node behind.
 pub(crate) fn start(
     node: u32,
     mut cmd: Command,
-    stdin_line: Option<String>,
     events: &Sender<Internal>,
 ) -> std::io::Result<(u32, Vec<std::thread::JoinHandle<()>>)> {
-    cmd.stdin(if stdin_line.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the closure runs in the child between fork and exec and calls
-    // only async-signal-safe functions (prctl, getppid, _exit).
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != parent {
-                libc::_exit(1); // the launcher died before prctl took effect
-            }
-            Ok(())
-        });
-    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    die_with_parent(&mut cmd);
     let mut child: Child = cmd.spawn()?;
     let pid = child.id();
-    if let (Some(line), Some(mut stdin)) = (stdin_line, child.stdin.take()) {
-        use std::io::Write;
-        stdin.write_all(format!("{line}\n").as_bytes())?;
-    }
     let mut threads = Vec::new();
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
@@ -132,32 +109,77 @@ fn forward(
     std::thread::Builder::new()
         .name(format!("out-n{node}"))
         .spawn(move || {
-            let mut reader = BufReader::new(pipe);
-            let mut line = Vec::new();
-            loop {
-                line.clear();
-                match reader.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {
-                        if line.last() == Some(&b'\n') {
-                            line.pop();
-                        }
-                        let text = String::from_utf8_lossy(&line).into_owned();
-                        if tx
-                            .send(Internal::Output {
-                                node,
-                                stream,
-                                line: text,
-                            })
-                            .is_err()
-                        {
-                            return;
-                        }
-                    }
-                }
-            }
+            for_each_line(pipe, |line| {
+                let line = String::from_utf8_lossy(&line).into_owned();
+                tx.send(Internal::Output { node, stream, line }).is_ok()
+            })
         })
         .expect("the OS refused to start a thread")
+}
+
+/// Calls `f` with each line of `pipe`, without its newline, until the
+/// pipe ends or `f` says to stop (returns false).
+pub(crate) fn for_each_line(pipe: impl Read, mut f: impl FnMut(Vec<u8>) -> bool) {
+    let mut reader = BufReader::new(pipe);
+    loop {
+        let mut line = Vec::new();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                if !f(line) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Makes the process `cmd` starts die (SIGKILL) when the thread that
+/// starts it ends: the launcher's main thread, or the proxy's
+/// (`PR_SET_PDEATHSIG`).
+pub(crate) fn die_with_parent(cmd: &mut Command) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the child between fork and exec and calls
+    // only async-signal-safe functions (prctl, getppid, _exit).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(1); // the parent died before prctl took effect
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Waits until the child `pid` has ended, leaving it to be reaped
+/// (`waitid` with `WNOWAIT`): until then its pid is not reused.
+pub(crate) fn wait_exited(pid: u32) -> std::io::Result<()> {
+    loop {
+        // SAFETY: `info` is valid for writes of a siginfo_t; waitid(2) has
+        // no other memory-safety preconditions.
+        let r = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 /// Sends SIGKILL to `pid`.
@@ -166,5 +188,36 @@ pub(crate) fn kill(pid: u32) {
     // a child not yet reaped, so it cannot have been reused.
     unsafe {
         libc::kill(pid as libc::pid_t, libc::SIGKILL);
+    }
+}
+
+/// A node's process, as the launcher reaches it.
+pub(crate) enum NodeProcess {
+    /// A child of the launcher.
+    Local { pid: u32 },
+    /// A child of the job's proxy on an ssh host (`proxy` module); its pid
+    /// there once the proxy has said it.
+    Proxied {
+        proxy: ProxyHandle,
+        node: u32,
+        pid: Option<u32>,
+    },
+}
+
+impl NodeProcess {
+    /// Kills it (SIGKILL); its exit is reported as any other.
+    pub(crate) fn kill(&self) {
+        match self {
+            NodeProcess::Local { pid } => kill(*pid),
+            NodeProcess::Proxied { proxy, node, .. } => proxy.kill(*node),
+        }
+    }
+
+    /// Its pid on its host, if known.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        match self {
+            NodeProcess::Local { pid } => Some(*pid),
+            NodeProcess::Proxied { pid, .. } => *pid,
+        }
     }
 }

@@ -43,13 +43,48 @@ pub struct JobSpec {
     /// (`threadwire::vm`); `None`: [`DEFAULT_MAX_NODES`], or `nodes` if
     /// that is more.
     pub max_nodes: Option<u32>,
+    /// How `ssh:` hosts are reached.
+    pub ssh: SshConfig,
+}
+
+/// How the launcher reaches `ssh:` hosts: one `ssh` connection per host
+/// and job, to a proxy that starts the host's nodes
+/// ([`proxy`](crate::proxy)).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SshConfig {
+    /// Options for `ssh`, before the host name: `-F FILE`, `-i KEY`,
+    /// `-o Option=value`, … ([`SshConfig::from_env`]). `BatchMode=yes` is
+    /// always given: nothing may ask for a password.
+    pub options: Vec<String>,
+    /// The `threadwire` executable that runs the proxy on the hosts, at
+    /// this path there; `None`: this process's own executable, which must
+    /// then exist at the same path on every ssh host.
+    pub proxy: Option<PathBuf>,
+}
+
+/// The environment variable whose words are ssh's options
+/// ([`SshConfig::from_env`]).
+pub const SSH_OPTIONS: &str = "THREADWIRE_SSH";
+
+impl SshConfig {
+    /// The options are the whitespace-separated words of
+    /// `$THREADWIRE_SSH` (none if it is unset), such as
+    /// `-F /etc/threadwire/ssh_config`.
+    pub fn from_env() -> SshConfig {
+        let words = std::env::var(SSH_OPTIONS).unwrap_or_default();
+        SshConfig {
+            options: words.split_whitespace().map(String::from).collect(),
+            proxy: None,
+        }
+    }
 }
 
 /// How far a job may grow unless its spec says otherwise.
 pub const DEFAULT_MAX_NODES: u32 = 1024;
 
 impl JobSpec {
-    /// `nodes` copies of `program` on this host, no arguments.
+    /// `nodes` copies of `program` on this host, no arguments; ssh options
+    /// from the environment ([`SshConfig::from_env`]).
     pub fn new(nodes: u32, program: impl Into<PathBuf>) -> JobSpec {
         JobSpec {
             nodes,
@@ -61,6 +96,7 @@ impl JobSpec {
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             hosts: Vec::new(),
             max_nodes: None,
+            ssh: SshConfig::from_env(),
         }
     }
 
