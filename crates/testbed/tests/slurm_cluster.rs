@@ -7,8 +7,10 @@
 //! programs need `cc` and MPICH's `mpicc.mpich`, and those parts skip
 //! alone.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use threadwire_testbed::slurm::{JobState, SlurmCluster, SlurmPlan};
@@ -54,14 +56,21 @@ fn sorted_lines(text: &str) -> Vec<String> {
     lines
 }
 
-/// Builds `tests/support/{source}` with `compiler` into the test's
-/// scratch directory; `None`, having said why, if the compiler is missing.
-fn build_c(compiler: &str, source: &str) -> Option<PathBuf> {
+/// Builds `tests/support/{source}` with `compiler` into the tests'
+/// scratch directory, once per run (the tests run in parallel, and one
+/// must not run a program the other is rewriting); `None`, having said
+/// why, if the compiler is missing.
+fn build_c(compiler: &str, source: &'static str) -> Option<PathBuf> {
+    static BUILT: Mutex<BTreeMap<&str, Option<PathBuf>>> = Mutex::new(BTreeMap::new());
+    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(exe) = built.get(source) {
+        return exe.clone();
+    }
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/support")
         .join(source);
     let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join(source.trim_end_matches(".c"));
-    match Command::new(compiler)
+    let exe = match Command::new(compiler)
         .arg("-O")
         .arg("-o")
         .arg(&exe)
@@ -77,7 +86,9 @@ fn build_c(compiler: &str, source: &str) -> Option<PathBuf> {
             eprintln!("SKIPPED {source}: cannot run {compiler}: {e}");
             None
         }
-    }
+    };
+    built.insert(source, exe.clone());
+    exe
 }
 
 /// `srun --mpi=pmi2` of the PMI-1 client: every rank's `cmd=init` is

@@ -99,6 +99,7 @@ impl Clients {
             return Err(SlurmErrorKind::Timeout {
                 line,
                 after: started.elapsed(),
+                logs: String::new(),
             }
             .into());
         };

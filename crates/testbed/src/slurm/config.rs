@@ -69,6 +69,9 @@ impl Paths {
 ///   drained).
 /// - `ReturnToService=2`: a node is idle as soon as its slurmd registers.
 /// - `KillWait=2`: a cancelled step is killed 2 s after SIGTERM, not 30.
+/// - `KillOnBadExit=1`: a task that fails ends its step, so that its
+///   peers, waiting for it in a PMI barrier, do not wait until the
+///   caller's deadline.
 /// - `MailProg=/bin/true`: Debian has no `mail`, and slurmctld says so.
 pub(super) fn slurm_conf(plan: &ConfigPlan<'_>) -> String {
     let dir = plan.dir.display();
@@ -112,6 +115,7 @@ pub(super) fn slurm_conf(plan: &ConfigPlan<'_>) -> String {
     line("MpiDefault=none".into());
     line("ReturnToService=2".into());
     line("KillWait=2".into());
+    line("KillOnBadExit=1".into());
     for node in plan.nodes {
         line(format!(
             "NodeName={name} NodeHostname={name} NodeAddr={addr} CPUs={cpus} State=UNKNOWN",

@@ -112,7 +112,7 @@ pub(super) fn start_slurmctld(
 ) -> Result<ProcessGroup, SlurmError> {
     let mut cmd = Command::new(&programs.slurmctld);
     cmd.arg("-D").arg("-f").arg(Paths::new(dir).conf);
-    with_host_name(&mut cmd, host_name, false)?;
+    with_host_name(&mut cmd, host_name)?;
     spawn_daemon(cmd, dir, "slurmctld")
 }
 
@@ -124,10 +124,10 @@ pub(super) fn start_slurmctld(
 /// 22.05 loads its cgroup plugin even with `proctrack/linuxproc`, and
 /// fails without one.
 ///
-/// It is made a child subreaper: slurmd starts each slurmstepd through a
-/// child that exits at once, so the slurmstepd and the job's tasks would
-/// otherwise be orphans of init, out of reach of the process-group kill
-/// that ends the cluster ([`ProcessGroup::kill`] takes every descendant).
+/// slurmd starts each slurmstepd through a child that exits at once, so
+/// the slurmstepds are orphans, out of reach of the kill of slurmd's
+/// process group; they work in the cluster directory (slurmd's), where
+/// teardown finds them.
 pub(super) fn start_slurmd(
     programs: &Programs,
     dir: &Path,
@@ -160,21 +160,17 @@ pub(super) fn start_slurmd(
             });
         }
     }
-    with_host_name(&mut cmd, node, true)?;
+    with_host_name(&mut cmd, node)?;
     spawn_daemon(cmd, dir, &format!("slurmd-{node}"))
 }
 
-/// Runs `cmd` in a new UTS namespace with this host name, and, if
-/// `subreaper`, as a child subreaper (which survives exec, prctl(2)).
-fn with_host_name(cmd: &mut Command, host_name: &str, subreaper: bool) -> Result<(), SlurmError> {
+/// Runs `cmd` in a new UTS namespace with this host name.
+fn with_host_name(cmd: &mut Command, host_name: &str) -> Result<(), SlurmError> {
     let name = CString::new(host_name).map_err(|_| SlurmErrorKind::Plan("a NUL in a host name"))?;
     // SAFETY: the closure makes only async-signal-safe system calls on
     // memory it owns (`name`), and allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
-            if subreaper && libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) != 0 {
-                return Err(io::Error::last_os_error());
-            }
             if libc::unshare(libc::CLONE_NEWUTS) != 0
                 || libc::sethostname(name.as_ptr(), name.as_bytes().len()) != 0
             {

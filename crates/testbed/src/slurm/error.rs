@@ -58,8 +58,13 @@ pub(super) enum SlurmErrorKind {
         states: String,
         logs: String,
     },
-    #[error("`{line}` did not end within {after:?}")]
-    Timeout { line: String, after: Duration },
+    #[error("`{line}` did not end within {after:?}{logs}")]
+    Timeout {
+        line: String,
+        after: Duration,
+        /// The daemons' log tails, once [`SlurmError::with_logs`] added them.
+        logs: String,
+    },
     #[error("`{line}` failed ({status}): {stderr}")]
     Command {
         line: String,
@@ -74,6 +79,17 @@ pub(super) enum SlurmErrorKind {
         after: Duration,
         state: String,
     },
+}
+
+impl SlurmError {
+    /// The error with the daemons' log tails added, if it is a client's
+    /// timeout (where they tell what hangs).
+    pub(super) fn with_logs(mut self, logs: impl FnOnce() -> String) -> SlurmError {
+        if let SlurmErrorKind::Timeout { logs: none, .. } = &mut self.kind {
+            *none = format!("; logs:\n{}", logs());
+        }
+        self
+    }
 }
 
 impl From<SlurmErrorKind> for SlurmError {

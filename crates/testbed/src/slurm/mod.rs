@@ -47,9 +47,7 @@
 //!    `controller`; wait until its port accepts a connection.
 //! 8. Per node, `slurmd -D -N node{i} -f slurm.conf`, in the node's
 //!    network namespace (K > 1) and in a UTS namespace whose host name is
-//!    the node's, so `hostname` in a task says where it runs; each slurmd
-//!    is a child subreaper, so that its slurmstepds and tasks stay its
-//!    descendants.
+//!    the node's, so `hostname` in a task says where it runs.
 //! 9. Wait until `sinfo` lists every node idle, asking every 20 ms
 //!    ([`crate::retry`]: nothing announces a node's registration), until
 //!    slurmctld ends or the plan's deadline passes; the error then holds
@@ -58,17 +56,24 @@
 //! Every daemon is a [`ProcessGroup`], killed with its descendants on a
 //! signal ([`crate::interrupt`]) as when the cluster is dropped, and
 //! killed by the kernel when the thread that started the cluster ends
-//! (`PR_SET_PDEATHSIG`; a test killed by a timeout drops nothing): keep
-//! a cluster on the thread that started it.
+//! (`PR_SET_PDEATHSIG`; a test killed by a timeout drops nothing, and
+//! only a step running then outlives it, until its tasks end): keep a
+//! cluster on the thread that started it.
 //!
 //! # Teardown
 //!
 //! Dropping the cluster, also while a failed test unwinds:
 //!
 //! 1. `scancel --partition=all`, at most 5 s, so that steps end cleanly.
-//! 2. Kill each slurmd's process group with every descendant: its
-//!    slurmstepds and their tasks (step 8); then slurmctld, then munged.
-//! 3. Remove the emulated hosts (K > 1), then the scratch directory.
+//! 2. Kill each slurmd's process group with every descendant, then
+//!    slurmctld's, then munged's.
+//! 3. Kill the slurmstepds with their tasks: slurmd starts them through a
+//!    child that exits at once, so they are not its descendants, but they
+//!    work in the scratch directory (slurmd's), and every process working
+//!    there is killed with its process group and descendants. (On a
+//!    signal, [`crate::interrupt`] does the same: the cluster registers
+//!    this step there.)
+//! 4. Remove the emulated hosts (K > 1), then the scratch directory.
 //!
 //! # Using it
 //!
@@ -104,6 +109,7 @@ use error::{io_error, SlurmErrorKind};
 use jobs::{all_idle, field, parse_job_id};
 
 use crate::group::ProcessGroup;
+use crate::interrupt::{registry, Registry, Removable, GROUPS_GRACE};
 use crate::net::{Link, Net, NetConfig, ScopedNet};
 use crate::watch::wait_until;
 
@@ -142,7 +148,7 @@ impl SlurmPlan {
 #[derive(Debug)]
 pub struct SlurmCluster {
     // Dropped in this order, after `Drop::drop` cancelled the jobs:
-    // daemons (with their steps and tasks), hosts, directory.
+    // daemons, steps and their tasks, hosts, directory (teardown).
     daemons: Daemons,
     net: Option<ScopedNet>,
     dir: ScratchDir,
@@ -154,22 +160,26 @@ pub struct SlurmCluster {
     started_in: Duration,
 }
 
-/// The daemons, killed when dropped (teardown, step 2).
+/// The daemons and the steps they started, killed when dropped
+/// (teardown, steps 2 and 3).
 #[derive(Debug)]
 struct Daemons {
     slurmds: Vec<ProcessGroup>,
     slurmctld: Option<ProcessGroup>,
     munged: Option<ProcessGroup>,
+    steps: Steps,
 }
 
 impl Drop for Daemons {
     fn drop(&mut self) {
-        // The slurmds first, with the steps and tasks below them, while
-        // slurmctld and munged, which they may still call, live.
+        // The slurmds first, which start steps, while slurmctld and
+        // munged, which they may still call, live; the steps once no
+        // slurmd can start another.
         let daemons = self.slurmds.iter_mut();
         for daemon in daemons.chain(&mut self.slurmctld).chain(&mut self.munged) {
             daemon.kill();
         }
+        self.steps.kill_and_unregister();
     }
 }
 
@@ -210,6 +220,12 @@ impl SlurmCluster {
             ),
         };
         let dir = ScratchDir::create(&name)?;
+        let mut daemons = Daemons {
+            slurmds: Vec::new(),
+            slurmctld: None,
+            munged: None,
+            steps: Steps::register(&dir.0),
+        };
         let paths = Paths::new(&dir.0);
         for sub in [&paths.state, &paths.spool] {
             std::fs::create_dir_all(sub)
@@ -218,11 +234,7 @@ impl SlurmCluster {
         let plugstack = dir.0.join("plugstack.conf");
         std::fs::write(&plugstack, "").map_err(io_error("writing plugstack.conf"))?;
         write_munge_key(&dir.0.join("munge.key"))?;
-        let mut daemons = Daemons {
-            slurmds: Vec::new(),
-            slurmctld: None,
-            munged: Some(start_munged(&programs, &dir.0, deadline)?),
-        };
+        daemons.munged = Some(start_munged(&programs, &dir.0, deadline)?);
 
         let (controller_port, slurmd_port) = free_ports()?;
         let conf = slurm_conf(&ConfigPlan {
@@ -318,6 +330,7 @@ impl SlurmCluster {
     ) -> Result<Output, SlurmError> {
         self.clients
             .output(&self.programs.srun, args, Instant::now() + timeout)
+            .map_err(|e| e.with_logs(|| daemon_logs(&self.dir.0, &self.nodes)))
     }
 
     /// Submits `script` as a batch job (`#!/bin/sh` is put first if it has
@@ -536,6 +549,43 @@ fn daemon_logs(dir: &Path, nodes: &[SlurmNode]) -> String {
         files.push(Paths::slurmd_log(dir, &node.name));
     }
     files.iter().map(|f| tail(f)).collect()
+}
+
+/// The slurmstepds of a cluster and their tasks, killed with the daemons
+/// (teardown, step 3) and on a signal: every process working in the
+/// cluster directory, with its process group and descendants.
+#[derive(Debug)]
+struct Steps(PathBuf);
+
+impl Steps {
+    /// Registered with [`crate::interrupt`] before any daemon starts
+    /// (its rule 1).
+    fn register(dir: &Path) -> Steps {
+        registry().add_removable(Box::new(Steps(dir.to_path_buf())));
+        Steps(dir.to_path_buf())
+    }
+
+    fn kill(&self) -> usize {
+        let groups = crate::process::groups_working_in(&self.0);
+        crate::process::kill_groups_and_descendants(&groups, GROUPS_GRACE)
+    }
+
+    fn kill_and_unregister(&self) {
+        let mut registry = registry();
+        self.kill();
+        registry.remove_removable(&self.name());
+    }
+}
+
+impl Removable for Steps {
+    fn name(&self) -> String {
+        format!("slurm steps in {}", self.0.display())
+    }
+
+    fn remove(&self, _locked: &Registry) -> Result<(), Box<dyn std::error::Error>> {
+        self.kill();
+        Ok(())
+    }
 }
 
 /// The cluster's scratch directory, registered with [`crate::interrupt`]
