@@ -228,3 +228,39 @@ fn three_hosts_in_namespaces_run_srun_mpi_and_batch_jobs() {
     assert_eq!(done.state, JobState::Completed, "{done:?}");
     assert_eq!(sorted_lines(&done.output), ["node0", "node1"]);
 }
+
+#[test]
+fn dropping_a_cluster_ends_its_running_steps() {
+    let Some(cluster) = start_or_skip(&SlurmPlan::new(1)) else {
+        return;
+    };
+    // A step that would run for minutes, from a client of the caller's
+    // own (as a benchmark runs srun), and a batch job.
+    let marker = format!("{}", 7000 + std::process::id() % 1000);
+    let mut srun = cluster
+        .command("srun")
+        .args(["-n", "2", "sleep", &marker])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let job = cluster.sbatch(&format!("srun sleep {marker}\n")).unwrap();
+    let dir = cluster.dir().to_path_buf();
+    let sleeping = || {
+        let out = Command::new("pgrep")
+            .args(["-f", &format!("^(/usr/bin/)?sleep {marker}$")])
+            .output()
+            .expect("pgrep");
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    let deadline = std::time::Instant::now() + JOB_TIMEOUT;
+    let started =
+        threadwire_testbed::retry::retry_until(deadline, || (sleeping() == 3).then_some(()));
+    assert!(started.is_some(), "job {job}: {} sleeps", sleeping());
+    drop(cluster);
+    assert_eq!(sleeping(), 0, "steps outlived their cluster");
+    assert!(!dir.exists(), "{} outlived its cluster", dir.display());
+    // Ours to end: it would try the gone slurmctld for some 20 s.
+    srun.kill().unwrap();
+    srun.wait().unwrap();
+}

@@ -72,6 +72,10 @@ impl Paths {
 /// - `KillOnBadExit=1`: a task that fails ends its step, so that its
 ///   peers, waiting for it in a PMI barrier, do not wait until the
 ///   caller's deadline.
+/// - `SchedulerParameters=batch_sched_delay=0`: a batch job is scheduled
+///   within about 1 s of its submission, not 3 s (measured: 1.0 s against
+///   3.0 s; within slurmctld's first 3 s it still waits for its scheduler's
+///   first pass).
 /// - `MailProg=/bin/true`: Debian has no `mail`, and slurmctld says so.
 pub(super) fn slurm_conf(plan: &ConfigPlan<'_>) -> String {
     let dir = plan.dir.display();
@@ -116,6 +120,7 @@ pub(super) fn slurm_conf(plan: &ConfigPlan<'_>) -> String {
     line("ReturnToService=2".into());
     line("KillWait=2".into());
     line("KillOnBadExit=1".into());
+    line("SchedulerParameters=batch_sched_delay=0".into());
     for node in plan.nodes {
         line(format!(
             "NodeName={name} NodeHostname={name} NodeAddr={addr} CPUs={cpus} State=UNKNOWN",

@@ -82,7 +82,9 @@
 //! yourself (a benchmark timing `srun`), take [`SlurmCluster::command`],
 //! or set [`SlurmCluster::env`] (just `SLURM_CONF`) on your own command.
 //! Clients run in the root namespace; tasks in the nodes' namespaces
-//! reach them, and slurmctld, through the bridge.
+//! reach them, and slurmctld, through the bridge. A client started so is
+//! the caller's to end: one whose step was running when the cluster went
+//! down tries the gone slurmctld for some 20 s.
 
 mod client;
 mod config;
