@@ -227,3 +227,37 @@ pub(super) fn tail(path: &Path) -> String {
         Err(e) => format!("--- {}: {e}\n", path.display()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_program_makes_the_cluster_unavailable() {
+        let missing = find("threadwire-no-such-daemon", "threadwire-nothing").unwrap_err();
+        assert!(missing.is_unavailable());
+        assert!(
+            missing.to_string().contains("`threadwire-nothing`"),
+            "{missing}"
+        );
+        assert!(find("sh", "dash").unwrap().is_file());
+    }
+
+    #[test]
+    fn a_munge_key_is_fresh_and_readable_by_its_owner_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("threadwire-mungekey-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a.key"), dir.join("b.key"));
+        write_munge_key(&a).unwrap();
+        write_munge_key(&b).unwrap();
+        let mode = std::fs::metadata(&a).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o400);
+        let (a_bytes, b_bytes) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        assert_eq!(a_bytes.len(), 1024);
+        assert_ne!(a_bytes, b_bytes);
+        // Never overwritten: a key in use stays the one munged read.
+        assert!(write_munge_key(&a).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -73,11 +73,12 @@ pub(super) enum SlurmErrorKind {
     },
     #[error("`{line}` printed {output:?}, not what was expected")]
     Output { line: String, output: String },
-    #[error("job {job} not finished after {after:?} (last state {state:?})")]
+    #[error("job {job} not finished after {after:?} (last state {state:?}); logs:\n{logs}")]
     JobTimeout {
         job: u32,
         after: Duration,
         state: String,
+        logs: String,
     },
 }
 

@@ -371,45 +371,47 @@ impl SlurmCluster {
     /// Waits until job `job` has ended, at most `timeout`, and returns how
     /// it ended and its output file. Checked whenever a file in the
     /// cluster directory changes, not on a timer: slurmctld logs
-    /// `_job_complete` there as a job ends.
+    /// `_job_complete` there as a job ends. The job may then still be
+    /// completing (its nodes' epilogs), which ends with no file changed;
+    /// from then on this asks every 20 ms ([`crate::retry`]).
     pub fn wait_job(&self, job: JobId, timeout: Duration) -> Result<FinishedJob, SlurmError> {
         let started = Instant::now();
         let deadline = started + timeout;
-        let args = [
-            "-o".to_string(),
-            "show".into(),
-            "job".into(),
-            job.to_string(),
-        ];
-        let mut last = String::new();
-        let mut ended = None;
         let slurmctld = self.daemons.slurmctld.as_ref().expect("started");
-        let check = || {
+        // `JobState=` and `ExitCode=` last seen, or why none was.
+        let mut last = (String::new(), String::new());
+        let ask = |last: &mut (String, String)| {
             let query_deadline = deadline.min(Instant::now() + QUERY_DEADLINE);
-            match self
-                .clients
-                .stdout(&self.programs.scontrol, &args, query_deadline)
-            {
-                Ok(line) => {
-                    let state = field(&line, "JobState").unwrap_or("?").to_string();
-                    ended = JobState::ended(&state)
-                        .map(|s| (s, field(&line, "ExitCode").unwrap_or("?").to_string()));
-                    last = state;
-                }
-                Err(e) => last = e.to_string(),
-            }
-            ended.is_some()
+            *last = self
+                .job_state(job, query_deadline)
+                .unwrap_or_else(|e| (e.to_string(), String::new()));
+            JobState::ended(&last.0)
         };
-        wait_until(&self.dir.0, check, Some(slurmctld.pidfd()), deadline)
-            .map_err(io_error(format!("waiting for job {job}")))?;
-        let Some((state, exit_code)) = ended else {
+        let mut ended = None;
+        let ended_or_completing = || {
+            ended = ask(&mut last);
+            ended.is_some() || last.0 == "COMPLETING"
+        };
+        wait_until(
+            &self.dir.0,
+            ended_or_completing,
+            Some(slurmctld.pidfd()),
+            deadline,
+        )
+        .map_err(io_error(format!("waiting for job {job}")))?;
+        if ended.is_none() && last.0 == "COMPLETING" {
+            ended = crate::retry::retry_until(deadline, || ask(&mut last));
+        }
+        let Some(state) = ended else {
             return Err(SlurmErrorKind::JobTimeout {
                 job: job.0,
                 after: started.elapsed(),
-                state: last,
+                state: last.0,
+                logs: daemon_logs(&self.dir.0, &self.nodes),
             }
             .into());
         };
+        let exit_code = last.1;
         let out = self.jobs_dir().join(format!("slurm-{job}.out"));
         let output = std::fs::read_to_string(&out)
             .map_err(io_error(format!("reading {}", out.display())))?;
@@ -460,6 +462,21 @@ impl SlurmCluster {
     /// How long [`start`](Self::start) took, until every node was idle.
     pub fn started_in(&self) -> Duration {
         self.started_in
+    }
+
+    /// `JobState=` and `ExitCode=` of `scontrol show job`.
+    fn job_state(&self, job: JobId, deadline: Instant) -> Result<(String, String), SlurmError> {
+        let args = [
+            "-o".to_string(),
+            "show".into(),
+            "job".into(),
+            job.to_string(),
+        ];
+        let line = self
+            .clients
+            .stdout(&self.programs.scontrol, &args, deadline)?;
+        let value = |key| field(&line, key).unwrap_or("?").to_string();
+        Ok((value("JobState"), value("ExitCode")))
     }
 
     fn jobs_dir(&self) -> PathBuf {
