@@ -221,6 +221,17 @@ fn three_hosts_in_namespaces_run_srun_mpi_and_batch_jobs() {
         }
     }
 
+    // As a benchmark times srun: its own command, steps in an allocation.
+    let allocation = cluster.allocate(&["-N", "3", "-n", "6"]).unwrap();
+    let jobid = format!("--jobid={allocation}");
+    let out = cluster
+        .command("srun")
+        .args([jobid.as_str(), "-N", "3", "-n", "3", "hostname"])
+        .output()
+        .unwrap();
+    let hosts = sorted_lines(&stdout("srun in an allocation", &out));
+    assert_eq!(hosts, ["node0", "node1", "node2"]);
+
     let job = cluster
         .sbatch("#SBATCH -N 2\n#SBATCH -n 2\nsrun -n 2 hostname\n")
         .unwrap();
@@ -244,6 +255,8 @@ fn dropping_a_cluster_ends_its_running_steps() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    // The batch job would wait for the scheduler's first pass anyway.
+    cluster.wait_scheduler(JOB_TIMEOUT).unwrap();
     let job = cluster.sbatch(&format!("srun sleep {marker}\n")).unwrap();
     let dir = cluster.dir().to_path_buf();
     let sleeping = || {

@@ -66,6 +66,14 @@ pub(super) fn parse_job_id(printed: &str) -> Option<JobId> {
     id.parse().ok().map(JobId)
 }
 
+/// The job id of `salloc`'s `salloc: Granted job allocation ID` line.
+pub(super) fn parse_allocation(printed: &str) -> Option<JobId> {
+    printed.lines().find_map(|line| {
+        let id = line.split("Granted job allocation ").nth(1)?;
+        id.trim().parse().ok().map(JobId)
+    })
+}
+
 /// The value of `key=` in a line of `scontrol -o show …`.
 pub(super) fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split_whitespace()
@@ -91,6 +99,9 @@ mod tests {
         assert_eq!(parse_job_id("17\n"), Some(JobId(17)));
         assert_eq!(parse_job_id("18;sl1\n"), Some(JobId(18)));
         assert_eq!(parse_job_id("sbatch: error\n"), None);
+        let granted = "salloc: Granted job allocation 9\n";
+        assert_eq!(parse_allocation(granted), Some(JobId(9)));
+        assert_eq!(parse_allocation("salloc: error: no\n"), None);
         let job = "JobId=3 JobName=x.sh UserId=root(0) JobState=COMPLETED Reason=None ExitCode=0:0";
         assert_eq!(field(job, "JobState"), Some("COMPLETED"));
         assert_eq!(field(job, "ExitCode"), Some("0:0"));
