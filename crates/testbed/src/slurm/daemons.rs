@@ -104,6 +104,19 @@ pub(super) fn start_munged(
     }
 }
 
+/// Why a daemon cannot have a UTS namespace of its own here, if it cannot
+/// (a container without CAP_SYS_ADMIN): tried with `true`.
+pub(super) fn uts_unavailable() -> Option<String> {
+    let mut probe = Command::new("true");
+    if let Err(e) = with_host_name(&mut probe, "probe") {
+        return Some(e.to_string());
+    }
+    match probe.status() {
+        Ok(_) => None,
+        Err(e) => Some(format!("unshare(CLONE_NEWUTS): {e}")),
+    }
+}
+
 /// Starts slurmctld in a UTS namespace of its own named `host_name`, the
 /// name `SlurmctldHost=` gives it: slurmctld serves only on the host that
 /// configuration names, and the machine's own name may be anything.

@@ -17,8 +17,8 @@ pub struct SlurmError {
 
 impl SlurmError {
     /// Whether the cluster cannot run on this machine at all: not root, a
-    /// Slurm or munge program missing, or no network namespaces (several
-    /// hosts). The message says which; a test prints it and skips.
+    /// Slurm or munge program missing, or no namespaces (UTS namespaces
+    /// for the daemons' host names; network namespaces for several hosts). The message says which; a test prints it and skips.
     pub fn is_unavailable(&self) -> bool {
         matches!(
             self.kind,
@@ -38,7 +38,7 @@ pub(super) enum SlurmErrorKind {
         program: &'static str,
         package: &'static str,
     },
-    #[error("no network namespaces for a cluster of several hosts: {0}")]
+    #[error("no namespaces for the daemons here: {0}")]
     NoNamespaces(String),
     #[error("bad plan: {0}")]
     Plan(&'static str),

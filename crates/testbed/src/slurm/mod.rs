@@ -23,9 +23,10 @@
 //! [`SlurmCluster::start`], for a plan of K hosts:
 //!
 //! 1. Check for root and find every program (munged, slurmctld, slurmd,
-//!    srun, sbatch, salloc, sinfo, scontrol, scancel); for K > 1, check that
-//!    network namespaces can be made. Any of these missing is an error
-//!    for which [`SlurmError::is_unavailable`] holds, and nothing has run.
+//!    srun, sbatch, salloc, sinfo, scontrol, scancel); check that a UTS
+//!    namespace can be made and, for K > 1, network namespaces. Any of
+//!    these missing is an error for which [`SlurmError::is_unavailable`]
+//!    holds, and nothing has run.
 //! 2. Name the cluster `sl<pid>x<n>` (n counts this process's clusters),
 //!    so that clusters of parallel tests share nothing.
 //! 3. For K > 1, emulated hosts ([`ScopedNet`], prefix the cluster's
@@ -112,7 +113,9 @@ use std::time::{Duration, Instant};
 
 use client::{command_line, Clients};
 use config::{slurm_conf, ConfigPlan, Paths};
-use daemons::{start_munged, start_slurmctld, start_slurmd, tail, write_munge_key, Programs};
+use daemons::{
+    start_munged, start_slurmctld, start_slurmd, tail, uts_unavailable, write_munge_key, Programs,
+};
 use error::{io_error, SlurmErrorKind};
 use jobs::{all_idle, field, parse_allocation, parse_job_id};
 
@@ -207,6 +210,9 @@ impl SlurmCluster {
             return Err(SlurmErrorKind::NotRoot.into());
         }
         let programs = Programs::find()?;
+        if let Some(reason) = uts_unavailable() {
+            return Err(SlurmErrorKind::NoNamespaces(reason).into());
+        }
         let (name, net) = name_and_hosts(plan.hosts)?;
         let (controller_addr, nodes) = match &net {
             Some(net) => (
