@@ -1,11 +1,14 @@
 //! A real Slurm cluster on this machine (`threadwire_testbed::slurm`):
 //! one host in the root namespace, and three hosts in network namespaces.
 //! Each test brings its cluster up once and runs its jobs on it: `srun`
-//! of `hostname`, of a PMI-1 client in C and of an MPICH program through
-//! Slurm's pmi2 plugin, and a batch job. They need root, Debian's
-//! `slurm-wlm` and `munge`, and skip, saying why, without them; the C
-//! programs need `cc` and MPICH's `mpicc.mpich`, and those parts skip
-//! alone.
+//! of `hostname`, of a PMI-1 client in C, of an MPICH program and of a
+//! threadwire job through Slurm's pmi2 plugin, and batch jobs.
+//!
+//! They need root, Debian's `slurm-wlm` and `munge`, and skip, saying
+//! why, without them. Some parts skip alone, saying so: the C programs
+//! need `cc` and MPICH's `mpicc.mpich`; the threadwire job is
+//! `node-managed`, an example of the `threadwire` crate, which `cargo
+//! test --workspace` builds.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -149,6 +152,48 @@ fn mpich_runs_under_pmi2(cluster: &SlurmCluster, placement: &[&str]) -> Option<S
     Some(out)
 }
 
+/// threadwire's node program for process managers (`node-managed`, an
+/// example of the `threadwire` crate, built beside this test by `cargo
+/// test --workspace`); `None`, having said why, if it was not built.
+fn node_managed() -> Option<PathBuf> {
+    let exe = std::env::current_exe().expect("the test binary's own path");
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps");
+    let path = profile.join("examples/node-managed");
+    if path.is_file() {
+        return Some(path);
+    }
+    eprintln!(
+        "SKIPPED the threadwire job: {} is missing (`cargo build -p threadwire --example node-managed`)",
+        path.display()
+    );
+    None
+}
+
+/// What four nodes of `node-managed` print: every one the sum of all.
+fn assert_threadwire_job_ran(what: &str, out: &str) {
+    for node in 0..4 {
+        let line = format!("managed n{node} of 4: ok sum=6");
+        let found = out.lines().filter(|l| l.starts_with(&line)).count();
+        assert_eq!(found, 1, "{what}: {line:?} in\n{out}");
+    }
+}
+
+/// A threadwire job of four nodes under `srun --mpi=pmi2`: the nodes
+/// bootstrap through Slurm's PMI (`node::managed`).
+fn threadwire_job_runs_under_srun(cluster: &SlurmCluster, placement: &[&str]) {
+    let Some(exe) = node_managed() else {
+        return;
+    };
+    let mut args = vec!["--mpi=pmi2"];
+    args.extend(placement);
+    args.push(exe.to_str().expect("a UTF-8 path"));
+    let out = stdout("threadwire job", &cluster.srun(&args, JOB_TIMEOUT).unwrap());
+    assert_threadwire_job_ran("srun", &out);
+}
+
 /// What `srun --mpi=pmi2` gives a task, printed for the record.
 fn print_pmi_environment(cluster: &SlurmCluster) {
     let out = cluster
@@ -184,6 +229,7 @@ fn one_host_runs_srun_mpi_and_batch_jobs() {
     print_pmi_environment(&cluster);
     pmi1_lines_are_answered(&cluster, &["-n", "4"]);
     mpich_runs_under_pmi2(&cluster, &["-n", "4"]);
+    threadwire_job_runs_under_srun(&cluster, &["-n", "4"]);
 
     let job = cluster
         .sbatch("#SBATCH -n 2\nsrun -n 2 hostname\n")
@@ -219,6 +265,18 @@ fn three_hosts_in_namespaces_run_srun_mpi_and_batch_jobs() {
                 "no rank on {node}:\n{out}"
             );
         }
+    }
+
+    threadwire_job_runs_under_srun(&cluster, &["-N", "3", "-n", "4"]);
+    if let Some(exe) = node_managed() {
+        let script = format!(
+            "#SBATCH -N 3\n#SBATCH -n 4\nsrun --mpi=pmi2 {}\n",
+            exe.display()
+        );
+        let job = cluster.sbatch(&script).unwrap();
+        let done = cluster.wait_job(job, JOB_TIMEOUT).unwrap();
+        assert_eq!(done.state, JobState::Completed, "{done:?}");
+        assert_threadwire_job_ran("sbatch", &done.output);
     }
 
     // As a benchmark times srun: its own command, steps in an allocation.
