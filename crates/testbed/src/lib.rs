@@ -39,6 +39,8 @@
 //! - [`net`]: emulated hosts, network namespaces on a bridge with links
 //!   shaped to 10 Mbit/s … 1 Gbit/s (`threadwire net up` / `net down`;
 //!   numbered steps in its docs).
+//! - [`slurm`]: a real one-machine Slurm cluster (slurmctld, a slurmd per
+//!   emulated host, munged), private to a test and torn down after it.
 //!
 //! Nothing here prints: results are return values, and the rest goes to
 //! `tracing`. Linux only (pidfds, inotify, network namespaces; 5.3 or
@@ -52,6 +54,7 @@ mod poll;
 pub mod process;
 pub mod retry;
 mod signals;
+pub mod slurm;
 pub mod watch;
 
 pub use process::wait_deadline;

@@ -20,7 +20,9 @@ pub const RETRY_INTERVAL: Duration = Duration::from_millis(20);
 /// - a NetPIPE receiver starting to listen: NPtcp prints nothing, and a
 ///   connection to probe it would be taken as its partner;
 /// - a process appearing in the process table (a test waiting for a
-///   benchmark's peers): no descriptor announces another's fork.
+///   benchmark's peers): no descriptor announces another's fork;
+/// - slurmctld starting to listen, and its nodes becoming idle
+///   ([`crate::slurm`]): it logs neither at its default level.
 pub fn retry_until<T>(deadline: Instant, mut attempt: impl FnMut() -> Option<T>) -> Option<T> {
     loop {
         if let Some(done) = attempt() {

@@ -10,8 +10,8 @@
 //!   run past a deadline (stopped with `SIGTERM`, then `SIGKILL`).
 //! - [`kill_groups_and_descendants`]: process groups killed with every
 //!   descendant, whatever group it took.
-//! - [`descendants`] and [`is_live`]: what `/proc` says about processes
-//!   that are not ours to wait for.
+//! - [`descendants`], [`groups_working_in`] and [`is_live`]: what `/proc`
+//!   says about processes that are not ours to wait for.
 //!
 //! A process group of its own, killed with its descendants on a signal,
 //! is [`crate::group::ProcessGroup`].
@@ -24,4 +24,4 @@ mod table;
 pub use kill::kill_groups_and_descendants;
 pub use pidfd::{wait_all_exited, wait_deadline, Pidfd};
 pub use supervised::{run_supervised, Finished};
-pub use table::{descendants, is_live};
+pub use table::{descendants, groups_working_in, is_live};

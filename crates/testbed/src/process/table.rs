@@ -2,6 +2,8 @@
 //! children (a peer's ranks, in process groups of their own), which no
 //! wait of ours can follow.
 
+use std::path::{Path, PathBuf};
+
 /// The fields of a `/proc/<pid>/stat` used here.
 struct ProcessStat {
     pid: libc::pid_t,
@@ -60,6 +62,32 @@ pub fn descendants(groups: &[libc::pid_t]) -> Vec<libc::pid_t> {
     found
 }
 
+/// The process groups of the live processes working in `dir` or below it
+/// (their working directory, even once `dir` is deleted): daemons'
+/// children that leave the process tree, as slurmd's slurmstepds do
+/// ([`crate::slurm`]), are found by the directory their daemon gave them.
+pub fn groups_working_in(dir: &Path) -> Vec<libc::pid_t> {
+    let mut groups: Vec<libc::pid_t> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: libc::pid_t = entry.file_name().to_str()?.parse().ok()?;
+            let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
+            // The kernel marks a deleted directory so.
+            let cwd = match cwd.to_str()?.strip_suffix(" (deleted)") {
+                Some(path) => PathBuf::from(path),
+                None => cwd,
+            };
+            let stat = process_stat(pid)?;
+            (stat.live && cwd.starts_with(dir)).then_some(stat.group)
+        })
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    groups
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +132,25 @@ mod tests {
             "{found:?} outlived SIGKILL"
         );
         assert!(!found.iter().any(|&pid| is_live(pid)), "{found:?}");
+    }
+
+    #[test]
+    fn processes_are_found_by_the_directory_they_work_in() {
+        let dir = std::env::temp_dir().join(format!("threadwire-cwd-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .current_dir(dir.join("sub"))
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let group = child.id() as libc::pid_t;
+        assert_eq!(groups_working_in(&dir), [group]);
+        // Still found once the directory is gone (the kernel's "(deleted)").
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(groups_working_in(&dir), [group]);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(groups_working_in(&dir).is_empty());
     }
 }
