@@ -4,7 +4,10 @@
 //! - `exchange`: n0 and n1 (and n2 and n3, …) trade messages of 8 B to
 //!   8 MiB both ways, many times over for the small ones (inline,
 //!   chunked or by cross-memory copy, as the channel decides) and check
-//!   every byte; each node prints `shm nK: region <name>` for the
+//!   every byte; in a job of 4 or more, each node then trades one message
+//!   with the node two away (n0 with n2, n1 with n3: pairs connect on
+//!   first use, so these pairs connect too); each node prints
+//!   `shm nK: region <name>` for the
 //!   shared-memory mapping it found in `/proc/self/maps`, then `shm nK: ok`.
 //! - `wait`: after one exchange, prints its regions and
 //!   `shm nK: ready pid=<pid>`, and waits
@@ -72,6 +75,15 @@ fn main() {
     match mode.as_str() {
         "exchange" => {
             exchange(&ep, peer);
+            let nodes = ep.node().nodes();
+            if nodes >= 4 {
+                let across = Address::new(me ^ 2, 0);
+                if across.node < nodes {
+                    ep.send(across, 77, vec![me as u8]).expect("send two away");
+                    let m = ep.recv(across, 77).expect("receive from two away");
+                    assert_eq!(m.into_vec(), vec![across.node as u8]);
+                }
+            }
             for (_, _, name) in regions() {
                 println!("shm n{me}: region {name}");
             }
