@@ -82,6 +82,11 @@ impl HostTable {
         self.entries.iter().find_map(|e| e.gateway)
     }
 
+    /// How many hosts the founding nodes were placed on in turn.
+    pub(crate) fn spread(&self) -> u32 {
+        self.founders as u32
+    }
+
     /// The host of founding node `node`.
     pub(crate) fn founder_host(&self, node: u32) -> usize {
         node as usize % self.founders
@@ -335,7 +340,7 @@ impl Job<'_> {
             if !registered {
                 return;
             }
-            let directory = self.directory(total);
+            let directory = self.directory(total, true);
             let hosts = self.hosts.control();
             for node in members.clone() {
                 self.send_to(node as u32, &directory);

@@ -98,6 +98,11 @@ pub(crate) enum Internal {
         reply: Reply,
     },
     /// A node has said how many threads it started (control step 10).
+    /// A node asks for `peer`'s address (control step 11).
+    Lookup {
+        node: u32,
+        peer: u32,
+    },
     Described {
         node: u32,
         threads: u32,
@@ -309,17 +314,17 @@ impl<'a> Job<'a> {
         }
     }
 
-    /// The directory for nodes below `nodes`: addresses, and the gone.
-    pub(crate) fn directory(&self, nodes: u32) -> Control {
+    /// The directory for nodes below `nodes`: addresses (for a node that
+    /// joins a running job: a founding node asks for those it needs,
+    /// control step 11), and the gone.
+    pub(crate) fn directory(&self, nodes: u32, addresses: bool) -> Control {
         let slots = &self.slots[..nodes as usize];
         Control::Directory {
-            addrs: slots
-                .iter()
-                .map(|s| match s.exit {
-                    Some(_) => String::new(),
-                    None => s.addr.clone().unwrap_or_default(),
-                })
-                .collect(),
+            addrs: match addresses {
+                true => (0..nodes).map(|n| self.address_of(n)).collect(),
+                false => Vec::new(),
+            },
+            spread: self.hosts.spread(),
             gone: slots
                 .iter()
                 .enumerate()
@@ -335,6 +340,15 @@ impl<'a> Job<'a> {
                     })
                 })
                 .collect(),
+        }
+    }
+
+    /// Node `node`'s listening address; empty if it has left the job or
+    /// is unknown.
+    fn address_of(&self, node: u32) -> String {
+        match self.slots.get(node as usize) {
+            Some(s) if s.exit.is_none() => s.addr.clone().unwrap_or_default(),
+            _ => String::new(),
         }
     }
 
@@ -418,7 +432,7 @@ impl<'a> Job<'a> {
                 let founders = self.spec.nodes as usize;
                 if !self.founded && self.slots[..founders].iter().all(|s| s.addr.is_some()) {
                     self.founded = true;
-                    let directory = self.directory(self.spec.nodes);
+                    let directory = self.directory(self.spec.nodes, false);
                     self.send_all(&directory);
                     let hosts = self.hosts.control();
                     self.send_all(&hosts);
@@ -431,6 +445,10 @@ impl<'a> Job<'a> {
             }
             Internal::Console { request, reply } => self.on_console(request, reply, on_event),
             Internal::Described { node, threads } => self.on_described(node, threads),
+            Internal::Lookup { node, peer } => {
+                let addr = self.address_of(peer);
+                self.send_to(node, &Control::Address { node: peer, addr });
+            }
             Internal::Started { node, pid } => {
                 if let Some(NodeProcess::Proxied { pid: known, .. }) =
                     &mut self.slots[node as usize].process

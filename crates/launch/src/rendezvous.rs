@@ -132,6 +132,9 @@ fn read_controls(node: u32, mut stream: TcpStream, events: &Sender<Internal>) {
             Ok(Some(Control::Vm { request, op })) => {
                 let _ = events.send(Internal::Vm { node, request, op });
             }
+            Ok(Some(Control::Lookup { node: peer })) => {
+                let _ = events.send(Internal::Lookup { node, peer });
+            }
             Ok(Some(Control::Described { threads })) => {
                 let _ = events.send(Internal::Described { node, threads });
             }

@@ -9,8 +9,12 @@
 //!
 //! 1. Node → launcher: `Register { addr }`, the address it listens on.
 //! 2. Launcher → node, once all nodes started with it registered:
-//!    `Directory { addrs, gone }` — every node's address so far, and the
-//!    nodes already gone (for a node joining a running job), then
+//!    `Directory { addrs, gone, spread }` — for a node joining a running
+//!    job, every node's address so far and the nodes already gone; for a
+//!    founding node no address at all (it asks for those it needs, step
+//!    11), so that start-up sends each node the same few bytes whatever
+//!    the job's size — and `spread`, the number of hosts the founding
+//!    nodes were placed on in turn (node `i` on host `i % spread`); then
 //!    `Hosts { hosts }`, the job's host table.
 //! 3. Launcher → node, at any time: `PeerLost { node, cause }`; and
 //!    `Finished { node }` when a node has ended in order (its process
@@ -39,6 +43,10 @@
 //!     has given out so far ([`Node::threads_started`](crate::Node::threads_started)).
 //!     The launcher asks on behalf of `threadwire vm nodes` and does not
 //!     wait for an answer that is late.
+//! 11. Node → launcher, at any time: `Lookup { node }`, the first time it
+//!     connects to `node` (pairs connect on first use); launcher → node,
+//!     at once: `Address { node, addr }`, its listening address (empty if
+//!     it has left the job or is unknown).
 
 use crate::Stats;
 use std::io::{self, Read, Write};
@@ -56,6 +64,8 @@ const REGISTER: u32 = 1;
 const DIRECTORY: u32 = 2;
 const PEER_LOST: u32 = 3;
 const FINISHED: u32 = 13;
+const LOOKUP: u32 = 14;
+const ADDRESS: u32 = 15;
 const STATS: u32 = 4;
 const CHANNELS: u32 = 5;
 const REPORT: u32 = 6;
@@ -132,12 +142,27 @@ pub enum Control {
         /// `ip:port`.
         addr: String,
     },
-    /// Every node's listen address, by node number.
+    /// Every node's listen address, by node number, for a node that
+    /// joins a running job; none for a founding node (step 2).
     Directory {
         /// `ip:port` of each node; empty for a gone one.
         addrs: Vec<String>,
         /// The nodes gone already.
         gone: Vec<Gone>,
+        /// The founding nodes were placed on this many hosts in turn.
+        spread: u32,
+    },
+    /// A node asks for another's listening address (step 11).
+    Lookup {
+        /// The node whose address it needs.
+        node: u32,
+    },
+    /// The answer to a [`Control::Lookup`] (step 11).
+    Address {
+        /// The node asked about.
+        node: u32,
+        /// `ip:port`; empty if the node has left or is unknown.
+        addr: String,
     },
     /// A request to change the machine (step 8).
     Vm {
@@ -256,13 +281,26 @@ impl Control {
                 p.pack_str(addr);
                 REGISTER
             }
-            Control::Directory { addrs, gone } => {
+            Control::Directory {
+                addrs,
+                gone,
+                spread,
+            } => {
                 pack_strings(&mut p, addrs);
                 p.pack(gone.len() as u32);
                 for g in gone {
                     p.pack(g.node).pack(u32::from(g.finished)).pack_str(&g.cause);
                 }
+                p.pack(*spread);
                 DIRECTORY
+            }
+            Control::Lookup { node } => {
+                p.pack(*node);
+                LOOKUP
+            }
+            Control::Address { node, addr } => {
+                p.pack(*node).pack_str(addr);
+                ADDRESS
             }
             Control::Vm { request, op } => {
                 p.pack(*request);
@@ -375,8 +413,17 @@ impl Control {
                         cause: u.unpack_string()?,
                     });
                 }
-                Control::Directory { addrs, gone }
+                Control::Directory {
+                    addrs,
+                    gone,
+                    spread: u.unpack()?,
+                }
             }
+            LOOKUP => Control::Lookup { node: u.unpack()? },
+            ADDRESS => Control::Address {
+                node: u.unpack()?,
+                addr: u.unpack_string()?,
+            },
             VM => {
                 let request = u.unpack()?;
                 let op = match u.unpack::<u32>()? {
@@ -494,6 +541,7 @@ mod tests {
             Control::Directory {
                 addrs: vec!["a".into(), "b".into()],
                 gone: vec![],
+                spread: 1,
             },
             Control::Directory {
                 addrs: vec!["a".into(), String::new(), "c".into()],
@@ -502,6 +550,12 @@ mod tests {
                     finished: false,
                     cause: "killed by signal 9".into(),
                 }],
+                spread: 2,
+            },
+            Control::Lookup { node: 9 },
+            Control::Address {
+                node: 9,
+                addr: "10.0.0.1:4000".into(),
             },
             Control::Vm {
                 request: 7,

@@ -26,7 +26,7 @@ use crate::env::{EnvError, JobEnv};
 use crate::error::{Failure, InitError, InitErrorKind, LossCause};
 use crate::control::{self as protocol, Control};
 use crate::progress::{Driver, ProgressEngine, Tokens};
-use crate::peer::AddressBook;
+use crate::peer::{AddressBook, LauncherBook};
 use crate::router::{JobSize, Router};
 use crate::Endpoint;
 use std::net::{SocketAddr, TcpListener};
@@ -136,8 +136,16 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
         },
     )
     .map_err(|e| rv_err(e.into()))?;
-    let (addrs, gone) = match protocol::read_control(&mut control).map_err(|e| rv_err(e.into()))? {
-        Some(Control::Directory { addrs, gone }) if addrs.len() == env.nodes as usize => (addrs, gone),
+    let (addrs, gone, spread) = match protocol::read_control(&mut control).map_err(|e| rv_err(e.into()))? {
+        // Addresses for a joining node; none for a founding one, which
+        // asks for those it needs (control protocol, steps 2 and 11).
+        Some(Control::Directory {
+            addrs,
+            gone,
+            spread,
+        }) if addrs.len() == env.nodes as usize || (addrs.is_empty() && !env.joins()) => {
+            (addrs, gone, spread)
+        }
         other => {
             return Err(rv_err(
                 format!("expected the directory, got {other:?}").into(),
@@ -176,12 +184,14 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
         .hosts_changed(&shared.router.mailboxes, env.node, hosts);
     // Step 2.
     let registry = shared.engine.lock_driver().registry().try_clone()?;
-    shared.router.dialer.arm(
-        Arc::downgrade(&shared),
-        creds.clone(),
-        AddressBook::Directory(addrs.clone()),
-        registry,
-    );
+    let book = match env.joins() {
+        true => AddressBook::Directory(addrs.clone()),
+        false => AddressBook::Launcher(LauncherBook::new(env.max_nodes, env.founders, spread)),
+    };
+    shared
+        .router
+        .dialer
+        .arm(Arc::downgrade(&shared), creds.clone(), book, registry);
     let peer_timeout = settings
         .peer_timeout
         .filter(|_| env.nodes > 1 || env.max_nodes > 1);

@@ -6,7 +6,7 @@
 //!    queue, in order ([`Peer::send`]); the first such frame, with no
 //!    connection made or under way, asks the [`Dialer`] for one.
 //! 2. The dialer looks up the peer's address in its [`AddressBook`] (the
-//!    launcher's directory, or the process manager's key-value space) and
+//!    launcher, or the process manager's key-value space) and
 //!    connects and proves the job secret on a thread of its own, off every
 //!    polling thread: two nodes that dial each other at once never wait
 //!    on each other's progress.
@@ -32,12 +32,11 @@
 //! A node that joins a running job (`vm`) still connects to every node
 //! before it at once, so that all count it in when its channels settle.
 
-use super::Peer;
+use super::{AddressBook, Peer};
 use crate::error::{Failure, LossCause};
 use crate::lock;
 use crate::node::NodeShared;
 use crate::progress::Tokens;
-use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 use threadwire_transport::handshake::{self, Credentials, HandshakeError};
@@ -46,42 +45,6 @@ use threadwire_transport::TcpChannel;
 /// How long a dial may take, handshake included, and how long a Busy
 /// answer's promised connection may take to come (step 6).
 pub(crate) const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Where the job's nodes listen.
-pub(crate) enum AddressBook {
-    /// Every node's address, as the launcher's directory gave them.
-    Directory(Vec<String>),
-    /// Read from the process manager's key-value space on first need
-    /// (started under PMI: `pmi::book`).
-    Pmi(crate::pmi::PmiBook),
-}
-
-impl AddressBook {
-    fn lookup(&self, node: u32) -> Result<SocketAddr, String> {
-        match self {
-            AddressBook::Directory(addrs) => {
-                let addr = addrs
-                    .get(node as usize)
-                    .ok_or_else(|| format!("the directory has no address for n{node}"))?;
-                addr.parse()
-                    .map_err(|e| format!("n{node}'s address {addr:?}: {e}"))
-            }
-            AddressBook::Pmi(book) => book.lookup(node),
-        }
-    }
-
-    /// Whether nodes `a` and `b` run on one host and in one network
-    /// namespace, as far as the book tells without asking anyone.
-    fn same_host(&self, a: u32, b: u32) -> bool {
-        match self {
-            AddressBook::Directory(addrs) => {
-                let ip = |n: u32| addrs.get(n as usize)?.parse::<SocketAddr>().ok().map(|a| a.ip());
-                ip(a).is_some() && ip(a) == ip(b)
-            }
-            AddressBook::Pmi(book) => book.same_host(a, b),
-        }
-    }
-}
 
 /// What the dialer needs once the node is up ([`Dialer::arm`]).
 struct Armed {
@@ -131,6 +94,13 @@ impl Dialer {
             .is_some_and(|a| a.book.same_host(self.me, peer))
     }
 
+    /// The launcher's answer to a lookup (control step 11).
+    pub(crate) fn address_arrived(&self, node: u32, addr: &str) {
+        if let Some(AddressBook::Launcher(book)) = self.armed.get().map(|a| &a.book) {
+            book.arrived(node, addr);
+        }
+    }
+
     /// Leaves the process manager, if the node was started by one (at
     /// finalize, after the last connection).
     pub(crate) fn finish(&self) {
@@ -173,7 +143,7 @@ fn dial(shared: &NodeShared, peer: u32) {
     let p = &router.peers[peer as usize];
     let connected = armed
         .book
-        .lookup(peer)
+        .lookup(router, peer)
         .and_then(|addr| {
             handshake::connect(addr, &armed.creds, router.id, DIAL_TIMEOUT)
                 .map_err(|e| match e {

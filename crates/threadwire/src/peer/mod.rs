@@ -15,10 +15,12 @@
 //! `THREADWIRE_CHANNEL=tcp` no region is offered; with `shm` a pair that
 //! cannot share memory fails `init`.
 
+mod book;
 pub(crate) mod dial;
 mod shm_setup;
 
-pub(crate) use dial::{AddressBook, Dialer, SharedDialer};
+pub(crate) use book::{AddressBook, LauncherBook};
+pub(crate) use dial::{Dialer, SharedDialer};
 pub(crate) use shm_setup::{SetupContext, ShmSetupError};
 
 use crate::error::PeerLost;

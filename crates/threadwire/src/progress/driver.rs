@@ -450,6 +450,7 @@ impl Driver {
                     {
                         router.lose_peer(gone, LossCause::Finished)
                     }
+                    Ok(Control::Address { node, addr }) => router.dialer.address_arrived(node, &addr),
                     Ok(Control::Grown { nodes }) => router.grow_to(nodes),
                     Ok(Control::VmAnswer { request, answer }) => {
                         router.vm.answer(&router.mailboxes, router.id, request, answer)

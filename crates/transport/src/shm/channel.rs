@@ -270,14 +270,7 @@ impl ShmChannel {
     /// length) with one `process_vm_readv`: the runtime's rendezvous pull.
     /// Fails if the peer's memory cannot be read or holds fewer bytes.
     pub fn pull(&self, segments: &[(u64, u64)], buffer: &mut [u8]) -> io::Result<()> {
-        let n = cma::read_into(self.peer_pid, segments, buffer)?;
-        if n != buffer.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!("read {n} of {} bytes from the peer", buffer.len()),
-            ));
-        }
-        Ok(())
+        pull(self.peer_pid, segments, buffer)
     }
 
     /// Sends one frame: into the ring if it fits now, else into the
@@ -544,6 +537,21 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 mod receive;
+/// Fills `buffer` from `segments` (address, length) of process `pid`'s
+/// memory by cross-memory copy; an error unless every byte came. For the
+/// nodes of a host that read each other without a channel between them
+/// (the collectives' host stage).
+pub fn pull(pid: u32, segments: &[(u64, u64)], buffer: &mut [u8]) -> io::Result<()> {
+    let n = cma::read_into(pid, segments, buffer)?;
+    if n != buffer.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("read {n} of {} bytes from the peer", buffer.len()),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 use receive::Received;
 

@@ -34,6 +34,6 @@ pub mod ring;
 pub mod setup;
 
 #[cfg(not(loom))]
-pub use channel::{ShmChannel, ShmConfig, ShmError, COPY_WINDOW};
+pub use channel::{pull, ShmChannel, ShmConfig, ShmError, COPY_WINDOW};
 #[cfg(not(loom))]
 pub use doorbell::Doorbell;

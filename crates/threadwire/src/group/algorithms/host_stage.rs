@@ -142,8 +142,12 @@ const BULK_ADDRESS: usize = 16;
 const BULK_LEN: usize = 17;
 const REDUCED: usize = 18;
 const DONE: usize = 19;
+/// The node's pid, for the others' cross-memory reads (written when the
+/// group is built: pairs connect on first use, so a node need not have a
+/// channel to every other that would tell it).
+const PID: usize = 20;
 const _: () = assert!((PAYLOAD_ODD + PAYLOAD_WORDS) * 8 <= LINE / 2);
-const _: () = assert!(BULK_ADDRESS * 8 >= LINE / 2 && (DONE + 1) * 8 <= LINE);
+const _: () = assert!(BULK_ADDRESS * 8 >= LINE / 2 && (PID + 1) * 8 <= LINE);
 const _: () = assert!((ERROR + ERROR_WORDS) * 8 <= LINE);
 
 /// The error kind [`CollError::encode`] does not use, for `PeerLost`.
@@ -355,9 +359,14 @@ impl HostStage {
                     Rc::new(Comm::new(ep, addresses, at, k, 0))
                 })
             });
+            let segment = segment.map(|region| Segment { region, lines });
+            if let Some(s) = &segment {
+                // Seen by all once the agreement below is done.
+                s.word(index, PID).store(u64::from(std::process::id()), Ordering::Relaxed);
+            }
             side = Some(LeaderSide {
                 nodes: (0..nodes.len()).filter(|&i| host_of[i] == h).map(|i| nodes[i]).collect(),
-                segment: segment.map(|region| Segment { region, lines }),
+                segment,
                 index,
                 host_leaders: host_leaders.flatten(),
                 one_host: lines == nodes.len(),

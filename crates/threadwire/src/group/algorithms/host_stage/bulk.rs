@@ -1,7 +1,7 @@
 //! The host stage for large buffers: the nodes of a group that all share
 //! one host read each other's buffers where they are, with one
-//! cross-memory copy (`process_vm_readv`, through the shared-memory
-//! channel's [`pull`]) instead of messages. Open MPI's XHC and MPICH's
+//! cross-memory copy (`process_vm_readv`, the transport's [`pull`], from
+//! the pid each node wrote in its line) instead of messages. Open MPI's XHC and MPICH's
 //! shared-memory collectives do the same for the ranks of a machine with
 //! XPMEM or CMA; here it runs at node leaders, after the per-node stage
 //! has combined each node's threads.
@@ -59,7 +59,7 @@
 //! twice on the way. A broadcast reads `n` at every node but the root's,
 //! at once.
 //!
-//! [`pull`]: threadwire_transport::shm::ShmChannel::pull
+//! [`pull`]: threadwire_transport::shm::pull
 //! [`HostStage::bulk`]: super::HostStage
 //! [`tuning::HOST_BULK_CHUNK`]: crate::group::tuning::HOST_BULK_CHUNK
 //! [`schedule`]: crate::group::schedule
@@ -88,13 +88,9 @@ impl LeaderSide {
         let address = segment.word(line, BULK_ADDRESS).load(Ordering::Relaxed);
         let bytes = T::memory_mut(out).expect("the dispatch checked the elements");
         let at = address + (from * T::SIZE) as u64;
-        let router = &c.comm.ep.node().shared.router;
-        let pulled = match router.peers[node as usize].shm() {
-            Some(channel) => channel
-                .pull(&[(at, bytes.len() as u64)], bytes)
-                .map_err(|e| e.to_string()),
-            None => Err("no shared-memory channel".to_string()),
-        };
+        let pid = segment.word(line, PID).load(Ordering::Relaxed) as u32;
+        let pulled = threadwire_transport::shm::pull(pid, &[(at, bytes.len() as u64)], bytes)
+            .map_err(|e| e.to_string());
         pulled.map_err(|why| {
             c.interrupted().unwrap_or_else(|| {
                 CollError::PeerLost(PeerLost {
