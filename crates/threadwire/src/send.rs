@@ -306,20 +306,9 @@ impl Endpoint {
         let peer = &s.peers[to.node as usize];
         let len = payload.len();
         let format = payload.format();
-        let fetch = match peer.shm() {
-            _ if inline => Fetch::Inline(Vec::new()),
-            Some(shm)
-                if shm.uses_cross_memory()
-                    && payload.segments().count() <= rendezvous::MAX_SEGMENTS =>
-            {
-                Fetch::Pull(
-                    payload
-                        .segments()
-                        .map(|b| (b.as_ptr() as u64, b.len() as u64))
-                        .collect(),
-                )
-            }
-            _ => Fetch::Push,
+        let fetch = match inline {
+            true => Fetch::Inline(Vec::new()),
+            false => rendezvous::fetch_for(peer, &payload),
         };
         let id = s.rendezvous.sends.next_id();
         let mut rts = Payload::from_wire(format, rendezvous::encode_rts(len, id, &fetch));

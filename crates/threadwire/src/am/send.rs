@@ -5,7 +5,7 @@ use super::status::{self, Failed, Status};
 use super::{AmError, Handler, REPLY_CONTEXT};
 use crate::error::{Failure, LossCause, RecvError};
 use crate::receive::{Got, Receive};
-use crate::rendezvous::{Done, Fetch, Outbound, MAX_SEGMENTS, OVERHEAD};
+use crate::rendezvous::{Done, Fetch, Outbound, OVERHEAD};
 use std::sync::Arc;
 use crate::request::{Completion, Request, State};
 use super::reports::Taken;
@@ -233,17 +233,7 @@ impl Endpoint {
         let len = payload.len();
         let format = payload.format();
         crate::send::settle_before_large(shared, node, len);
-        let fetch = match peer.shm() {
-            Some(shm) if shm.uses_cross_memory() && payload.segments().count() <= MAX_SEGMENTS => {
-                Fetch::Pull(
-                    payload
-                        .segments()
-                        .map(|b| (b.as_ptr() as u64, b.len() as u64))
-                        .collect(),
-                )
-            }
-            _ => Fetch::Push,
-        };
+        let fetch = crate::rendezvous::fetch_for(peer, &payload);
         let send_id = s.rendezvous.sends.next_id();
         let rts = super::large::encode(len, send_id, &fetch, target);
         let done = Arc::new(Done::new());

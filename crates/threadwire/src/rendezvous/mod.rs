@@ -125,6 +125,25 @@ impl Limits {
     }
 }
 
+/// How the receiver will fetch `payload`, announced to `peer`: pulled
+/// where it is by cross-memory copy if the pair's channel allows it and
+/// the payload is in few enough pieces, else pushed in a `Bulk` frame
+/// when the receiver asks (point-to-point and large active messages
+/// alike).
+pub(crate) fn fetch_for(peer: &crate::peer::Peer, payload: &threadwire_wire::Payload) -> Fetch {
+    match peer.shm() {
+        Some(shm) if shm.uses_cross_memory() && payload.segments().count() <= MAX_SEGMENTS => {
+            Fetch::Pull(
+                payload
+                    .segments()
+                    .map(|b| (b.as_ptr() as u64, b.len() as u64))
+                    .collect(),
+            )
+        }
+        _ => Fetch::Push,
+    }
+}
+
 /// The rendezvous state of a node: its tables, its budget, its limits.
 pub(crate) struct Rendezvous {
     pub(crate) sends: Sends,
