@@ -49,6 +49,22 @@
 //! | `PMI_RANK`   | this process's rank, `0..PMI_SIZE`                               |
 //! | `PMI_SIZE`   | the number of processes                                          |
 //! | `PMI_JOBID`  | optional: Slurm's job id (`job.step`)                            |
+//!
+//! Set by a PMIx server that starts nodes instead (Open MPI's `mpirun`,
+//! PRRTE's `prterun`, Slurm's `srun --mpi=pmix`; the runtime's
+//! `pmi::pmix` module), read only when no PMI-1 variable is set. A node
+//! finds itself under one when `PMIX_NAMESPACE` or `PMIX_RANK` is set;
+//! it then loads the system's PMIx client library, `libpmix.so.2` (from
+//! the loader's path: `LD_LIBRARY_PATH` for one outside the system's
+//! directories), which reads the rest of the server's variables itself
+//! (`PMIX_SERVER_URI*`, `PMIX_SECURITY_MODE`, …). The job's size comes
+//! from the server (`PMIX_JOB_SIZE`), not from a variable:
+//!
+//! | variable          | meaning                                                     |
+//! |-------------------|-------------------------------------------------------------|
+//! | `PMIX_NAMESPACE`  | the job's namespace; needs `PMIX_RANK`                      |
+//! | `PMIX_RANK`       | this process's rank in it; needs `PMIX_NAMESPACE`           |
+//! | `PMIX_SERVER_URI41`, `…4`, `…3`, `…21`, `…2` | the server's address, for each protocol version it speaks; at least one is needed |
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -110,6 +126,19 @@ pub const PMI_RANK: &str = "PMI_RANK";
 pub const PMI_SIZE: &str = "PMI_SIZE";
 /// Slurm's job id under its PMI plugin.
 pub const PMI_JOBID: &str = "PMI_JOBID";
+/// A PMIx job's namespace.
+pub const PMIX_NAMESPACE: &str = "PMIX_NAMESPACE";
+/// A process's rank under a PMIx server.
+pub const PMIX_RANK: &str = "PMIX_RANK";
+/// A PMIx server's address, one variable per protocol version it serves
+/// (newest first, as PMIx 4 sets them).
+pub const PMIX_SERVER_URIS: [&str; 5] = [
+    "PMIX_SERVER_URI41",
+    "PMIX_SERVER_URI4",
+    "PMIX_SERVER_URI3",
+    "PMIX_SERVER_URI21",
+    "PMIX_SERVER_URI2",
+];
 /// Name of the variable bounding the fiber handlers of active messages
 /// that run at once on a node (default [`am::DEFAULT_FIBERS`](crate::am::DEFAULT_FIBERS)).
 pub const AM_FIBERS: &str = "THREADWIRE_AM_FIBERS";

@@ -1,8 +1,10 @@
 //! Nodes started by a process manager instead of `threadwire run`: MPICH's
-//! Hydra (`mpiexec.hydra`), through the PMI-1 wire protocol (`node::managed`).
-//! The jobs run `node-managed` (see `nodes/managed.rs`): a ring through
-//! every node, an allreduce and a barrier over the world group.
-//! Without `mpiexec.hydra` (Debian's `mpich`) the tests say why they skip.
+//! Hydra (`mpiexec.hydra`), through the PMI-1 wire protocol, and Open
+//! MPI's `mpirun`, through PMIx (`node::managed`). The jobs run
+//! `node-managed` (see `nodes/managed.rs`): a ring through every node, an
+//! allreduce and a barrier over the world group. Without `mpiexec.hydra`
+//! (Debian's `mpich`), or `mpirun.openmpi` and `libpmix.so.2` (Debian's
+//! `openmpi-bin`, `libpmix2`), the tests say why they skip.
 
 mod support;
 
@@ -62,14 +64,42 @@ fn hydra() -> Option<&'static str> {
     None
 }
 
+/// Open MPI's `mpirun`, if it and the PMIx library it serves are here.
+fn open_mpi() -> Option<&'static str> {
+    let path = "/usr/bin/mpirun.openmpi";
+    if !Path::new(path).is_file() {
+        eprintln!("SKIPPED: {path} is missing (Debian package openmpi-bin)");
+        return None;
+    }
+    let library = [
+        "/usr/lib",
+        "/usr/lib64",
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+    ]
+    .iter()
+    .any(|dir| Path::new(dir).join("libpmix.so.2").exists());
+    if !library {
+        eprintln!("SKIPPED: libpmix.so.2 is missing (Debian package libpmix2)");
+        return None;
+    }
+    Some(path)
+}
+
 /// `mpiexec.hydra -n N node-managed`: every node reports the right sum.
 fn under_hydra(nodes: u32, extra: &[&str]) {
     let Some(hydra) = hydra() else {
         return;
     };
-    let ran = run(Command::new(hydra)
-        .args(extra)
-        .args(["-n", &nodes.to_string()])
+    let mut cmd = Command::new(hydra);
+    cmd.args(extra).args(["-n", &nodes.to_string()]);
+    runs_managed(&mut cmd, nodes);
+}
+
+/// `manager … node-managed` (the manager and its arguments in `cmd`):
+/// every node reports the right sum, once.
+fn runs_managed(cmd: &mut Command, nodes: u32) {
+    let ran = run(cmd
         .arg(support::example("node-managed"))
         .env(threadwire::env::LOG, "warn"));
     assert_eq!(ran.status, Some(0), "{}", ran.show());
@@ -104,6 +134,20 @@ fn sixteen_nodes_run_under_hydra() {
     under_hydra(16, &[]);
 }
 
+/// `mpirun -n 4 node-managed`: Open MPI's launcher starts the nodes and
+/// serves them PMIx; they bootstrap through the PMIx library. As root
+/// (containers, CI) `mpirun` wants `--allow-run-as-root`; more nodes than
+/// cores want `--oversubscribe`.
+#[test]
+fn a_job_runs_under_open_mpi_mpirun() {
+    let Some(mpirun) = open_mpi() else {
+        return;
+    };
+    let mut cmd = Command::new(mpirun);
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-n", "4"]);
+    runs_managed(&mut cmd, 4);
+}
+
 /// A process manager's variables, wrong or incomplete, stop `init` with
 /// one error naming the variable, at once.
 #[test]
@@ -125,6 +169,15 @@ fn a_wrong_pmi_variable_is_one_clear_error() {
             &[("PMI_FD", "9999"), ("PMI_RANK", "0"), ("PMI_SIZE", "2")][..],
             "PMI_FD: not an open socket",
         ),
+        (
+            &[
+                ("PMIX_NAMESPACE", "1"),
+                ("PMIX_RANK", "x"),
+                ("PMIX_SERVER_URI41", "1.0;tcp4://127.0.0.1:1"),
+            ][..],
+            "PMIX_RANK: `x`",
+        ),
+        (&[("PMIX_RANK", "0")][..], "PMIX_NAMESPACE: not set"),
     ] {
         let mut cmd = Command::new(support::example("node-managed"));
         for (k, v) in vars {

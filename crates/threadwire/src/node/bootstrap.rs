@@ -69,7 +69,8 @@ impl Config {
         let launched = JobEnv::from_env();
         // Not by our launcher: perhaps by a process manager (`managed`).
         let pmi = match &launched {
-            Err(EnvError::NotLaunched) => crate::pmi::PmiClient::from_env(crate::pmi::DEFAULT_TIMEOUT)
+            // PMI-1's variables, then PMIx's (`pmi::Manager::from_env`).
+            Err(EnvError::NotLaunched) => crate::pmi::Manager::from_env(crate::pmi::DEFAULT_TIMEOUT)
                 .map_err(|e| InitError::new(InitErrorKind::Pmi(e.to_string())))?,
             _ => None,
         };

@@ -1,11 +1,13 @@
 //! Joining a job started by a process manager instead of `threadwire
 //! run` — MPICH's Hydra (`mpiexec.hydra -n 4 prog`), Slurm (`srun
-//! --mpi=pmi2 -n 4 prog`) — through its PMI-1 wire protocol ([`crate::pmi`]),
-//! used only to exchange what the job needs; the node's own channels do
-//! the rest, exactly as under our launcher.
+//! --mpi=pmi2 -n 4 prog`) through the PMI-1 wire protocol, Open MPI
+//! (`mpirun -n 4 prog`) through PMIx ([`crate::pmi`], whose `Manager` is
+//! either) — used only to exchange what the job needs; the node's own
+//! channels do the rest, exactly as under our launcher.
 //!
-//! 1. Connect to the manager (`PMI_FD` or `PMI_PORT`) and `init`; the
-//!    node's number and the job's size are the PMI rank and size.
+//! 1. Connect to the manager (PMI-1: `PMI_FD` or `PMI_PORT`; PMIx:
+//!    `PMIx_Init`) and `init`; the node's number and the job's size are
+//!    the manager's rank and size.
 //! 2. Listen on `THREADWIRE_BIND`, or on the address of this host's
 //!    interface towards its default route (the one its peers on other
 //!    hosts reach; loopback on a host without one).
@@ -13,37 +15,40 @@
 //!    also puts the job: a random job id and a random job secret, made
 //!    here and proven, never sent, on every connection — the key-value
 //!    space is the job's own, read by its processes alone.
-//! 4. One barrier; then read the job id and secret, and the host mapping
+//! 4. One exchange (PMI-1's barrier, PMIx's fence); then read the job
+//!    id and secret from node 0's entry, and the host mapping
 //!    (`pmi::book`).
 //! 5. Arm the dialer with the manager as the address book: a pair
 //!    connects on first use, and reads the peer's address then.
 //! 6. At finalize, after the node's last goodbye, leave the manager
-//!    (`finalize`): Hydra takes a process that leaves without it for a
-//!    failure and ends the whole job.
+//!    (`finalize`): Hydra and `mpirun` take a process that leaves without
+//!    it for a failure and end the whole job.
 //!
 //! There is no launcher: no control connection, no reports, no growing
 //! (`add_nodes` is refused), and a peer's death is learnt from its
 //! connection or its silence (`THREADWIRE_PEER_TIMEOUT`) — or the manager
-//! ends the job, as both Hydra and Slurm do by default when a process
-//! fails.
+//! ends the job, as Hydra, Slurm and `mpirun` do by default when a
+//! process fails.
 
 use super::NodeShared;
 use crate::config::Settings;
 use crate::error::{InitError, InitErrorKind};
 use crate::peer::AddressBook;
-use crate::pmi::{addr_key, PmiBook, PmiClient, PmiError, JOB_KEY};
+use crate::pmi::{addr_key, Manager, PmiBook, PmiError, JOB_KEY};
 use crate::progress::{Driver, ProgressEngine};
 use crate::router::{JobSize, Router};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::sync::Arc;
 use threadwire_transport::handshake::Credentials;
 
-/// How long the start-up barrier may wait for the slowest process.
-const BARRIER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+/// How long the start-up exchange may wait for the slowest process.
+const EXCHANGE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Steps 1–5 (module docs). A failure after `init` aborts the job
-/// through the manager, so that no other process waits for this one.
-pub(super) fn bootstrap(mut pmi: PmiClient, settings: Settings) -> Result<Arc<NodeShared>, InitError> {
+/// through the manager, so that no other process waits for this one
+/// (Hydra ends the job at once; `mpirun` when this process exits, as it
+/// does on the error returned).
+pub(super) fn bootstrap(mut pmi: Manager, settings: Settings) -> Result<Arc<NodeShared>, InitError> {
     pmi.init().map_err(err)?;
     let mut pmi = Some(pmi);
     match bootstrap_inited(&mut pmi, settings) {
@@ -63,10 +68,10 @@ fn err(e: PmiError) -> InitError {
 
 /// Steps 1–5 after `init`; takes `pmi` into the address book at step 5.
 fn bootstrap_inited(
-    slot: &mut Option<PmiClient>,
+    slot: &mut Option<Manager>,
     settings: Settings,
 ) -> Result<Arc<NodeShared>, InitError> {
-    let pmi = slot.as_mut().expect("the client, until step 5");
+    let pmi = slot.as_mut().expect("the manager, until step 5");
     let (node, nodes) = (pmi.rank(), pmi.size());
     // Step 2.
     let bind = match std::env::var(crate::env::BIND) {
@@ -89,8 +94,8 @@ fn bootstrap_inited(
         pmi.put(JOB_KEY, &hex(&job)).map_err(err)?;
     }
     // Step 4.
-    pmi.barrier(BARRIER_TIMEOUT).map_err(err)?;
-    let job = pmi.get(JOB_KEY).map_err(err)?;
+    pmi.exchange(EXCHANGE_TIMEOUT).map_err(err)?;
+    let job = pmi.get(0, JOB_KEY).map_err(err)?;
     let creds = parse_job(&job).ok_or_else(|| {
         InitError::new(InitErrorKind::Pmi(format!(
             "node 0's job entry {JOB_KEY} is not 80 hex digits"
@@ -106,7 +111,7 @@ fn bootstrap_inited(
     }
     // Step 5.
     let registry = shared.engine.lock_driver().registry().try_clone()?;
-    let book = PmiBook::new(slot.take().expect("the client"), node, my_addr);
+    let book = PmiBook::new(slot.take().expect("the manager"), node, my_addr);
     shared
         .router
         .dialer

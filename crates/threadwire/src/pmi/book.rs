@@ -4,17 +4,19 @@
 //! with connections on first use (`peer::dial`), as many gets as pairs
 //! that talk — not `n²`.
 //!
-//! Which nodes share a host comes from the manager's
-//! `PMI_process_mapping` (Hydra and Slurm both publish it), read once at
-//! start-up, so that the collectives' host stage can group nodes without
-//! reading every address.
+//! Which nodes share a host comes from the manager
+//! ([`Manager::hosts`]: PMI-1's `PMI_process_mapping`, which Hydra and
+//! Slurm both publish; PMIx's `PMIX_NODEID` of every process), read once
+//! at start-up, so that the collectives' host stage can group nodes
+//! without reading every address.
 
-use super::{PmiClient, PmiError};
+use super::{Manager, PmiError};
 use crate::lock;
 use std::net::SocketAddr;
 use std::sync::Mutex;
 
-/// The key under which node `node` puts its listening address.
+/// The key under which node `node` puts its listening address (named
+/// after its owner: [`Manager`]'s docs).
 pub(crate) fn addr_key(node: u32) -> String {
     format!("threadwire-addr-{node}")
 }
@@ -25,7 +27,7 @@ pub(crate) const JOB_KEY: &str = "threadwire-job";
 /// Addresses read from the manager, with the connection to it.
 pub(crate) struct PmiBook {
     /// `None` once finalized.
-    client: Mutex<Option<PmiClient>>,
+    manager: Mutex<Option<Manager>>,
     addrs: Mutex<Vec<Option<SocketAddr>>>,
     /// The host of every node, numbered by the manager, if it said.
     hosts: Option<Vec<u32>>,
@@ -34,16 +36,12 @@ pub(crate) struct PmiBook {
 impl PmiBook {
     /// A book of `size` nodes, knowing this node's (`me`) address; reads
     /// the host mapping now.
-    pub(crate) fn new(mut client: PmiClient, me: u32, addr: SocketAddr) -> PmiBook {
-        let size = client.size();
-        let hosts = client
-            .get("PMI_process_mapping")
-            .ok()
-            .and_then(|m| process_mapping(&m, size));
-        let mut addrs = vec![None; size as usize];
+    pub(crate) fn new(mut manager: Manager, me: u32, addr: SocketAddr) -> PmiBook {
+        let hosts = manager.hosts();
+        let mut addrs = vec![None; manager.size() as usize];
         addrs[me as usize] = Some(addr);
         PmiBook {
-            client: Mutex::new(Some(client)),
+            manager: Mutex::new(Some(manager)),
             addrs: Mutex::new(addrs),
             hosts,
         }
@@ -54,12 +52,12 @@ impl PmiBook {
         if let Some(a) = self.known(node) {
             return Ok(a);
         }
-        let mut client = lock(&self.client);
-        let Some(client) = client.as_mut() else {
+        let mut manager = lock(&self.manager);
+        let Some(manager) = manager.as_mut() else {
             return Err("this node has left the process manager".into());
         };
-        let value = client
-            .get(&addr_key(node))
+        let value = manager
+            .get(node, &addr_key(node))
             .map_err(|e| format!("n{node}'s address from the process manager: {e}"))?;
         let addr: SocketAddr = value
             .parse()
@@ -89,7 +87,7 @@ impl PmiBook {
 
     /// Leaves the process manager in order (`finalize`), once.
     pub(crate) fn finalize(&self) -> Result<(), PmiError> {
-        match lock(&self.client).take() {
+        match lock(&self.manager).take() {
             Some(c) => c.finalize(),
             None => Ok(()),
         }

@@ -124,14 +124,14 @@ fn number(name: &'static str, value: &str) -> Result<u32, PmiError> {
         .map_err(|_| malformed(name, value, "a non-negative number"))
 }
 
-fn missing(name: &'static str, needed_by: &'static str) -> PmiError {
+pub(super) fn missing(name: &'static str, needed_by: &'static str) -> PmiError {
     PmiError::Variable {
         name,
         problem: VariableProblem::Missing { needed_by },
     }
 }
 
-fn malformed(name: &'static str, value: &str, expected: &'static str) -> PmiError {
+pub(super) fn malformed(name: &'static str, value: &str, expected: &'static str) -> PmiError {
     PmiError::Variable {
         name,
         problem: VariableProblem::Malformed {

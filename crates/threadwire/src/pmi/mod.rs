@@ -1,4 +1,9 @@
-//! Starting under a process manager: a client of the PMI-1 "simple" wire
+//! Starting under a process manager, through either of its interfaces
+//! ([`Manager`]): PMI-1, below, or PMIx, through the system's PMIx
+//! library ([`pmix`]: Open MPI's `mpirun`; its docs say why a library and
+//! not the wire).
+//!
+//! The PMI-1 client speaks the "simple" wire
 //! protocol, as MPICH's Hydra (`mpiexec.hydra -n 4 prog`) and Slurm's
 //! `mpi/pmi2` plugin (`srun --mpi=pmi2 -n 4 prog`, which answers PMI-1
 //! clients too) serve it. The lines themselves are
@@ -57,8 +62,12 @@
 mod book;
 mod client;
 mod detect;
+mod manager;
+mod pmix;
 
-pub(crate) use book::{addr_key, PmiBook, JOB_KEY};
+pub(crate) use book::{addr_key, process_mapping, PmiBook, JOB_KEY};
+pub(crate) use manager::Manager;
+pub(crate) use pmix::PmixClient;
 
 #[cfg(test)]
 mod tests;
@@ -157,6 +166,34 @@ pub(crate) enum PmiError {
         /// It.
         text: String,
     },
+    /// PMIx variables are set, but the PMIx library cannot be loaded.
+    #[error("started by a PMIx server, but {library} cannot be loaded: {source}")]
+    Library {
+        /// The library's file name.
+        library: &'static str,
+        /// Why not.
+        source: libloading::Error,
+    },
+    /// A PMIx call returned a failure.
+    #[error("{call} failed: {name} ({status})")]
+    Pmix {
+        /// The function.
+        call: &'static str,
+        /// Its status.
+        status: i32,
+        /// The library's name for the status.
+        name: String,
+    },
+    /// A PMIx value of another type than the key's.
+    #[error("the PMIx server's {key} is of type {kind}, not {expected}")]
+    WrongType {
+        /// The key.
+        key: String,
+        /// Its PMIx type tag.
+        kind: u16,
+        /// What it should be.
+        expected: &'static str,
+    },
     /// An earlier request failed midway; answers can no longer be matched
     /// to requests (module docs).
     #[error("the PMI connection is unusable after an earlier failure")]
@@ -188,7 +225,8 @@ pub(crate) enum VariableProblem {
         /// The size.
         size: u32,
     },
-    /// The manager says otherwise (`PMI_PORT` mode's `set rank=`/`size=`).
+    /// The manager says otherwise (`PMI_PORT` mode's `set rank=`/`size=`,
+    /// the process `PMIx_Init` names).
     Disagrees {
         /// The variable's value.
         value: u32,

@@ -11,12 +11,17 @@ use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-fn detect(vars: &[(&str, &str)]) -> Result<Option<PmiEnv>, PmiError> {
+/// An environment of `vars` alone, for the detections' `from_lookup`.
+pub(super) fn environment(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let vars: HashMap<String, String> = vars
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    PmiEnv::from_lookup(|name| vars.get(name).cloned())
+    move |name| vars.get(name).cloned()
+}
+
+fn detect(vars: &[(&str, &str)]) -> Result<Option<PmiEnv>, PmiError> {
+    PmiEnv::from_lookup(environment(vars))
 }
 
 fn variable_error(vars: &[(&str, &str)]) -> (&'static str, VariableProblem) {
@@ -246,7 +251,7 @@ fn the_client_can_sit_behind_a_mutex() {
 
 /// Set in the environment of the test binary run again under Hydra: the
 /// named test then plays one process of the job instead of starting it.
-const CHILD: &str = "THREADWIRE_PMI_TEST_CHILD";
+pub(super) const CHILD: &str = "THREADWIRE_PMI_TEST_CHILD";
 
 /// Runs this test binary's test `name` under `mpiexec.hydra args`,
 /// through `wrapper` (a command put before the binary), and returns its
@@ -258,34 +263,49 @@ fn under_hydra(name: &str, args: &[&str], wrapper: &[&str]) -> Option<(std::proc
         println!("skipped: {hydra} is not installed");
         return None;
     }
+    let mut cmd = Command::new(hydra);
+    cmd.args(args).args(wrapper);
+    Some(run_job(cmd, &format!("pmi::tests::{name}"), "pmi-child"))
+}
+
+/// Runs this test binary's test `test` (its path) as every process of
+/// the job `manager` starts (the manager, its arguments and variables
+/// set; the binary is appended), with [`CHILD`] set; returns the job's
+/// exit status and the lines the processes printed starting with
+/// `marker`.
+pub(super) fn run_job(
+    mut manager: Command,
+    test: &str,
+    marker: &str,
+) -> (std::process::ExitStatus, Vec<String>) {
     let exe = std::env::current_exe().unwrap();
+    let name = test.rsplit("::").next().unwrap_or(test);
     let out_path = std::env::temp_dir().join(format!("threadwire-pmi-{}-{name}.out", std::process::id()));
     let out = std::fs::File::create(&out_path).unwrap();
-    let mut cmd = Command::new(hydra);
-    cmd.args(args)
-        .args(wrapper)
+    manager
         .arg(exe)
-        .args([&format!("pmi::tests::{name}"), "--exact", "--nocapture", "--test-threads=1"])
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD, "1")
         .stdin(Stdio::null())
         .stdout(out.try_clone().unwrap())
         .stderr(out);
-    let mut job = threadwire_testbed::group::ProcessGroup::spawn(cmd).unwrap();
+    let shown = format!("{:?}", manager);
+    let mut job = threadwire_testbed::group::ProcessGroup::spawn(manager).unwrap();
     let status = job
         .wait_deadline(Instant::now() + Duration::from_secs(120))
         .unwrap();
     let text = std::fs::read_to_string(&out_path).unwrap_or_default();
     let _ = std::fs::remove_file(&out_path);
     let Some(status) = status else {
-        panic!("mpiexec.hydra {args:?} still running after 120 s; output:\n{text}");
+        panic!("{shown} still running after 120 s; output:\n{text}");
     };
     let lines = text
         .lines()
         // The test harness may print its own words before ours.
-        .filter_map(|l| l.find("pmi-child").map(|at| l[at..].to_owned()))
+        .filter_map(|l| l.find(marker).map(|at| l[at..].to_owned()))
         .collect();
-    println!("mpiexec.hydra {args:?}: {status}\n{text}");
-    Some((status, lines))
+    println!("{shown}: {status}\n{text}");
+    (status, lines)
 }
 
 /// One process's part: everything a node's bootstrap does, with checks.
@@ -323,7 +343,8 @@ fn exchange_addresses() {
     );
 }
 
-fn check_four(result: Option<(std::process::ExitStatus, Vec<String>)>) {
+/// Every one of four processes said it was done, once.
+pub(super) fn check_four(result: Option<(std::process::ExitStatus, Vec<String>)>) {
     let Some((status, lines)) = result else {
         return;
     };
