@@ -1,7 +1,23 @@
 //! The environment contract between the launcher and the nodes it starts.
 //!
-//! `threadwire run` (or any launcher that honours this contract, such as a
-//! wrapper under Slurm) starts each node with these variables:
+//! A node can start three ways, and `init` looks for them in this order:
+//!
+//! 1. Under `threadwire run` (or any launcher that honours this contract):
+//!    the `THREADWIRE_*` variables of the first table; the node registers
+//!    with the launcher's rendezvous (`control` module).
+//! 2. Under a process manager speaking PMI-1 (MPICH's Hydra, Slurm's
+//!    `srun --mpi=pmi2`): the `PMI_*` variables below.
+//! 3. Under a PMIx server (Open MPI's `mpirun`): the `PMIX_*` variables
+//!    below.
+//!
+//! Under a process manager a node exchanges its address and the job's id
+//! and secret through the manager's key-value space and then runs as
+//! under `threadwire run`, without a launcher (`node::managed` has the
+//! steps). A program started none of these ways gets
+//! [`EnvError::NotLaunched`] from `init` (or runs alone, with
+//! [`Config::standalone`](crate::Config::standalone)).
+//!
+//! `threadwire run` starts each node with these variables:
 //!
 //! | variable                 | meaning                                                   |
 //! |--------------------------|-----------------------------------------------------------|
