@@ -43,6 +43,7 @@
 //! table's *line read* column: the report is the node's line to the
 //! launcher, read the moment its event arrives).
 
+pub mod launchers;
 pub mod node;
 pub mod report;
 
@@ -140,6 +141,10 @@ pub struct Options {
     /// (`JobSpec::hosts`); empty for this host. Fibers, OS threads and
     /// pvm_spawn stay on this host.
     pub hosts: Vec<threadwire_launch::Host>,
+    /// The kinds measured, in [`Kind::ALL`] order.
+    pub kinds: Vec<Kind>,
+    /// The launcher rows ([`launchers`]), if any, on this host.
+    pub launchers: Option<launchers::Options>,
 }
 
 impl Options {
@@ -151,6 +156,8 @@ impl Options {
             program: program.into(),
             args,
             hosts: Vec::new(),
+            kinds: Kind::ALL.to_vec(),
+            launchers: None,
         }
     }
 }
@@ -297,6 +304,8 @@ pub struct Report {
     /// in µs over the batches of every remote job (`None` without remote
     /// rows).
     pub am_round_trip_us: Option<Millis>,
+    /// The launcher rows, if asked for.
+    pub launchers: Option<launchers::Report>,
 }
 
 /// The two emulated hosts of the process rows: node i on host i mod 2.
@@ -375,19 +384,22 @@ pub fn node_config() -> threadwire::Config {
 
 /// The steps of [`run`], one per kind and count, for a progress bar.
 pub fn steps(options: &Options) -> usize {
-    Kind::ALL.len() * options.counts.len()
+    let launcher_steps = options.launchers.as_ref().map_or(0, |_| launchers::steps(&options.counts));
+    options.kinds.len() * options.counts.len() + launcher_steps
 }
 
 /// Runs every row: processes (`on_event` sees every event of the jobs but
 /// the nodes' timing reports), then fibers and OS threads of `ep`'s node,
 /// which should come from [`node_config`], then pvm_spawn where PVM is
-/// installed and comm_spawn where Open MPI is, then the remote rows.
-/// `on_step` is called after each of the [`steps`], measured or not.
+/// installed and comm_spawn where Open MPI is, then the remote rows, then
+/// the launcher rows; of these, the [`Options::kinds`] and
+/// [`Options::launchers`] asked for. `on_step` is called after each of the
+/// [`steps`], measured or not (with `None` for the launcher rows).
 pub fn run(
     ep: &Endpoint,
     options: &Options,
     mut on_event: impl FnMut(&Event),
-    mut on_step: impl FnMut(Kind, u32),
+    mut on_step: impl FnMut(Option<Kind>, u32),
 ) -> Result<Report, Error> {
     let repetitions = options.repetitions.max(1);
     let mut rows = Vec::new();
@@ -397,7 +409,7 @@ pub fn run(
     };
     let mut comm_program = None;
     let mut round_trips = Vec::new();
-    for kind in Kind::ALL {
+    for &kind in &options.kinds {
         for &count in &options.counts {
             let count = count.max(1);
             let row = match kind {
@@ -438,9 +450,18 @@ pub fn run(
                 }
             };
             rows.extend(row);
-            on_step(kind, count);
+            on_step(Some(kind), count);
         }
     }
+    let node = launchers::Node {
+        program: &options.program,
+        args: &options.args,
+    };
+    let launchers = options.launchers.as_ref().map(|launchers| {
+        launchers::run(launchers, node, &options.counts, repetitions, |count| {
+            on_step(None, count)
+        })
+    });
     Ok(Report {
         rows,
         pvm,
@@ -448,6 +469,7 @@ pub fn run(
         repetitions,
         emulated_hosts: None,
         am_round_trip_us: (!round_trips.is_empty()).then(|| Millis::of(&mut round_trips)),
+        launchers,
     })
 }
 
