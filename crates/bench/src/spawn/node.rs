@@ -166,7 +166,9 @@ pub fn ring() -> Result<(), NodeError> {
         .map_err(|e| failed(&e))?;
     match message.into_vec() == left.to_le_bytes() {
         true => Ok(()),
-        false => Err(failed(&format!("n{me}: the message from n{left} is not its number"))),
+        false => Err(failed(&format!(
+            "n{me}: the message from n{left} is not its number"
+        ))),
     }
 }
 

@@ -196,9 +196,9 @@ pub fn deadline(count: u32) -> Duration {
 enum Prepared {
     /// Nothing to make: `threadwire run`, `mpiexec.hydra`.
     Ready,
-    /// An allocation in a cluster of its own.
+    /// An allocation in a cluster of its own (boxed: a cluster is large).
     Slurm {
-        cluster: SlurmCluster,
+        cluster: Box<SlurmCluster>,
         allocation: JobId,
     },
     /// `ring.c` built.
@@ -219,7 +219,7 @@ impl Prepared {
                     cpus_per_host: largest.max(SlurmPlan::new(1).cpus_per_host),
                     ..SlurmPlan::new(1)
                 };
-                let cluster = SlurmCluster::start(&plan)?;
+                let cluster = Box::new(SlurmCluster::start(&plan)?);
                 let allocation = cluster.allocate(&["-n", &largest.to_string()])?;
                 Prepared::Slurm {
                     cluster,

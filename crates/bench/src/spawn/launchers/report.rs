@@ -11,13 +11,13 @@ use std::io::{self, Write};
 /// Issue 15's goal for 256 nodes, in ms.
 pub const GOAL_256_MS: f64 = 3000.0;
 
-/// `--json`'s `launchers`.
+/// `--json`'s `launchers`: the rows, and every launcher whether measured
+/// or not (so the document's shape is the same on every machine).
 #[derive(Serialize)]
 pub(crate) struct JsonLaunchers {
     repetitions: u32,
     rows: Vec<JsonRow>,
-    not_measured: Vec<JsonWhy>,
-    failed: Vec<JsonWhy>,
+    launchers: Vec<JsonLauncher>,
 }
 
 #[derive(Serialize)]
@@ -35,10 +35,12 @@ struct Spread {
 }
 
 #[derive(Serialize)]
-struct JsonWhy {
-    launcher: &'static str,
-    count: Option<u32>,
-    because: String,
+struct JsonLauncher {
+    name: &'static str,
+    measured: bool,
+    not_measured_because: Option<String>,
+    failed_at: Option<u32>,
+    failed_because: Option<String>,
 }
 
 /// How a threadwire launcher fares against the issue's goals.
@@ -172,7 +174,11 @@ impl Report {
                 Some(ms) => format!(
                     "256 nodes in {} ms, {} 3 s",
                     three_figures(ms),
-                    if ms < GOAL_256_MS { "under" } else { "not under" }
+                    if ms < GOAL_256_MS {
+                        "under"
+                    } else {
+                        "not under"
+                    }
                 ),
                 None => "256 nodes not measured".to_string(),
             };
@@ -205,22 +211,18 @@ impl Report {
                     },
                 })
                 .collect(),
-            not_measured: self
-                .not_measured
-                .iter()
-                .map(|(launcher, e)| JsonWhy {
-                    launcher: launcher.name(),
-                    count: None,
-                    because: e.to_string(),
-                })
-                .collect(),
-            failed: self
-                .failed
-                .iter()
-                .map(|f| JsonWhy {
-                    launcher: f.launcher.name(),
-                    count: Some(f.count),
-                    because: f.error.to_string(),
+            launchers: Launcher::ALL
+                .into_iter()
+                .map(|launcher| {
+                    let skipped = self.not_measured.iter().find(|(l, _)| *l == launcher);
+                    let failed = self.failed.iter().find(|f| f.launcher == launcher);
+                    JsonLauncher {
+                        name: launcher.name(),
+                        measured: skipped.is_none(),
+                        not_measured_because: skipped.map(|(_, e)| e.to_string()),
+                        failed_at: failed.map(|f| f.count),
+                        failed_because: failed.map(|f| f.error.to_string()),
+                    }
                 })
                 .collect(),
         }
