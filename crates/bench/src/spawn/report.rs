@@ -4,6 +4,7 @@
 use super::{CommSpawn, Kind, Millis, Pvm, Report, PVM_SPAWN_1998_MS};
 use crate::report::{three_figures, write_csv, write_json, Figure};
 use serde::Serialize;
+use std::fmt;
 use std::io::{self, Write};
 
 /// `--json`: per kind and N the ms until all joined and, for processes,
@@ -113,6 +114,18 @@ fn reference(count: u32, kind: Kind) -> Figure {
     Figure::of((count == 1).then(|| kind.reference_1998_ms()))
 }
 
+/// `median (min–max)`, each to three figures; padded as a whole.
+impl fmt::Display for Millis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(&format!(
+            "{} ({}–{})",
+            three_figures(self.median),
+            three_figures(self.min),
+            three_figures(self.max)
+        ))
+    }
+}
+
 impl Report {
     /// Nodes added to a running job against the peers' processes started
     /// into theirs, at each N all three measured: median ÷ median.
@@ -166,14 +179,6 @@ impl Report {
 
 impl crate::report::Report for Report {
     fn table(&self, out: &mut dyn Write) -> io::Result<()> {
-        let spread = |m: &Millis| {
-            format!(
-                "{} ({}–{})",
-                three_figures(m.median),
-                three_figures(m.min),
-                three_figures(m.max)
-            )
-        };
         let reference = |count: u32, ms: f64| match count {
             1 => format!("{ms:.2}"),
             _ => String::new(),
@@ -194,10 +199,10 @@ impl crate::report::Report for Report {
                 "{:<10} {:>3}  {:>28}  {:>28}  {:>10}",
                 row.kind.name(),
                 row.count,
-                spread(&row.joined),
+                row.joined,
                 row.finished
                     .as_ref()
-                    .map_or_else(|| "–".to_string(), spread),
+                    .map_or_else(|| "–".to_string(), Millis::to_string),
                 reference(row.count, row.kind.reference_1998_ms())
             )?;
         }
@@ -252,7 +257,7 @@ impl crate::report::Report for Report {
             writeln!(
                 out,
                 "remote fibers: an active-message round trip between the two nodes takes {} µs",
-                spread(am)
+                am
             )?;
             let one = self
                 .rows

@@ -4,7 +4,6 @@
 
 use super::{Launcher, Report, Row};
 use crate::report::three_figures;
-use crate::spawn::Millis;
 use serde::Serialize;
 use std::io::{self, Write};
 
@@ -95,14 +94,6 @@ impl Report {
         out: &mut dyn Write,
         pvm_spawn: impl Fn(u32) -> Option<f64>,
     ) -> io::Result<()> {
-        let spread = |m: &Millis| {
-            format!(
-                "{} ({}–{})",
-                three_figures(m.median),
-                three_figures(m.min),
-                three_figures(m.max)
-            )
-        };
         writeln!(
             out,
             "jobs under launchers: ms from starting the launcher until it exits, N processes \
@@ -121,7 +112,7 @@ impl Report {
                 "{:<26} {:>4}  {:>28}",
                 row.launcher.name(),
                 row.count,
-                spread(&row.finished)
+                row.finished
             )?;
         }
         for (launcher, e) in &self.not_measured {
@@ -232,6 +223,7 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spawn::Millis;
 
     fn row(launcher: Launcher, count: u32, median: f64) -> Row {
         Row {
