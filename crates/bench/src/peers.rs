@@ -495,7 +495,7 @@ fn in_namespace(namespace: Option<&str>, args: &[String]) -> Command {
 }
 
 /// A directory for one peer's files, removed when dropped.
-struct ScratchDir(PathBuf);
+pub(crate) struct ScratchDir(pub(crate) PathBuf);
 
 impl ScratchDir {
     fn new(peer: Peer) -> Result<ScratchDir, Error> {
@@ -507,7 +507,7 @@ impl ScratchDir {
 
     /// `$TMPDIR/threadwire-peer-<pid>-<name>`, registered for removal on a
     /// signal.
-    fn named(name: &str) -> io::Result<ScratchDir> {
+    pub(crate) fn named(name: &str) -> io::Result<ScratchDir> {
         let dir =
             std::env::temp_dir().join(format!("threadwire-peer-{}-{name}", std::process::id()));
         threadwire_testbed::interrupt::create_scratch_dir(&dir)?;

@@ -464,12 +464,17 @@ pub struct SpawnArgs {
         long,
         value_delimiter = ',',
         default_value = "1,4,8,16",
-        value_parser = clap::value_parser!(u32).range(1..=64)
+        value_parser = clap::value_parser!(u32).range(1..=256)
     )]
     pub counts: Vec<u32>,
     /// Timed repetitions per row (after one untimed warm-up).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub repetitions: u32,
+    /// Only whole jobs under launchers (threadwire run, mpiexec.hydra and
+    /// srun of threadwire nodes; Open MPI's mpirun and MPICH's mpiexec of
+    /// an MPI ring) and pvm_spawn, their 1998 peer (issue 15).
+    #[arg(long)]
+    pub launchers_only: bool,
     /// Start the node processes on two emulated hosts joined by this
     /// link, node i on host i mod 2 (needs root); the other rows stay
     /// on this host.

@@ -209,18 +209,27 @@ pub fn run(bench: Bench) -> Result<Outcome> {
                     |()| 0,
                 ));
             }
-            if under_launcher() {
+            // The launcher rows' nodes run under process managers too.
+            if under_launcher() || std::env::var_os(spawn::launchers::RING_VARIABLE).is_some() {
                 spawn::node()?;
                 return exit(0);
             }
             interrupt::install(crate::progress::report_interrupt);
             let net = OnLink { link: a.link }.net()?;
             let node_args = vec!["bench".into(), "spawn".into()];
+            let program = std::env::current_exe()?;
             let options = spawn::Options {
                 counts: a.counts,
                 repetitions: a.repetitions,
                 hosts: net.as_ref().map_or(Vec::new(), |n| n.launch_hosts()),
-                ..spawn::Options::new(std::env::current_exe()?, node_args)
+                kinds: match a.launchers_only {
+                    true => vec![spawn::Kind::PvmSpawn],
+                    false => spawn::Kind::ALL.to_vec(),
+                },
+                launchers: Some(spawn::launchers::Options {
+                    run: (program.clone(), vec!["run".into()]),
+                }),
+                ..spawn::Options::new(program, node_args)
             };
             let ep = spawn::node_config()
                 .init()

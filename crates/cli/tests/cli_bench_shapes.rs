@@ -360,6 +360,23 @@ fn spawn_shape() {
     ] {
         keys.extend(spread(name));
     }
+    // The launcher rows: every launcher listed, measured or not.
+    let launcher = ["name", "measured", "not_measured_because", "failed_at"]
+        .into_iter()
+        .chain(["failed_because"])
+        .map(|key| format!("launchers.launchers[].{key}"));
+    let launcher_row = ["launcher", "count", "finished_ms"]
+        .into_iter()
+        .chain(["finished_ms.median", "finished_ms.min", "finished_ms.max"])
+        .map(|key| format!("launchers.rows[].{key}"));
+    keys.extend(
+        ["launchers", "launchers.repetitions", "launchers.rows"]
+            .into_iter()
+            .chain(["launchers.launchers"])
+            .map(String::from)
+            .chain(launcher)
+            .chain(launcher_row),
+    );
     assert_shape(
         &["bench", "spawn", "--counts", "1", "--repetitions", "1"],
         &keys.iter().map(String::as_str).collect::<Vec<_>>(),
@@ -380,6 +397,7 @@ fn spawn_shape() {
             "started      N          all joined (min–max)        job finished (min–max)  \
              1998 (N=1)",
             "  N  code running   past init   line read  job finished",
+            "launcher                      N        job finished (min–max)",
         ],
     );
 }

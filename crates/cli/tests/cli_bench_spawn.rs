@@ -7,6 +7,15 @@ use serde_json::Value;
 use support::command::*;
 use support::report::*;
 
+/// The launcher rows' names, as the table and CSV give them.
+const LAUNCHERS: [&str; 5] = [
+    "threadwire run",
+    "mpiexec.hydra (threadwire)",
+    "srun (threadwire)",
+    "mpirun (Open MPI)",
+    "mpiexec.hydra (MPICH)",
+];
+
 #[test]
 fn bench_spawn_reports_every_kind_and_count() {
     let ran =
@@ -66,6 +75,38 @@ fn bench_spawn_reports_every_kind_and_count() {
             ran.show()
         );
     }
+    // The launcher rows: threadwire run's at each N; every other launcher
+    // has its rows, or a line saying why not.
+    let launcher_row = |name: &str, count: &str| {
+        ran.stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix(name))
+            .map(|rest| rest.split_whitespace().collect::<Vec<_>>())
+            .find(|w| w.first() == Some(&count))
+    };
+    for count in ["1", "2"] {
+        let row = launcher_row("threadwire run ", count)
+            .unwrap_or_else(|| panic!("no threadwire run row for N = {count}\n{}", ran.show()));
+        spread(row[1], row[2]);
+    }
+    for name in LAUNCHERS {
+        let said = ran.stdout.lines().any(|l| {
+            l.starts_with(&format!("{name}: not measured: "))
+                || l.starts_with(&format!("{name}: failed at N="))
+        });
+        assert!(
+            said || launcher_row(&format!("{name} "), "1").is_some(),
+            "{name}: no row and no reason\n{}",
+            ran.show()
+        );
+    }
+    assert!(
+        ran.stdout
+            .lines()
+            .any(|l| l.starts_with("issue 15: threadwire run at least as fast as")),
+        "no goal line\n{}",
+        ran.show()
+    );
     // The process timeline: N, then four milestones.
     for count in ["1", "2"] {
         let row: Vec<&str> = ran
@@ -131,6 +172,21 @@ fn bench_spawn_json_and_csv_have_every_row() {
         .get("am_round_trip_us")
         .and_then(|a| a.get("median")?.as_f64());
     assert_positive(am, "am_round_trip_us.median", &ran);
+    // Every launcher, measured or why not; threadwire run's rows.
+    let launchers = doc.get("launchers").unwrap_or(&Value::Null);
+    let names: Vec<&str> = array(launchers, "launchers")
+        .iter()
+        .filter_map(|l| l.get("name")?.as_str())
+        .collect();
+    assert_eq!(names, LAUNCHERS, "{}", ran.show());
+    let ours: Vec<f64> = array(launchers, "rows")
+        .iter()
+        .filter(|r| r.get("launcher").and_then(Value::as_str) == Some("threadwire run"))
+        .filter_map(|r| r.get("finished_ms")?.get("median")?.as_f64())
+        .collect();
+    assert_eq!(ours.len(), 2, "{}", ran.show());
+    ours.iter()
+        .for_each(|&ms| assert_positive(Some(ms), "launchers.rows[].finished_ms.median", &ran));
     let ran = spawn("--csv");
     let lines: Vec<&str> = ran.stdout.lines().collect();
     assert!(
@@ -147,11 +203,17 @@ fn bench_spawn_json_and_csv_have_every_row() {
         .filter(|l| l.starts_with("comm_spawn,"))
         .count();
     assert!(comm_lines >= 1, "{}", ran.show());
+    // A launcher's row per N, or one row with only its name.
+    let launcher_lines = lines
+        .iter()
+        .filter(|l| LAUNCHERS.iter().any(|n| l.starts_with(&format!("{n},"))))
+        .count();
+    assert!(launcher_lines >= LAUNCHERS.len(), "{}", ran.show());
     // Processes, fibers, OS threads, added nodes and remote fibers at N =
     // 1 and 2.
     assert_eq!(
         lines.len(),
-        1 + 10 + pvm_lines + comm_lines,
+        1 + 10 + pvm_lines + comm_lines + launcher_lines,
         "{}",
         ran.show()
     );

@@ -12,6 +12,12 @@
 //! | added nodes | in a job of 2 nodes whose node 1 waits in a receive, N nodes of this program added by node 0's one [`add_nodes`](threadwire::Endpoint::add_nodes) | `add_nodes` has returned: every new node joined, connected to every node |
 //! | remote fibers | in a job of 2 nodes, N × [`spawn_remote`](threadwire::Endpoint::spawn_remote) by node 0 on node 1 of an entry that returns | all N joined ([`RemoteHandle::join`](threadwire::RemoteHandle::join)) |
 //!
+//! Beside them, whole jobs under launchers ([`launchers`], issue 15): the
+//! wall time of `threadwire run`, `mpiexec.hydra` and `srun` starting N
+//! of this program's nodes that pass one message round a ring, against
+//! Open MPI's `mpirun` and MPICH's `mpiexec` starting an MPI program that
+//! does the same ([`Options::launchers`]).
+//!
 //! The remote rows' job also times active-message round trips (an empty
 //! inline handler that answers empty) between the same two nodes, the
 //! yardstick of a remote spawn: [`Report::am_round_trip_us`].
@@ -43,10 +49,14 @@
 //! table's *line read* column: the report is the node's line to the
 //! launcher, read the moment its event arrives).
 
+pub mod launchers;
 pub mod node;
+mod processes;
 pub mod report;
 
 pub use node::{node, NodeError};
+
+use processes::{monotonic_ns, processes};
 
 use crate::node_result::NodeResult;
 use std::ffi::OsString;
@@ -140,6 +150,10 @@ pub struct Options {
     /// (`JobSpec::hosts`); empty for this host. Fibers, OS threads and
     /// pvm_spawn stay on this host.
     pub hosts: Vec<threadwire_launch::Host>,
+    /// The kinds measured, in [`Kind::ALL`] order.
+    pub kinds: Vec<Kind>,
+    /// The launcher rows ([`launchers`]), if any, on this host.
+    pub launchers: Option<launchers::Options>,
 }
 
 impl Options {
@@ -151,6 +165,8 @@ impl Options {
             program: program.into(),
             args,
             hosts: Vec::new(),
+            kinds: Kind::ALL.to_vec(),
+            launchers: None,
         }
     }
 }
@@ -297,6 +313,8 @@ pub struct Report {
     /// in µs over the batches of every remote job (`None` without remote
     /// rows).
     pub am_round_trip_us: Option<Millis>,
+    /// The launcher rows, if asked for.
+    pub launchers: Option<launchers::Report>,
 }
 
 /// The two emulated hosts of the process rows: node i on host i mod 2.
@@ -375,19 +393,25 @@ pub fn node_config() -> threadwire::Config {
 
 /// The steps of [`run`], one per kind and count, for a progress bar.
 pub fn steps(options: &Options) -> usize {
-    Kind::ALL.len() * options.counts.len()
+    let launcher_steps = options
+        .launchers
+        .as_ref()
+        .map_or(0, |_| launchers::steps(&options.counts));
+    options.kinds.len() * options.counts.len() + launcher_steps
 }
 
 /// Runs every row: processes (`on_event` sees every event of the jobs but
 /// the nodes' timing reports), then fibers and OS threads of `ep`'s node,
 /// which should come from [`node_config`], then pvm_spawn where PVM is
-/// installed and comm_spawn where Open MPI is, then the remote rows.
-/// `on_step` is called after each of the [`steps`], measured or not.
+/// installed and comm_spawn where Open MPI is, then the remote rows, then
+/// the launcher rows; of these, the [`Options::kinds`] and
+/// [`Options::launchers`] asked for. `on_step` is called after each of the
+/// [`steps`], measured or not (with `None` for the launcher rows).
 pub fn run(
     ep: &Endpoint,
     options: &Options,
     mut on_event: impl FnMut(&Event),
-    mut on_step: impl FnMut(Kind, u32),
+    mut on_step: impl FnMut(Option<Kind>, u32),
 ) -> Result<Report, Error> {
     let repetitions = options.repetitions.max(1);
     let mut rows = Vec::new();
@@ -397,7 +421,7 @@ pub fn run(
     };
     let mut comm_program = None;
     let mut round_trips = Vec::new();
-    for kind in Kind::ALL {
+    for &kind in &options.kinds {
         for &count in &options.counts {
             let count = count.max(1);
             let row = match kind {
@@ -438,9 +462,18 @@ pub fn run(
                 }
             };
             rows.extend(row);
-            on_step(kind, count);
+            on_step(Some(kind), count);
         }
     }
+    let node = launchers::Node {
+        program: &options.program,
+        args: &options.args,
+    };
+    let launchers = options.launchers.as_ref().map(|launchers| {
+        launchers::run(launchers, node, &options.counts, repetitions, |count| {
+            on_step(None, count)
+        })
+    });
     Ok(Report {
         rows,
         pvm,
@@ -448,6 +481,7 @@ pub fn run(
         repetitions,
         emulated_hosts: None,
         am_round_trip_us: (!round_trips.is_empty()).then(|| Millis::of(&mut round_trips)),
+        launchers,
     })
 }
 
@@ -587,87 +621,6 @@ fn comm_spawn(
     Ok((row, retried))
 }
 
-/// One job's milliseconds from the call of `run`.
-struct Job {
-    running: f64,
-    initialized: f64,
-    joined: f64,
-    finished: f64,
-}
-
-fn processes(
-    options: &Options,
-    count: u32,
-    repetitions: u32,
-    on_event: &mut impl FnMut(&Event),
-) -> Result<Row, Error> {
-    let mut spec = JobSpec::new(count, &options.program)
-        .args(options.args.iter().cloned())
-        .timeout(JOB_TIMEOUT);
-    if !options.hosts.is_empty() {
-        spec = spec.hosts(options.hosts.clone());
-    }
-    launch_once(&spec, on_event)?;
-    let mut jobs = Vec::with_capacity(repetitions as usize);
-    for _ in 0..repetitions {
-        jobs.push(launch_once(&spec, on_event)?);
-    }
-    let column = |of: fn(&Job) -> f64| Millis::of(&mut jobs.iter().map(of).collect::<Vec<_>>());
-    Ok(Row {
-        kind: Kind::Processes,
-        count,
-        joined: column(|j| j.joined),
-        finished: Some(column(|j| j.finished)),
-        timeline: Some(Timeline {
-            running: column(|j| j.running),
-            initialized: column(|j| j.initialized),
-        }),
-    })
-}
-
-fn launch_once(spec: &JobSpec, on_event: &mut impl FnMut(&Event)) -> Result<Job, Error> {
-    // Per node: its code running, past init (its clock), report read (ours).
-    let mut stamps: Vec<Option<[u64; 3]>> = vec![None; spec.nodes as usize];
-    let t0 = monotonic_ns();
-    let report = threadwire_launch::run(spec, |ev| {
-        let read = monotonic_ns();
-        match NodeResult::decode(ev) {
-            Some((
-                node,
-                NodeResult::Joined {
-                    started_ns,
-                    joined_ns,
-                },
-            )) if (node as usize) < stamps.len() => {
-                stamps[node as usize] = Some([started_ns, joined_ns, read])
-            }
-            _ => on_event(ev),
-        }
-    })
-    .map_err(Error::Launch)?;
-    let finished = monotonic_ns();
-    if report.status != 0 {
-        return Err(Error::Job {
-            status: report.status,
-            failure: report.failure.map(|(_, cause)| cause),
-        });
-    }
-    let mut last = [0u64; 3];
-    for (node, s) in stamps.iter().enumerate() {
-        let s = s.ok_or(Error::NoReport { node: node as u32 })?;
-        for (l, s) in last.iter_mut().zip(s) {
-            *l = (*l).max(s);
-        }
-    }
-    let ms = |t: u64| t.saturating_sub(t0) as f64 / 1e6;
-    Ok(Job {
-        running: ms(last[0]),
-        initialized: ms(last[1]),
-        joined: ms(last[2]),
-        finished: ms(finished),
-    })
-}
-
 fn threads(ep: &Endpoint, kind: Kind, count: u32, repetitions: u32) -> Result<Row, JoinError> {
     let node = ep.node();
     let once = || -> Result<f64, JoinError> {
@@ -697,30 +650,9 @@ fn threads(ep: &Endpoint, kind: Kind, count: u32, repetitions: u32) -> Result<Ro
     })
 }
 
-/// Nanoseconds of `CLOCK_MONOTONIC`, the clock all processes of a host share.
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a writable timespec; CLOCK_MONOTONIC always exists on
-    // Linux, so the call cannot fail.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_monotonic_clock_moves_forward() {
-        // A nanosecond clock changes within a few readings: no need to
-        // wait for it.
-        let a = monotonic_ns();
-        let b = (0..1_000_000).map(|_| monotonic_ns()).find(|&b| b != a);
-        assert!(b.is_some_and(|b| b > a), "{a} then {b:?}");
-    }
 
     #[test]
     fn a_missing_pvm_names_the_package() {

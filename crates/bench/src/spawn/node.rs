@@ -21,6 +21,9 @@ pub enum NodeError {
     /// Starting, joining or calling across the nodes failed.
     #[error("the remote row: {0}")]
     Remote(String),
+    /// The ring's send or receive failed, or brought the wrong message.
+    #[error("the ring: {0}")]
+    Ring(String),
 }
 
 /// Entry point and handler of the remote rows.
@@ -145,13 +148,41 @@ pub fn added(count: u32, repetitions: u32) -> Result<(), NodeError> {
         .map_err(|e| failed(&e))
 }
 
+/// A launcher row's node ([`super::launchers`]): `init`, one message to
+/// the right neighbour and one from the left, and out. It reports
+/// nothing, as under a process manager it has no launcher to report to:
+/// the row is the launcher's wall time.
+pub fn ring() -> Result<(), NodeError> {
+    let failed = |e: &dyn std::fmt::Display| NodeError::Ring(e.to_string());
+    let ep = threadwire::init().map_err(NodeError::Init)?;
+    let (me, n) = (ep.node().id(), ep.node().nodes());
+    let right = threadwire::Address::new((me + 1) % n, 0);
+    let left = (me + n - 1) % n;
+    let tag = super::launchers::RING_TAG;
+    ep.send(right, tag, me.to_le_bytes().to_vec())
+        .map_err(|e| failed(&e))?;
+    let message = ep
+        .recv(threadwire::Address::new(left, 0), tag)
+        .map_err(|e| failed(&e))?;
+    match message.into_vec() == left.to_le_bytes() {
+        true => Ok(()),
+        false => Err(failed(&format!(
+            "n{me}: the message from n{left} is not its number"
+        ))),
+    }
+}
+
 /// Joins the job and reports when this node's code started and when it
 /// was past `init` ([`NodeResult::Joined`]); the launcher times the
 /// report's arrival. Returns when the job ends for this node.
 ///
 /// In a remote row's job ([`REMOTE_VARIABLE`](super::REMOTE_VARIABLE)
-/// set) it runs that row instead ([`remote`]).
+/// set) it runs that row instead ([`remote`]), and likewise the added
+/// nodes' and the launcher rows' ([`ring`]).
 pub fn node() -> Result<(), NodeError> {
+    if std::env::var_os(super::launchers::RING_VARIABLE).is_some() {
+        return ring();
+    }
     let row_of = |spec: String| {
         spec.split_once(':')
             .and_then(|(c, r)| Some((c.parse().ok()?, r.parse().ok()?)))

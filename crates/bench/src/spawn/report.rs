@@ -4,6 +4,7 @@
 use super::{CommSpawn, Kind, Millis, Pvm, Report, PVM_SPAWN_1998_MS};
 use crate::report::{three_figures, write_csv, write_json, Figure};
 use serde::Serialize;
+use std::fmt;
 use std::io::{self, Write};
 
 /// `--json`: per kind and N the ms until all joined and, for processes,
@@ -22,6 +23,8 @@ struct Document {
     comm_spawn: JsonCommSpawn,
     /// The remote rows' yardstick, in µs.
     am_round_trip_us: Option<Spread>,
+    /// The launcher rows, if run.
+    launchers: Option<super::launchers::report::JsonLaunchers>,
 }
 
 #[derive(Serialize)]
@@ -74,7 +77,9 @@ struct JsonRetried {
 
 /// `--csv`: the table's rows, medians and spreads in ms; where pvm_spawn
 /// or comm_spawn was not measured, one row of that kind with only its
-/// kind.
+/// kind. The launcher rows follow, their launcher as the kind and their
+/// wall time as *finished*; a launcher not measured likewise has one row
+/// with only its kind.
 pub const CSV_HEADER: [&str; 11] = [
     "kind",
     "count",
@@ -107,6 +112,18 @@ struct CsvRow {
 /// The 1998 figure, which is for one process or thread.
 fn reference(count: u32, kind: Kind) -> Figure {
     Figure::of((count == 1).then(|| kind.reference_1998_ms()))
+}
+
+/// `median (min–max)`, each to three figures; padded as a whole.
+impl fmt::Display for Millis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(&format!(
+            "{} ({}–{})",
+            three_figures(self.median),
+            three_figures(self.min),
+            three_figures(self.max)
+        ))
+    }
 }
 
 impl Report {
@@ -162,14 +179,6 @@ impl Report {
 
 impl crate::report::Report for Report {
     fn table(&self, out: &mut dyn Write) -> io::Result<()> {
-        let spread = |m: &Millis| {
-            format!(
-                "{} ({}–{})",
-                three_figures(m.median),
-                three_figures(m.min),
-                three_figures(m.max)
-            )
-        };
         let reference = |count: u32, ms: f64| match count {
             1 => format!("{ms:.2}"),
             _ => String::new(),
@@ -190,10 +199,10 @@ impl crate::report::Report for Report {
                 "{:<10} {:>3}  {:>28}  {:>28}  {:>10}",
                 row.kind.name(),
                 row.count,
-                spread(&row.joined),
+                row.joined,
                 row.finished
                     .as_ref()
-                    .map_or_else(|| "–".to_string(), spread),
+                    .map_or_else(|| "–".to_string(), Millis::to_string),
                 reference(row.count, row.kind.reference_1998_ms())
             )?;
         }
@@ -208,19 +217,28 @@ impl crate::report::Report for Report {
                 reference(1, PVM_SPAWN_1998_MS)
             )?;
         }
-        writeln!(out, "pvm_spawn: {}", self.pvm)?;
-        writeln!(out, "comm_spawn: {}", self.comm_spawn)?;
-        // "line read": when the node's report reached the launcher.
-        writeln!(
-            out,
-            "processes: ms from launch::run until the last node's code runs, until it is past \
-             init (node clocks), until the launcher reads its line, until run returns (medians)"
-        )?;
-        writeln!(
-            out,
-            "{:>3}  {:>12}  {:>10}  {:>10}  {:>12}",
-            "N", "code running", "past init", "line read", "job finished"
-        )?;
+        // Rows not asked for (`Options::kinds`) say nothing.
+        let ran = |kind: Kind| self.rows.iter().any(|r| r.kind == kind);
+        if ran(Kind::PvmSpawn) || matches!(self.pvm, Pvm::NotMeasured(_)) {
+            writeln!(out, "pvm_spawn: {}", self.pvm)?;
+        }
+        if ran(Kind::CommSpawn) || matches!(self.comm_spawn, CommSpawn::NotMeasured(_)) {
+            writeln!(out, "comm_spawn: {}", self.comm_spawn)?;
+        }
+        if ran(Kind::Processes) {
+            // "line read": when the node's report reached the launcher.
+            writeln!(
+                out,
+                "processes: ms from launch::run until the last node's code runs, until it is \
+                 past init (node clocks), until the launcher reads its line, until run returns \
+                 (medians)"
+            )?;
+            writeln!(
+                out,
+                "{:>3}  {:>12}  {:>10}  {:>10}  {:>12}",
+                "N", "code running", "past init", "line read", "job finished"
+            )?;
+        }
         for row in self.rows.iter().filter(|r| r.kind == Kind::Processes) {
             if let (Some(t), Some(f)) = (&row.timeline, &row.finished) {
                 writeln!(
@@ -239,7 +257,7 @@ impl crate::report::Report for Report {
             writeln!(
                 out,
                 "remote fibers: an active-message round trip between the two nodes takes {} µs",
-                spread(am)
+                am
             )?;
             let one = self
                 .rows
@@ -263,6 +281,14 @@ impl crate::report::Report for Report {
                 hosts.names[0], hosts.names[1], hosts.link
             )?;
         }
+        if let Some(launchers) = &self.launchers {
+            launchers.table(out, |count| {
+                self.rows
+                    .iter()
+                    .find(|r| r.kind == Kind::PvmSpawn && r.count == count)
+                    .map(|r| r.joined.median)
+            })?;
+        }
         Ok(())
     }
 
@@ -285,6 +311,7 @@ impl crate::report::Report for Report {
                 })
                 .collect(),
             am_round_trip_us: self.am_round_trip_us.as_ref().map(Spread::from),
+            launchers: self.launchers.as_ref().map(|l| l.json()),
             pvm: JsonPvm {
                 measured: matches!(self.pvm, Pvm::Measured),
                 not_measured_because: match &self.pvm {
@@ -344,20 +371,34 @@ impl crate::report::Report for Report {
                 }
             })
             .collect();
-        for kind in self.not_measured() {
-            lines.push(CsvRow {
-                kind: kind.name(),
-                count: None,
-                joined_median_ms: missing,
-                joined_min_ms: missing,
-                joined_max_ms: missing,
-                finished_median_ms: missing,
-                finished_min_ms: missing,
-                finished_max_ms: missing,
-                code_running_median_ms: missing,
-                past_init_median_ms: missing,
-                reference_1998_ms: missing,
-            });
+        let only_kind = |kind| CsvRow {
+            kind,
+            count: None,
+            joined_median_ms: missing,
+            joined_min_ms: missing,
+            joined_max_ms: missing,
+            finished_median_ms: missing,
+            finished_min_ms: missing,
+            finished_max_ms: missing,
+            code_running_median_ms: missing,
+            past_init_median_ms: missing,
+            reference_1998_ms: missing,
+        };
+        lines.extend(self.not_measured().into_iter().map(|k| only_kind(k.name())));
+        if let Some(launchers) = &self.launchers {
+            for row in &launchers.rows {
+                let [finished_median_ms, finished_min_ms, finished_max_ms] =
+                    spread(Some(&row.finished));
+                lines.push(CsvRow {
+                    count: Some(row.count),
+                    finished_median_ms,
+                    finished_min_ms,
+                    finished_max_ms,
+                    ..only_kind(row.launcher.name())
+                });
+            }
+            let skipped = launchers.not_measured.iter();
+            lines.extend(skipped.map(|(l, _)| only_kind(l.name())));
         }
         write_csv(out, &CSV_HEADER, lines)
     }
