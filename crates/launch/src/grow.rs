@@ -345,6 +345,7 @@ impl Job<'_> {
             for node in members.clone() {
                 self.send_to(node as u32, &directory);
                 self.send_to(node as u32, &hosts);
+                self.slots[node].directed = true;
             }
             if let Some(b) = &mut self.batch {
                 b.directory_sent = true;

@@ -39,9 +39,8 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use threadwire::control::{self, Control, Gone, VmOp};
 use threadwire::Stats;
@@ -125,6 +124,9 @@ pub(crate) enum Internal {
 /// How long a finished job waits for its nodes' control connections to
 /// close; they close with the nodes, so this is only a bound.
 const CONTROL_DRAIN: Duration = Duration::from_secs(2);
+/// How long the launcher gathers nodes' ends in order before it tells
+/// the others (control step 3).
+const FINISHED_BATCH: Duration = Duration::from_millis(10);
 
 /// A node's control connection silent for this many of its peer timeouts
 /// gets the node killed (step 5): later than its peers find it silent.
@@ -153,6 +155,10 @@ pub(crate) struct Slot {
     pub(crate) control: Option<TcpStream>,
     pub(crate) addr: Option<String>,
     pub(crate) control_open: bool,
+    /// It has been sent the directory: messages to every node reach it
+    /// from then on (before, the directory's list of gone nodes covers
+    /// what it missed, and it expects the directory first).
+    pub(crate) directed: bool,
     /// Its number in the host table.
     pub(crate) host: usize,
     /// It has told its channels: it has joined.
@@ -187,8 +193,8 @@ pub(crate) struct Starter {
     env: Vec<(String, String)>,
     capacity: u32,
     founders: u32,
-    tx: Sender<Internal>,
-    output_threads: Vec<JoinHandle<()>>,
+    /// Every local node's output and exit (`watch`).
+    watcher: crate::watch::Watcher,
     /// The proxies on the job's ssh hosts.
     pub(crate) proxies: Proxies,
 }
@@ -230,8 +236,7 @@ impl Starter {
             });
         }
         let cmd = host.command(program, args, &vars);
-        let (pid, threads) = process::start(node, cmd, &self.tx)?;
-        self.output_threads.extend(threads);
+        let pid = process::start(node, cmd, &self.watcher)?;
         Ok(NodeProcess::Local { pid })
     }
 
@@ -264,6 +269,10 @@ pub(crate) struct Job<'a> {
     kill_at: Option<Instant>,
     /// The next look at the watched connections.
     next_check: Option<Instant>,
+    /// Nodes ended in order, not yet told (control step 3), and when they
+    /// will be.
+    finished: Vec<u32>,
+    finished_due: Option<Instant>,
     deadline: Option<Instant>,
     timed_out: bool,
 }
@@ -280,6 +289,7 @@ impl<'a> Job<'a> {
             self.deadline,
             self.kill_at,
             self.next_check,
+            self.finished_due,
             batch,
             describing,
         ]
@@ -297,7 +307,7 @@ impl<'a> Job<'a> {
     }
 
     pub(crate) fn send_all(&mut self, message: &Control) {
-        for s in self.slots.iter_mut() {
+        for s in self.slots.iter_mut().filter(|s| s.directed) {
             if let Some(c) = &mut s.control {
                 let _ = control::write_control(c, message);
             }
@@ -355,6 +365,11 @@ impl<'a> Job<'a> {
     /// The timeout, the grace period or a batch's join may have run out.
     fn on_due(&mut self, on_event: &mut impl FnMut(&Event)) {
         let now = Instant::now();
+        if self.finished_due.is_some_and(|d| now >= d) {
+            self.finished_due = None;
+            let nodes = std::mem::take(&mut self.finished);
+            self.send_all(&Control::Finished { nodes });
+        }
         if self.deadline.is_some_and(|d| now >= d) && !self.timed_out {
             self.timed_out = true;
             on_event(&Event::TimedOut);
@@ -433,6 +448,9 @@ impl<'a> Job<'a> {
                 if !self.founded && self.slots[..founders].iter().all(|s| s.addr.is_some()) {
                     self.founded = true;
                     let directory = self.directory(self.spec.nodes, false);
+                    for s in &mut self.slots[..founders] {
+                        s.directed = true;
+                    }
                     self.send_all(&directory);
                     let hosts = self.hosts.control();
                     self.send_all(&hosts);
@@ -492,7 +510,9 @@ impl<'a> Job<'a> {
         }
         if exit.success() {
             // Those it never connected to learn of its end (control step 3).
-            self.send_all(&Control::Finished { node });
+            self.finished.push(node);
+            self.finished_due
+                .get_or_insert(Instant::now() + FINISHED_BATCH);
             return;
         }
         if self.timed_out {
@@ -586,8 +606,7 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
         capacity: spec.capacity(),
         founders: n,
         proxies: Proxies::new(spec.ssh.clone(), tx.clone()),
-        tx,
-        output_threads: Vec::new(),
+        watcher: crate::watch::Watcher::new(tx.clone())?,
     };
     let mut job = Job {
         spec,
@@ -605,6 +624,8 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
         first_bad: None,
         kill_at: None,
         next_check: None,
+        finished: Vec::new(),
+        finished_due: None,
         deadline: spec.timeout.map(|t| Instant::now() + t),
         timed_out: false,
     };
@@ -641,7 +662,13 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
             .next_due()
             .map_or(IDLE_WAIT, |t| t.saturating_duration_since(Instant::now()));
         match rx.recv_timeout(wait) {
-            Ok(message) => job.on_message(message, &mut on_event),
+            Ok(message) => {
+                job.on_message(message, &mut on_event);
+                // A steady stream of messages must not hold back what is due.
+                if job.next_due().is_some_and(|t| t <= Instant::now()) {
+                    job.on_due(&mut on_event);
+                }
+            }
             Err(RecvTimeoutError::Timeout) => job.on_due(&mut on_event),
             Err(RecvTimeoutError::Disconnected) => break,
         }
@@ -662,10 +689,8 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
     // A proxy reports a node's exit after its output: the proxies have
     // said all; they end now (proxy, step 7).
     job.starter.proxies.end();
-    // Output threads end when the nodes' pipes close; drain what they sent.
-    for t in std::mem::take(&mut job.starter.output_threads) {
-        let _ = t.join();
-    }
+    // The watcher ends when the nodes' pipes close; drain what it sent.
+    job.starter.watcher.finish();
     while let Ok(message) = rx.try_recv() {
         job.on_message(message, &mut on_event);
     }

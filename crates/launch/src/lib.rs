@@ -49,6 +49,7 @@ mod process;
 pub mod proxy;
 mod rendezvous;
 mod spec;
+mod watch;
 
 pub use event::{Event, JobReport, LaunchError, OutputStream};
 pub use hosts::{parse_host_file, Host, HostError, HostFileError, ParseHostError};

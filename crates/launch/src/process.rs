@@ -3,11 +3,9 @@
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::Sender;
 
-use crate::event::OutputStream;
-use crate::job::Internal;
 use crate::proxy::ProxyHandle;
+use crate::watch::Watcher;
 
 /// How a node process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,53 +66,18 @@ fn signal_name(s: i32) -> &'static str {
 }
 
 /// Starts node `node` with `cmd` (program, arguments and environment set
-/// by its host), standard input empty, and threads that forward its output
-/// and report its exit. The child dies with the thread that started it
+/// by its host), standard input empty, its output and exit watched by
+/// `watcher`. The child dies with the thread that started it
 /// (`PR_SET_PDEATHSIG`), so a killed launcher leaves no node behind.
-pub(crate) fn start(
-    node: u32,
-    mut cmd: Command,
-    events: &Sender<Internal>,
-) -> std::io::Result<(u32, Vec<std::thread::JoinHandle<()>>)> {
+pub(crate) fn start(node: u32, mut cmd: Command, watcher: &Watcher) -> std::io::Result<u32> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     die_with_parent(&mut cmd);
-    let mut child: Child = cmd.spawn()?;
+    let child: Child = cmd.spawn()?;
     let pid = child.id();
-    let mut threads = Vec::new();
-    let stdout = child.stdout.take().expect("piped");
-    let stderr = child.stderr.take().expect("piped");
-    threads.push(forward(node, OutputStream::Stdout, stdout, events.clone()));
-    threads.push(forward(node, OutputStream::Stderr, stderr, events.clone()));
-    let tx = events.clone();
-    std::thread::Builder::new()
-        .name(format!("wait-n{node}"))
-        .spawn(move || {
-            let exit = match child.wait() {
-                Ok(s) => NodeExit::from_status(s),
-                Err(_) => NodeExit::Code(-1),
-            };
-            let _ = tx.send(Internal::Exited { node, exit });
-        })?;
-    Ok((pid, threads))
-}
-
-fn forward(
-    node: u32,
-    stream: OutputStream,
-    pipe: impl Read + Send + 'static,
-    tx: Sender<Internal>,
-) -> std::thread::JoinHandle<()> {
-    std::thread::Builder::new()
-        .name(format!("out-n{node}"))
-        .spawn(move || {
-            for_each_line(pipe, |line| {
-                let line = String::from_utf8_lossy(&line).into_owned();
-                tx.send(Internal::Output { node, stream, line }).is_ok()
-            })
-        })
-        .expect("the OS refused to start a thread")
+    watcher.add(node, child);
+    Ok(pid)
 }
 
 /// Calls `f` with each line of `pipe`, without its newline, until the

@@ -17,10 +17,13 @@
 //!    nodes were placed on in turn (node `i` on host `i % spread`); then
 //!    `Hosts { hosts }`, the job's host table.
 //! 3. Launcher → node, at any time: `PeerLost { node, cause }`; and
-//!    `Finished { node }` when a node has ended in order (its process
-//!    exited with status 0), so that nodes it never connected to learn of
-//!    its end too (pairs connect on first use; those it did connect to
-//!    had its goodbye before it exited).
+//!    `Finished { nodes }` when nodes have ended in order (their processes
+//!    exited with status 0), so that nodes they never connected to learn
+//!    of their end too (pairs connect on first use). The launcher gathers
+//!    the ends of a few milliseconds into one message, so that a job whose
+//!    nodes all end at once does not send each node one per node. A node connected to it
+//!    takes its end from the pair instead: the goodbye it sent there, or
+//!    the pair's failure if it could not.
 //! 4. Node → launcher, once joined: `Channels { routes }`.
 //! 5. Node → launcher, at any time: `Report { data }`, a result the
 //!    program reports ([`Node::report`](crate::Node::report)).
@@ -203,10 +206,10 @@ pub enum Control {
         /// How it died.
         cause: String,
     },
-    /// A node has ended in order (step 3).
+    /// Nodes have ended in order (step 3).
     Finished {
-        /// The node.
-        node: u32,
+        /// The nodes.
+        nodes: Vec<u32>,
     },
     /// A node's final counters.
     Stats(Stats),
@@ -358,8 +361,9 @@ impl Control {
                 p.pack(*node).pack_str(cause);
                 PEER_LOST
             }
-            Control::Finished { node } => {
-                p.pack(*node);
+            Control::Finished { nodes } => {
+                p.pack(nodes.len() as u32);
+                p.pack_slice(nodes);
                 FINISHED
             }
             Control::Stats(s) => {
@@ -478,7 +482,12 @@ impl Control {
                 node: u.unpack()?,
                 cause: u.unpack_string()?,
             },
-            FINISHED => Control::Finished { node: u.unpack()? },
+            FINISHED => {
+                let n = u.unpack::<u32>()?;
+                let mut nodes = vec![0u32; n.min(1 << 20) as usize];
+                u.unpack_into(&mut nodes)?;
+                Control::Finished { nodes }
+            }
             STATS => {
                 let mut v = [0u64; 4];
                 u.unpack_into(&mut v)?;
@@ -613,7 +622,7 @@ mod tests {
                 node: 3,
                 cause: "killed by signal 9".into(),
             },
-            Control::Finished { node: 5 },
+            Control::Finished { nodes: vec![5, 7] },
             Control::Stats(Stats {
                 messages_sent: 1,
                 bytes_sent: 2,

@@ -443,12 +443,16 @@ impl Driver {
                         router
                             .lose_peer(lost, LossCause::Failed(Failure::ReportedByLauncher(cause)))
                     }
-                    // First cause wins: a peer this node was connected to
-                    // said goodbye on the pair before it exited.
-                    Ok(Control::Finished { node: gone })
-                        if gone < router.capacity && gone != router.id =>
-                    {
-                        router.lose_peer(gone, LossCause::Finished)
+                    // For a peer never connected to: one this node is
+                    // connected to says goodbye on the pair, or its loss
+                    // shows there (a cut link: silence), whatever its exit.
+                    Ok(Control::Finished { nodes }) => {
+                        for gone in nodes {
+                            let known = gone < router.capacity && gone != router.id;
+                            if known && !router.peers[gone as usize].has_tcp() {
+                                router.lose_peer(gone, LossCause::Finished);
+                            }
+                        }
                     }
                     Ok(Control::Address { node, addr }) => router.dialer.address_arrived(node, &addr),
                     Ok(Control::Grown { nodes }) => router.grow_to(nodes),
