@@ -243,6 +243,24 @@ impl Peer {
         welcome
     }
 
+    /// Undoes [`admit`](Self::admit) when the welcomed connection failed
+    /// before it was installed; frames that wait ask for a dial.
+    pub(crate) fn unadmit(&self) {
+        let mut link = lock(&self.link);
+        if link.state != LinkState::Accepting || self.has_tcp() {
+            return;
+        }
+        let dial = !link.queue.is_empty() && self.lost().is_none();
+        link.state = match dial {
+            true => LinkState::Dialing,
+            false => LinkState::Idle,
+        };
+        drop(link);
+        if dial {
+            self.dialer.dial(self.node);
+        }
+    }
+
     /// Step 6 after a Busy answer: waits until the peer's connection is
     /// installed or the peer is lost; `false` if neither came in time.
     fn await_connection(&self, timeout: Duration) -> bool {

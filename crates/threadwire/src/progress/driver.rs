@@ -310,10 +310,21 @@ impl Driver {
         };
         // `peer::dial`, step 3: welcome the peer, or keep the pair's other
         // connection.
+        let mut admitted = None;
         let admit = |peer: u32| {
-            peer < router.capacity && peer != router.id && router.peers[peer as usize].admit(router.id, peer)
+            let welcome = peer < router.capacity
+                && peer != router.id
+                && router.peers[peer as usize].admit(router.id, peer);
+            admitted = welcome.then_some(peer);
+            welcome
         };
-        let peer = match h.acceptor.advance_with(&h.stream, admit) {
+        let advanced = h.acceptor.advance_with(&h.stream, admit);
+        if let (Err(_), Some(peer)) = (&advanced, admitted) {
+            // Welcomed, but the welcome did not go out: the pair is as
+            // before, and this node may dial it.
+            router.peers[peer as usize].unadmit();
+        }
+        let peer = match advanced {
             Ok(AcceptProgress::Pending) => return,
             Ok(AcceptProgress::Done(peer)) => peer,
             Ok(AcceptProgress::Busy(peer)) => {
