@@ -17,9 +17,12 @@
 //!    grace period, so the job ends within two seconds with the cause named;
 //! 6. returns a [`JobReport`] with every node's exit and counters.
 //!
-//! Nodes are started with `PR_SET_PDEATHSIG`, so no node outlives a killed
-//! launcher; on ssh hosts, a per-job [`proxy`] starts them, and kills them
-//! when its connection to the launcher ends. The launcher never prints:
+//! Nodes are started with `posix_spawn` (one thread watches them all, the
+//! `watch` module) and told the launcher's pid: their `init` sets
+//! `PR_SET_PDEATHSIG`, so no node outlives a killed launcher (a program
+//! that never calls `init` does; `threadwire run` is for nodes). On ssh
+//! hosts a per-job [`proxy`] starts them, and kills them when its
+//! connection to the launcher ends. The launcher never prints:
 //! the caller renders the events.
 //!
 //! The launcher and the nodes share only the contract in the runtime:

@@ -29,6 +29,7 @@
 //! | `THREADWIRE_RENDEZVOUS`  | `ip:port` of the launcher's rendezvous service            |
 //! | `THREADWIRE_SECRET`      | the job secret, 64 hex digits; proven, never sent         |
 //! | `THREADWIRE_BIND`        | optional: IP address this node listens on (default: its interface's address towards the rendezvous) |
+//! | `THREADWIRE_LAUNCHER_PID` | optional: the pid of the launcher whose child this node is; `init` then has the node killed when that launcher dies (`PR_SET_PDEATHSIG`), and fails if it has died already |
 //!
 //! Tuning knobs read by every node, launched or not:
 //!
@@ -100,6 +101,8 @@ pub const RENDEZVOUS: &str = "THREADWIRE_RENDEZVOUS";
 pub const SECRET: &str = "THREADWIRE_SECRET";
 /// Name of the optional listen address variable.
 pub const BIND: &str = "THREADWIRE_BIND";
+/// Name of the optional launcher pid variable.
+pub const LAUNCHER_PID: &str = "THREADWIRE_LAUNCHER_PID";
 /// Name of the progress mode variable.
 pub const PROGRESS: &str = "THREADWIRE_PROGRESS";
 /// Name of the maximum frame length variable.

@@ -296,6 +296,8 @@ pub(crate) enum InitErrorKind {
     AlreadyInitialized,
     #[error("I/O")]
     Io(#[from] std::io::Error),
+    #[error("its launcher (pid {0}) has ended")]
+    LauncherGone(i32),
     #[error("starting under a process manager (PMI): {0}")]
     Pmi(String),
 }

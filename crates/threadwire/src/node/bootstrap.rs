@@ -111,8 +111,31 @@ pub fn init() -> Result<Endpoint, InitError> {
     Config::new().init()
 }
 
+/// A node started by a launcher on this host dies with it: the launcher
+/// starts its nodes with `posix_spawn`, which cannot set the parent-death
+/// signal, and names itself in `THREADWIRE_LAUNCHER_PID` instead. Fails if
+/// the launcher has died already.
+fn die_with_launcher() -> Result<(), InitError> {
+    let Some(pid) = std::env::var(crate::env::LAUNCHER_PID)
+        .ok()
+        .and_then(|p| p.parse::<libc::pid_t>().ok())
+    else {
+        return Ok(());
+    };
+    // SAFETY: prctl and getppid take no pointers here.
+    let parent = unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        libc::getppid()
+    };
+    if parent != pid {
+        return Err(InitError::new(InitErrorKind::LauncherGone(pid)));
+    }
+    Ok(())
+}
+
 /// Joins the job described by `env` (module docs, steps 1–4).
 fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitError> {
+    die_with_launcher()?;
     let creds = Credentials {
         job_id: env.job_id,
         secret: env.secret,
