@@ -193,6 +193,8 @@ pub(super) struct Link {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+/// How the pair's connection is being made; once it is, the installed
+/// connection ([`Peer::has_tcp`]) says so.
 pub(super) enum LinkState {
     /// No connection, none under way.
     Idle,
@@ -200,8 +202,6 @@ pub(super) enum LinkState {
     Dialing,
     /// The peer's connection was welcomed, or is promised (Busy).
     Accepting,
-    /// The connection is installed.
-    Connected,
 }
 
 impl Link {
@@ -232,11 +232,11 @@ impl Peer {
     /// dial the peer itself.
     pub(crate) fn admit(&self, me: u32, peer: u32) -> bool {
         let mut link = lock(&self.link);
-        let welcome = match link.state {
-            LinkState::Connected => false,
-            LinkState::Dialing => me < peer,
-            LinkState::Idle | LinkState::Accepting => !self.has_tcp(),
-        };
+        let welcome = !self.has_tcp()
+            && match link.state {
+                LinkState::Dialing => me < peer,
+                LinkState::Idle | LinkState::Accepting => true,
+            };
         if welcome {
             link.state = LinkState::Accepting;
         }

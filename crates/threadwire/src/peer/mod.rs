@@ -97,13 +97,13 @@ impl Peer {
     /// Installs the pair's connection (`dial`, step 4); `false`, closing
     /// `c`, if it has one already.
     pub(crate) fn set_tcp(&self, c: TcpChannel) -> bool {
-        let mut link = lock(&self.link);
+        // Under the link's lock: `dial`'s waits and verdicts see it at once.
+        let _link = lock(&self.link);
         if let Err(Channel::Tcp(c)) = self.tcp.set(Channel::Tcp(Arc::new(c))) {
             tracing::warn!("n{}: second connection to the same peer closed", self.node);
             c.close();
             return false;
         }
-        link.state = LinkState::Connected;
         self.linked.notify_all();
         true
     }
@@ -194,7 +194,7 @@ impl Peer {
             return Err((e.into(), payload));
         }
         link.queue.push((*header, payload));
-        let dial = link.state == LinkState::Idle;
+        let dial = link.state == LinkState::Idle && !self.has_tcp();
         if dial {
             link.state = LinkState::Dialing;
         }
