@@ -316,7 +316,7 @@ impl JobEnv {
             (FOUNDERS, founders.to_string()),
             (MAX_NODES, max_nodes.to_string()),
             (RENDEZVOUS, rendezvous.to_string()),
-            (SECRET, secret.iter().map(|b| format!("{b:02x}")).collect()),
+            (SECRET, hex(secret)),
         ]
     }
 }
@@ -339,7 +339,14 @@ fn address_towards(to: SocketAddr) -> IpAddr {
         .unwrap_or(to.ip())
 }
 
-fn parse_secret(s: &str) -> Option<[u8; 32]> {
+/// `bytes` as lower-case hex digits, two a byte (the secret's form here
+/// and in a process manager's key-value space).
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A job secret from its 64 hex digits.
+pub(crate) fn parse_secret(s: &str) -> Option<[u8; 32]> {
     if s.len() != 64 || !s.is_ascii() {
         return None;
     }

@@ -31,6 +31,7 @@
 //! process fails.
 
 use super::NodeShared;
+use crate::env::hex;
 use crate::config::Settings;
 use crate::error::{InitError, InitErrorKind};
 use crate::peer::AddressBook;
@@ -132,27 +133,13 @@ fn default_route_address() -> IpAddr {
         .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Node 0's job entry: 16 hex digits of job id, 64 of secret.
+/// Node 0's job entry: the job id's 16 hex digits (as in
+/// `THREADWIRE_JOB`), then the secret's 64 (as in `THREADWIRE_SECRET`).
 fn parse_job(s: &str) -> Option<Credentials> {
-    if s.len() != 80 || !s.is_ascii() {
-        return None;
-    }
-    let byte = |i: usize| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok();
-    let mut id = [0u8; 8];
-    for (i, b) in id.iter_mut().enumerate() {
-        *b = byte(i)?;
-    }
-    let mut secret = [0u8; 32];
-    for (i, b) in secret.iter_mut().enumerate() {
-        *b = byte(8 + i)?;
-    }
+    let (id, secret) = s.split_at_checked(16)?;
     Some(Credentials {
-        job_id: u64::from_be_bytes(id),
-        secret,
+        job_id: u64::from_str_radix(id, 16).ok()?,
+        secret: crate::env::parse_secret(secret)?,
     })
 }
 
