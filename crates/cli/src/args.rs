@@ -22,6 +22,10 @@ pub struct Cli {
 pub enum Command {
     /// Start N nodes of a program on this host and wait for them.
     Run(RunArgs),
+    /// Run a PVM 3.4 program, unchanged, on threadwire's libpvm3.so.3: no
+    /// pvmd; tasks it spawns join the job. Its output is as under PVM;
+    /// spawned tasks' lines follow on stderr after their tids.
+    Pvm(PvmArgs),
     /// Run a bundled application as a job.
     #[command(subcommand)]
     Apps(App),
@@ -147,6 +151,51 @@ pub struct RunArgs {
     /// The program and its arguments.
     #[arg(required = true, last = true)]
     pub program: Vec<OsString>,
+}
+
+#[derive(Args)]
+pub struct PvmArgs {
+    /// Copies of the program to start (each a PVM task, siblings).
+    #[arg(short = 'n', long = "nodes", default_value_t = 1)]
+    pub nodes: u32,
+    /// Kill the job after this many seconds.
+    #[arg(long)]
+    pub timeout: Option<f64>,
+    /// The virtual machine's hosts, as `threadwire run --hosts` takes them.
+    #[arg(long, value_name = "FILE")]
+    pub hosts: Option<PathBuf>,
+    /// Address of this host that the tasks reach the launcher at.
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<std::net::IpAddr>,
+    /// Channel between tasks of one host: auto (shared memory), tcp or shm.
+    #[arg(long, value_parser = ["auto", "tcp", "shm"])]
+    pub channel: Option<String>,
+    /// Print tasks' joins and leaves and changes to the machine.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Print the directory holding libpvm3.so.3 and libgpvm3.so.3 (for
+    /// LD_LIBRARY_PATH) and exit.
+    #[arg(long, conflicts_with = "program")]
+    pub library_dir: bool,
+    /// The program and its arguments.
+    #[arg(required_unless_present = "library_dir", last = true)]
+    pub program: Vec<OsString>,
+}
+
+impl PvmArgs {
+    /// The options a job of any program takes.
+    pub fn job(&self) -> JobArgs {
+        JobArgs {
+            nodes: self.nodes,
+            timeout: self.timeout,
+            keep_going: true,
+            channel: self.channel.clone(),
+            verbose: self.verbose,
+            hosts: self.hosts.clone(),
+            bind: self.bind,
+            ..JobArgs::default()
+        }
+    }
 }
 
 #[derive(Args, Clone, Default)]

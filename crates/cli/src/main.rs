@@ -54,6 +54,7 @@ fn dispatch(cli: Cli) -> Result<Outcome> {
             let exe = PathBuf::from(program.next().context("no program given")?);
             exit(launch(&args.job, exe, program.collect())?)
         }
+        Command::Pvm(args) => exit(pvm(args)?),
         Command::Apps(App::Matmul { job }) => {
             if bench::under_launcher() {
                 let cfg = threadwire_apps::matmul::Config {
@@ -126,7 +127,44 @@ fn dispatch(cli: Cli) -> Result<Outcome> {
 }
 
 fn launch(job: &JobArgs, program: PathBuf, args: Vec<OsString>) -> Result<i32> {
-    let mut spec = JobSpec::new(job.nodes, program).args(args);
+    let spec = configure(job, JobSpec::new(job.nodes, program).args(args))?;
+    let verbose = job.verbose;
+    let report = threadwire_launch::run(&spec, |e| render::event(e, verbose))
+        .with_context(|| format!("starting {}", spec.program.display()))?;
+    if job.stats {
+        render::stats(&report);
+    }
+    Ok(report.status)
+}
+
+/// `threadwire pvm`: the program on threadwire's libpvm3
+/// (`threadwire_launch::pvm`, steps 1–3).
+fn pvm(args: args::PvmArgs) -> Result<i32> {
+    let exe = std::env::current_exe().context("finding the threadwire binary")?;
+    let built = exe.parent().context("the threadwire binary's directory")?;
+    let dir = threadwire_launch::pvm::library_dir(built)?;
+    if args.library_dir {
+        println!("{}", dir.display());
+        return Ok(0);
+    }
+    let mut program = args.program.iter().cloned();
+    let exe = PathBuf::from(program.next().context("no program given")?);
+    let job = args.job();
+    let spec = threadwire_launch::pvm::job(job.nodes, exe, program.collect(), &dir);
+    let spec = configure(&job, spec)?;
+    let report = threadwire_launch::run(&spec, |e| render::pvm_event(e, job.nodes, job.verbose))
+        .with_context(|| format!("starting {}", spec.program.display()))?;
+    // The program's own status, as the shell would give it under PVM.
+    Ok(match report.exits.first() {
+        _ if report.timed_out => report.status,
+        Some(threadwire_launch::NodeExit::Code(c)) => *c,
+        Some(threadwire_launch::NodeExit::Signal(s)) => 128 + s,
+        None => report.status,
+    })
+}
+
+/// The options every job takes, applied to `spec`.
+fn configure(job: &JobArgs, mut spec: JobSpec) -> Result<JobSpec> {
     if let Some(t) = job.timeout {
         spec = spec.timeout(Duration::from_secs_f64(t));
     }
@@ -150,13 +188,7 @@ fn launch(job: &JobArgs, program: PathBuf, args: Vec<OsString>) -> Result<i32> {
             .with_context(|| format!("host file {}", file.display()))?;
         spec = spec.hosts(hosts);
     }
-    let verbose = job.verbose;
-    let report = threadwire_launch::run(&spec, |e| render::event(e, verbose))
-        .with_context(|| format!("starting {}", spec.program.display()))?;
-    if job.stats {
-        render::stats(&report);
-    }
-    Ok(report.status)
+    Ok(spec)
 }
 
 /// `threadwire vm`: lists this user's running jobs, or sends one job's

@@ -48,6 +48,31 @@ pub fn event(ev: &Event, verbose: bool) {
     }
 }
 
+/// A PVM job's event (`threadwire pvm`): the tasks started from the
+/// command line (nodes below `founders`) write straight to stdout and
+/// stderr, as under PVM; spawned tasks' lines go to stderr after their
+/// tids, as `pvm_catchout` shows them, so that stdout is what the program
+/// prints under PVM.
+pub fn pvm_event(ev: &Event, founders: u32, verbose: bool) {
+    match ev {
+        Event::Output { node, stream, line } if *node < founders => match stream {
+            OutputStream::Stdout => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}");
+            }
+            OutputStream::Stderr => eprintln!("{line}"),
+        },
+        Event::Output { node, line, .. } => {
+            eprintln!("[t{:x}] {line}", threadwire_launch::pvm::task_of(*node))
+        }
+        // A task's end, even by pvm_kill, is not the job's failure.
+        Event::NodeFailed {
+            aborting: false, ..
+        } if !verbose => {}
+        _ => event(ev, verbose),
+    }
+}
+
 pub fn stats(report: &JobReport) {
     println!(
         "{:>5} {:>12} {:>14} {:>12} {:>14} {:>11}",

@@ -450,6 +450,7 @@ fn parse_add_nodes(fields: &[&str]) -> Result<Request, String> {
         program,
         args,
         host,
+        env: Vec::new(),
     }))
 }
 

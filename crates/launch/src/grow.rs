@@ -205,9 +205,11 @@ impl Job<'_> {
                 program,
                 args,
                 host,
+                env,
             } => {
                 let asked = requester.clone();
-                match self.start_batch(asked, count, program, args, &host, on_event) {
+                let run = (program, args, env);
+                match self.start_batch(asked, count, run, &host, on_event) {
                     Ok(()) => return,
                     Err(why) => VmAnswer::Refused(why),
                 }
@@ -244,8 +246,7 @@ impl Job<'_> {
         &mut self,
         requester: Requester,
         count: u32,
-        program: String,
-        args: Option<Vec<String>>,
+        (program, args, env): (String, Option<Vec<String>>, Vec<(String, String)>),
         host: &str,
         on_event: &mut impl FnMut(&Event),
     ) -> Result<(), String> {
@@ -287,7 +288,7 @@ impl Job<'_> {
             };
             match self
                 .starter
-                .start(node, total, &entry, gateway, &program, &args)
+                .start(node, total, &entry, gateway, (&program, &args, &env))
             {
                 Ok(process) => slot.process = Some(process),
                 Err(e) => {

@@ -208,8 +208,7 @@ impl Starter {
         nodes: u32,
         host: &crate::Host,
         gateway: Option<IpAddr>,
-        program: &std::path::Path,
-        args: &[OsString],
+        (program, args, env): (&std::path::Path, &[OsString], &[(String, String)]),
     ) -> std::io::Result<NodeProcess> {
         let rendezvous = SocketAddr::new(
             gateway.or(self.first_gateway).unwrap_or(self.bind),
@@ -222,6 +221,7 @@ impl Starter {
                 .map(|(k, v)| (k.to_string(), v))
                 .collect();
         vars.extend(self.env.iter().cloned());
+        vars.extend(env.iter().cloned());
         if let crate::Host::Ssh(name) = host {
             // The same path on the host: a relative one is the launcher's.
             let program = match program.is_relative() && program.components().count() > 1 {
@@ -634,7 +634,7 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
         let (entry, gateway) = job.hosts.get(host);
         let started = job
             .starter
-            .start(node, n, &entry, gateway, &spec.program, &spec.args);
+            .start(node, n, &entry, gateway, (&spec.program, &spec.args, &[]));
         match started {
             Ok(process) => job.slots.push(Slot {
                 process: Some(process),

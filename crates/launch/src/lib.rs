@@ -50,6 +50,7 @@ pub mod hosts;
 mod job;
 mod process;
 pub mod proxy;
+pub mod pvm;
 mod rendezvous;
 mod spec;
 mod watch;

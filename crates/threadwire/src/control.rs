@@ -114,6 +114,8 @@ pub enum VmOp {
         args: Option<Vec<String>>,
         /// The host they run on; empty for the job's hosts in turn.
         host: String,
+        /// Variables added to their environment.
+        env: Vec<(String, String)>,
     },
     /// Add hosts to the job's host table.
     AddHosts {
@@ -313,10 +315,14 @@ impl Control {
                         program,
                         args,
                         host,
+                        env,
                     } => {
                         p.pack(OP_ADD_NODES).pack(*count).pack_str(program).pack_str(host);
                         p.pack(u32::from(args.is_some()));
                         pack_strings(&mut p, args.as_deref().unwrap_or_default());
+                        let (keys, values): (Vec<String>, Vec<String>) = env.iter().cloned().unzip();
+                        pack_strings(&mut p, &keys);
+                        pack_strings(&mut p, &values);
                     }
                     VmOp::AddHosts { hosts } => {
                         p.pack(OP_ADD_HOSTS);
@@ -437,11 +443,18 @@ impl Control {
                         let host = u.unpack_string()?;
                         let has_args = u.unpack::<u32>()? != 0;
                         let args = unpack_strings(&mut u)?;
+                        let keys = unpack_strings(&mut u)?;
+                        let values = unpack_strings(&mut u)?;
+                        if keys.len() != values.len() {
+                            return Err(ControlError::Unexpected(OP_ADD_NODES));
+                        }
+                        let env = keys.into_iter().zip(values).collect();
                         VmOp::AddNodes {
                             count,
                             program,
                             args: has_args.then_some(args),
                             host,
+                            env,
                         }
                     }
                     OP_ADD_HOSTS => VmOp::AddHosts {
@@ -573,6 +586,7 @@ mod tests {
                     program: String::new(),
                     args: None,
                     host: "netns:twh1".into(),
+                    env: vec![],
                 },
             },
             Control::Vm {
@@ -582,6 +596,7 @@ mod tests {
                     program: "/bin/worker".into(),
                     args: Some(vec!["-x".into(), String::new()]),
                     host: String::new(),
+                    env: vec![("PVM_PARENT".into(), "40001".into()), ("E".into(), String::new())],
                 },
             },
             Control::Vm {

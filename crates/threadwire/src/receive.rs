@@ -12,6 +12,7 @@ use crate::progress::Origin;
 use crate::rendezvous::{codec, Announced, Done, Fetch, OVERHEAD};
 use crate::{Address, Message, Status};
 use std::sync::Arc;
+use std::time::Instant;
 use threadwire_wire::{Format, FrameHeader, FrameKind, Payload};
 
 /// Where a receive's bytes go.
@@ -162,6 +163,29 @@ impl Receive {
                 _ => {}
             }
         }
+    }
+
+    /// [`wait`](Self::wait), giving up at `deadline` while no message has
+    /// matched (a matched one is finished whatever the time): whether it
+    /// finished.
+    pub(crate) fn wait_deadline(&mut self, deadline: Instant) -> bool {
+        while !self.advance() {
+            let (engine, router) = (&self.shared.engine, &self.shared.router);
+            match &self.phase {
+                Phase::Posted(slot) => {
+                    let done = || slot.is_done();
+                    if !engine.wait_until_deadline(router, self.origin, done, deadline) {
+                        return self.advance();
+                    }
+                }
+                Phase::Fetching(f) => {
+                    let node = Origin::Peer(f.status.source.node);
+                    engine.wait_until(router, node, || f.done.is_done())
+                }
+                _ => {}
+            }
+        }
+        true
     }
 
     /// The result, once finished.

@@ -8,6 +8,7 @@ use crate::rendezvous::Done;
 use crate::{Address, Message, Status};
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// An operation of several steps (a nonblocking collective) that advances
 /// when its request is tested or waited.
@@ -236,6 +237,38 @@ where
             r.wait();
         }
         self.take()
+    }
+
+    /// Waits until the operation completes or `timeout` passes: whether
+    /// it completed (then [`wait`](Self::wait) returns at once). A receive
+    /// that a message has matched is completed whatever the time; one
+    /// that none has stays posted, to be waited on again or
+    /// [cancelled](Self::cancel).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let ep = threadwire::Config::new().standalone(true).init().unwrap();
+    /// let mut req = ep.irecv(threadwire::ANY_SOURCE, 7);
+    /// assert!(!req.wait_timeout(Duration::from_millis(10)));
+    /// ep.send(ep.address(), 7, b"late".to_vec()).unwrap();
+    /// assert!(req.wait_timeout(Duration::from_secs(10)));
+    /// assert_eq!(req.wait().unwrap().into_vec(), b"late");
+    /// ```
+    pub fn wait_timeout(&mut self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        if let State::Receiving(r) = &mut self.state {
+            return r.wait_deadline(deadline);
+        }
+        if self.advance() {
+            return true;
+        }
+        let Some(shared) = self.shared().cloned() else {
+            return true;
+        };
+        let origin = self.origin();
+        let done = || self.advance();
+        shared.engine.wait_until_deadline(&shared.router, origin, done, deadline)
     }
 
     /// Cancels a receive that no message has matched yet: `true` if it

@@ -106,6 +106,7 @@ pub struct AddNodes {
     program: Option<PathBuf>,
     args: Option<Vec<String>>,
     host: Option<String>,
+    env: Vec<(String, String)>,
 }
 
 impl AddNodes {
@@ -117,6 +118,7 @@ impl AddNodes {
             program: None,
             args: None,
             host: None,
+            env: Vec::new(),
         }
     }
 
@@ -129,6 +131,13 @@ impl AddNodes {
     /// With these arguments instead of the job's.
     pub fn args<S: Into<String>>(mut self, args: impl IntoIterator<Item = S>) -> AddNodes {
         self.args = Some(args.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// With `key` set to `value` in their environment, besides the job's
+    /// (as `MPI_Comm_spawn`'s info, or PVM's parent task id).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> AddNodes {
+        self.env.push((key.into(), value.into()));
         self
     }
 
@@ -194,6 +203,7 @@ impl Endpoint {
                 .unwrap_or_default(),
             args: nodes.args.clone(),
             host: nodes.host.clone().unwrap_or_default(),
+            env: nodes.env.clone(),
         };
         let added = self.ask_launcher(op)?;
         // The launcher's `Grown` came before its answer on the same

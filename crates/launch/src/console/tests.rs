@@ -24,6 +24,7 @@ fn requests_parse() {
             program: String::new(),
             args: None,
             host: String::new(),
+            env: vec![],
         }))
     );
     assert_eq!(
@@ -33,6 +34,7 @@ fn requests_parse() {
             program: "/bin/prog".into(),
             args: Some(vec![String::new(), "--host".into()]),
             host: "netns:a".into(),
+            env: vec![],
         }))
     );
     assert_eq!(
@@ -42,6 +44,7 @@ fn requests_parse() {
             program: "/bin/prog".into(),
             args: Some(vec![]),
             host: String::new(),
+            env: vec![],
         }))
     );
 }

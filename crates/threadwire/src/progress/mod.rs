@@ -75,8 +75,18 @@ use crate::lock;
 use crate::router::Router;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use threadwire_fiber::{Parker, SpinWait, Unparker, Wake};
+
+/// The shorter of `recheck` and the time left until `deadline` (none
+/// when neither is given).
+fn until(recheck: Option<Duration>, deadline: Option<Instant>) -> Option<Duration> {
+    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+    match (recheck, left) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
 
 /// Longest sleep without re-checking: a safety net, never the wake-up path.
 pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_millis(200);
@@ -256,36 +266,74 @@ impl ProgressEngine {
     /// otherwise.
     pub(crate) fn wait_until(&self, router: &Router, origin: Origin, done: impl FnMut() -> bool) {
         if threadwire_fiber::in_fiber() {
-            return self.wait_in_fiber(done, None);
+            return self.wait_in_fiber(done, None, None);
         }
-        self.wait_on_thread(router, origin, done)
+        self.wait_on_thread(router, origin, done, None)
+    }
+
+    /// Like [`wait_until`](Self::wait_until), giving up at `deadline`:
+    /// whether `done()` held.
+    pub(crate) fn wait_until_deadline(
+        &self,
+        router: &Router,
+        origin: Origin,
+        mut done: impl FnMut() -> bool,
+        deadline: Instant,
+    ) -> bool {
+        let mut held = false;
+        let mut check = || {
+            held = done();
+            held || Instant::now() >= deadline
+        };
+        match threadwire_fiber::in_fiber() {
+            true => self.wait_in_fiber(&mut check, None, Some(deadline)),
+            false => self.wait_on_thread(router, origin, &mut check, Some(deadline)),
+        }
+        held
     }
 
     /// Like [`wait_until`](Self::wait_until), for a condition that nothing
     /// wakes (queued bytes draining): a fiber re-checks it periodically.
     pub(crate) fn wait_polling(&self, router: &Router, origin: Origin, done: impl FnMut() -> bool) {
         if threadwire_fiber::in_fiber() {
-            return self.wait_in_fiber(done, Some(Duration::from_millis(1)));
+            return self.wait_in_fiber(done, Some(Duration::from_millis(1)), None);
         }
-        self.wait_on_thread(router, origin, done)
+        self.wait_on_thread(router, origin, done, None)
     }
 
     /// Step 6. The fiber does not poll: parking is a switch (tens of
     /// nanoseconds) and a worker with nothing else to run polls at once,
     /// while a poll here would cost a system call even when the message
     /// comes from a fiber of this node.
-    fn wait_in_fiber(&self, mut done: impl FnMut() -> bool, recheck: Option<Duration>) {
+    fn wait_in_fiber(
+        &self,
+        mut done: impl FnMut() -> bool,
+        recheck: Option<Duration>,
+        deadline: Option<Instant>,
+    ) {
         while !done() {
             let shared = self.shared_waits.load(Ordering::SeqCst) > 0;
-            match recheck {
-                _ if shared => threadwire_fiber::park_timeout(SHARED_RECHECK),
+            let recheck = match recheck {
+                _ if shared => Some(SHARED_RECHECK),
+                r => r,
+            };
+            match until(recheck, deadline) {
                 Some(t) => threadwire_fiber::park_timeout(t),
                 None => threadwire_fiber::park(),
             }
         }
     }
 
-    fn wait_on_thread(&self, router: &Router, origin: Origin, mut done: impl FnMut() -> bool) {
+    /// A wait on an OS thread (steps 1–5, 7–9); with a deadline, no sleep
+    /// outlasts it.
+    fn wait_on_thread(
+        &self,
+        router: &Router,
+        origin: Origin,
+        mut done: impl FnMut() -> bool,
+        deadline: Option<Instant>,
+    ) {
+        let sleep = |t: Duration| until(Some(t), deadline).unwrap_or(t);
         threadwire_fiber::with_thread_parker(|parker| {
             let mut spin = SpinWait::new();
             let polls = origin != Origin::Local && !self.comm_thread.load(Ordering::Relaxed);
@@ -324,7 +372,7 @@ impl ProgressEngine {
                             }
                             let mut woke_to_work = false;
                             parker.park_external(&self.waker, || {
-                                woke_to_work = d.poll(router, Some(self.idle_timeout()));
+                                woke_to_work = d.poll(router, Some(sleep(self.idle_timeout())));
                             });
                             if woke_to_work {
                                 spin = SpinWait::new();
@@ -337,9 +385,9 @@ impl ProgressEngine {
                     continue;
                 }
                 if polls {
-                    self.sleep_as_candidate(parker, self.idle_timeout());
+                    self.sleep_as_candidate(parker, sleep(self.idle_timeout()));
                 } else {
-                    parker.park_timeout(self.idle_timeout());
+                    parker.park_timeout(sleep(self.idle_timeout()));
                 }
             }
         })

@@ -1,0 +1,1 @@
+//! PVM's group library on threadwire's named groups.

@@ -1,0 +1,466 @@
+//! The calling thread's task: its endpoint, its buffers, the messages it
+//! has pulled from its mailbox but not yet received, and its options.
+//!
+//! # Rules
+//!
+//! 1. Every OS thread that calls PVM is a task of its own with its own tid
+//!    (the thesis' thread-based PVM): the first such thread of a process
+//!    starts the node (`threadwire::init`, thread 0), later ones become
+//!    further endpoints of it (`Node::endpoint`).
+//! 2. A task's state lives behind a thread-local pointer with no
+//!    destructor, so that it outlives the thread-local values of the
+//!    runtime it uses; `pvm_exit`, or the process's exit (`atexit`), ends
+//!    the task, and ending thread 0's finalizes the node.
+//! 3. [`with`] lends the state for the length of one call. User code
+//!    (message handlers, reduce functions) is never called inside it: a
+//!    call that may reach user code borrows, returns, calls, and borrows
+//!    again, so a handler that calls PVM finds the state free.
+
+use crate::buffer::Buffer;
+use crate::consts::*;
+use crate::tid;
+use std::cell::Cell;
+use std::collections::{HashMap, VecDeque};
+use std::ffi::CString;
+use std::sync::OnceLock;
+use threadwire::{Address, Endpoint, Node};
+
+/// The node, once the process's first task has started it.
+static NODE: OnceLock<Node> = OnceLock::new();
+
+thread_local! {
+    static TASK: Cell<*mut Task> = const { Cell::new(std::ptr::null_mut()) };
+    /// Whether this thread's task has exited (calls fail afterwards).
+    static EXITED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// First threadwire tag of the notifications this library asked for; PVM
+/// messages travel with their own tag, which is never negative.
+pub const NOTIFY_TAG: u32 = 0x8000_0000;
+
+/// A message handler of `pvm_addmhf`.
+#[derive(Clone, Copy)]
+pub struct Mhf {
+    pub id: i32,
+    pub src: i32,
+    pub tag: i32,
+    pub ctx: i32,
+    pub f: extern "C" fn(i32) -> i32,
+}
+
+impl Mhf {
+    fn matches(&self, b: &Buffer) -> bool {
+        (self.src == -1 || self.src == b.src)
+            && (self.tag == -1 || self.tag == b.tag)
+            && (self.ctx == -1 || self.ctx == b.ctx)
+    }
+}
+
+/// What a notification this task asked for turns into: a PVM message of
+/// `tag` in `ctx`, whose body says which task or host.
+pub struct Subscription {
+    pub kind: i32,
+    pub tag: i32,
+    pub ctx: i32,
+    /// Held, not read: dropping it ends the subscription.
+    pub _handle: Option<threadwire::NotifyHandle>,
+}
+
+pub struct Task {
+    pub ep: Endpoint,
+    pub tid: i32,
+    bufs: HashMap<i32, Buffer>,
+    next_buf: i32,
+    /// The active send and receive buffers (0: none).
+    pub sbuf: i32,
+    pub rbuf: i32,
+    /// Ids of arrived messages not yet received, in arrival order.
+    queue: VecDeque<i32>,
+    pub ctx: i32,
+    next_ctx: i32,
+    pub handlers: Vec<Mhf>,
+    next_mhf: i32,
+    pub options: HashMap<i32, i32>,
+    pub subscriptions: HashMap<u32, Subscription>,
+    pub next_subscription: u32,
+    /// Storage behind the pointers `pvm_config`, `pvm_tasks` and
+    /// `pvm_siblings` return, valid until the next such call.
+    pub kept_hosts: (Vec<HostInfo>, Vec<CString>),
+    pub kept_tasks: (Vec<TaskInfo>, Vec<CString>),
+    pub kept_tids: Vec<i32>,
+}
+
+/// `struct pvmhostinfo`.
+#[repr(C)]
+pub struct HostInfo {
+    pub tid: i32,
+    pub name: *const libc::c_char,
+    pub arch: *const libc::c_char,
+    pub speed: i32,
+    pub dsig: i32,
+}
+
+/// `struct pvmtaskinfo`.
+#[repr(C)]
+pub struct TaskInfo {
+    pub tid: i32,
+    pub ptid: i32,
+    pub host: i32,
+    pub flag: i32,
+    pub a_out: *const libc::c_char,
+    pub pid: i32,
+}
+
+/// How long a receive may wait.
+#[derive(Clone, Copy)]
+pub enum Wait {
+    Forever,
+    Not,
+    Until(std::time::Instant),
+}
+
+/// A step of a receive: what the caller does next outside the borrow.
+pub enum Step {
+    /// A message matched: its buffer id, now the active receive buffer.
+    Found(i32),
+    /// Nothing matched and the wait is over.
+    Nothing,
+    /// A handler takes this message (its buffer id).
+    Handle(extern "C" fn(i32) -> i32, i32),
+    /// A message arrived that did not match; look again.
+    Again,
+}
+
+impl Task {
+    fn new(ep: Endpoint) -> Result<Task, i32> {
+        let Some(tid) = tid::of(ep.address()) else {
+            eprintln!(
+                "libpvm (threadwire): {} has no PVM task id (nodes up to {}, threads up to 262142)",
+                ep.address(),
+                tid::MAX_NODES
+            );
+            return Err(PVM_OUT_OF_RES);
+        };
+        Ok(Task {
+            ep,
+            tid,
+            bufs: HashMap::new(),
+            next_buf: 1,
+            sbuf: 0,
+            rbuf: 0,
+            queue: VecDeque::new(),
+            ctx: BASE_CONTEXT,
+            next_ctx: 1,
+            handlers: Vec::new(),
+            next_mhf: 1,
+            options: HashMap::new(),
+            subscriptions: HashMap::new(),
+            next_subscription: 0,
+            kept_hosts: (Vec::new(), Vec::new()),
+            kept_tasks: (Vec::new(), Vec::new()),
+            kept_tids: Vec::new(),
+        })
+    }
+
+    pub fn option(&self, what: i32) -> i32 {
+        let default = match what {
+            OPT_ROUTE => ALLOW_DIRECT,
+            OPT_AUTO_ERR => 1,
+            OPT_FRAG_SIZE => 4096,
+            OPT_SHOW_TIDS => 1,
+            OPT_POLL_TYPE => 1,
+            _ => 0,
+        };
+        self.options.get(&what).copied().unwrap_or(default)
+    }
+
+    pub fn node(&self) -> &Node {
+        self.ep.node()
+    }
+
+    /// Keeps `buffer` under a new id.
+    pub fn insert(&mut self, buffer: Buffer) -> i32 {
+        let id = self.next_buf;
+        self.next_buf = self.next_buf.checked_add(1).unwrap_or(1);
+        self.bufs.insert(id, buffer);
+        id
+    }
+
+    pub fn buffer(&mut self, id: i32) -> Result<&mut Buffer, i32> {
+        match id {
+            ..=0 => Err(PVM_BAD_PARAM),
+            _ => self.bufs.get_mut(&id).ok_or(PVM_NO_SUCH_BUF),
+        }
+    }
+
+    pub fn free(&mut self, id: i32) -> Result<(), i32> {
+        if id <= 0 {
+            return Err(PVM_BAD_PARAM);
+        }
+        self.bufs.remove(&id).ok_or(PVM_NO_SUCH_BUF)?;
+        self.queue.retain(|&q| q != id);
+        if self.sbuf == id {
+            self.sbuf = 0;
+        }
+        if self.rbuf == id {
+            self.rbuf = 0;
+        }
+        Ok(())
+    }
+
+    /// The active send buffer.
+    pub fn send_buffer(&mut self) -> Result<&mut Buffer, i32> {
+        let id = self.sbuf;
+        self.bufs.get_mut(&id).ok_or(PVM_NO_BUF)
+    }
+
+    /// The endpoint and the active send buffer, lent together.
+    pub fn sender(&mut self) -> Result<(&Endpoint, &mut Buffer), i32> {
+        let buffer = self.bufs.get_mut(&self.sbuf).ok_or(PVM_NO_BUF)?;
+        Ok((&self.ep, buffer))
+    }
+
+    /// The active receive buffer.
+    pub fn recv_buffer(&mut self) -> Result<&mut Buffer, i32> {
+        let id = self.rbuf;
+        self.bufs.get_mut(&id).ok_or(PVM_NO_BUF)
+    }
+
+    /// Makes `id` the active receive buffer, freeing the one before (as
+    /// every receive does).
+    pub fn make_rbuf(&mut self, id: i32) {
+        if self.rbuf != 0 && self.rbuf != id {
+            self.bufs.remove(&self.rbuf);
+        }
+        self.rbuf = id;
+    }
+
+    pub fn new_context(&mut self) -> i32 {
+        // Contexts are unique per task: the tid in the high bits would
+        // overflow, so a task's contexts are its own numbers; PVM's are
+        // unique machine-wide, which only matters to tasks that send a
+        // context to another task — see docs/PVM.md.
+        let c = self.next_ctx;
+        self.next_ctx += 1;
+        c
+    }
+
+    pub fn add_handler(
+        &mut self,
+        src: i32,
+        tag: i32,
+        ctx: i32,
+        f: extern "C" fn(i32) -> i32,
+    ) -> i32 {
+        let id = self.next_mhf;
+        self.next_mhf += 1;
+        self.handlers.push(Mhf {
+            id,
+            src,
+            tag,
+            ctx,
+            f,
+        });
+        id
+    }
+
+    /// Where in the queue the first message that `(src, tag)` in this
+    /// task's context matches is.
+    fn find_match(&self, src: i32, tag: i32) -> Option<usize> {
+        let ctx = self.ctx;
+        self.queue.iter().position(|id| {
+            self.bufs.get(id).is_some_and(|b| {
+                (src == -1 || b.src == src) && (tag == -1 || b.tag == tag) && b.ctx == ctx
+            })
+        })
+    }
+
+    fn take_match(&mut self, src: i32, tag: i32) -> Option<i32> {
+        let at = self.find_match(src, tag)?;
+        self.queue.remove(at)
+    }
+
+    /// The first queued match's id, left queued (`pvm_probe`).
+    pub fn peek_match(&self, src: i32, tag: i32) -> Option<i32> {
+        self.find_match(src, tag).map(|at| self.queue[at])
+    }
+
+    /// Queues one arrived message from `src` (a tid or -1) without
+    /// waiting: whether there was one.
+    pub fn pull_one(&mut self, src: i32) -> Result<bool, i32> {
+        let from = source(src)?;
+        let message = match self.ep.iprobe(from, threadwire::ANY_TAG) {
+            Ok(Some(st)) => self.ep.recv(st.source, st.tag),
+            Ok(None) => return Ok(false),
+            Err(e) => Err(e),
+        };
+        let message = message.map_err(recv_error)?;
+        if let Some(buffer) = self.arrived(message) {
+            let id = self.insert(buffer);
+            self.queue.push_back(id);
+        }
+        Ok(true)
+    }
+
+    /// One step of a receive of `(src, tag)` (`src` a tid or -1).
+    pub fn receive_step(&mut self, src: i32, tag: i32, wait: Wait) -> Result<Step, i32> {
+        if let Some(id) = self.take_match(src, tag) {
+            self.make_rbuf(id);
+            return Ok(Step::Found(id));
+        }
+        let from = source(src)?;
+        let message = match wait {
+            Wait::Forever => self.ep.recv(from, threadwire::ANY_TAG).map(Some),
+            Wait::Not => match self.ep.iprobe(from, threadwire::ANY_TAG) {
+                Ok(Some(st)) => self.ep.recv(st.source, st.tag).map(Some),
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            },
+            Wait::Until(deadline) => {
+                let mut req = self.ep.irecv(from, threadwire::ANY_TAG);
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                match req.wait_timeout(left) || !req.cancel() {
+                    true => req.wait().map(Some),
+                    false => Ok(None),
+                }
+            }
+        };
+        let message = match message.map_err(recv_error)? {
+            Some(m) => m,
+            None => return Ok(Step::Nothing),
+        };
+        let Some(buffer) = self.arrived(message) else {
+            return Ok(Step::Again);
+        };
+        if let Some(h) = self.handlers.iter().find(|h| h.matches(&buffer)).copied() {
+            let id = self.insert(buffer);
+            return Ok(Step::Handle(h.f, id));
+        }
+        let id = self.insert(buffer);
+        self.queue.push_back(id);
+        Ok(Step::Again)
+    }
+
+    /// A message from the mailbox as a PVM message: a PVM message's
+    /// buffer, or a notification turned into the message the task asked
+    /// for; `None` for a notification no longer wanted.
+    fn arrived(&mut self, message: threadwire::Message) -> Option<Buffer> {
+        let from = tid::of(message.source()).unwrap_or(0);
+        if message.tag() < NOTIFY_TAG {
+            return Some(Buffer::decode(message.into_vec(), from));
+        }
+        let tag = message.tag();
+        let note = threadwire::Notification::from_message(message).ok()?;
+        let sub = self.subscriptions.get(&tag)?;
+        let mut b = Buffer::new(DATA_DEFAULT).expect("a known encoding");
+        let about = match note {
+            threadwire::Notification::NodeExit { node, .. } => {
+                tid::of(Address::new(node, 0)).unwrap_or(0)
+            }
+            threadwire::Notification::HostAdded { host, .. }
+            | threadwire::Notification::HostRemoved { host, .. } => tid::of_host(host as usize),
+            _ => return None,
+        };
+        let about = [about];
+        // SAFETY: one int.
+        unsafe { b.pack(crate::buffer::Kind::Int, about.as_ptr().cast(), 1, 1) }.ok()?;
+        let mut r = Buffer::decode(b.encode(sub.ctx, sub.tag), from);
+        r.src = from;
+        if sub.kind == NOTIFY_TASK_EXIT || sub.kind == NOTIFY_HOST_DELETE {
+            // One message per task or host asked about: the subscription
+            // is spent (its handle, dropped, cancels nothing further).
+            self.subscriptions.remove(&tag);
+        }
+        Some(r)
+    }
+}
+
+/// The mailbox source a PVM source names.
+fn source(src: i32) -> Result<threadwire::Source, i32> {
+    match src {
+        -1 => Ok(threadwire::ANY_SOURCE),
+        t => Ok(tid::address(t).ok_or(PVM_BAD_PARAM)?.into()),
+    }
+}
+
+fn recv_error(e: threadwire::RecvError) -> i32 {
+    match e {
+        threadwire::RecvError::PeerLost(_) => PVM_NO_TASK,
+        threadwire::RecvError::NoSuchNode(_) => PVM_BAD_PARAM,
+        _ => PVM_SYS_ERR,
+    }
+}
+
+/// Starts this thread's task if it has none (rule 1).
+fn enroll() -> Result<*mut Task, i32> {
+    if EXITED.with(Cell::get) {
+        return Err(PVM_SYS_ERR);
+    }
+    let ep = match NODE.get() {
+        Some(node) => node.endpoint().map_err(|e| {
+            eprintln!("libpvm (threadwire): this thread cannot become a task: {e}");
+            PVM_OUT_OF_RES
+        })?,
+        None => {
+            let ep = threadwire::init().map_err(|e| {
+                eprintln!(
+                    "libpvm (threadwire): cannot start: {e}\n\
+                     libpvm (threadwire): run PVM programs with `threadwire pvm -- PROGRAM ARGS`"
+                );
+                PVM_SYS_ERR
+            })?;
+            let _ = NODE.set(ep.node().clone());
+            crate::spawn::serve(ep.node());
+            // SAFETY: `at_exit` is an `extern "C" fn()` that lives as long
+            // as the library (which is never unloaded while tasks run).
+            unsafe { libc::atexit(at_exit) };
+            ep
+        }
+    };
+    let task = Box::into_raw(Box::new(Task::new(ep)?));
+    TASK.with(|t| t.set(task));
+    Ok(task)
+}
+
+/// The process exits: its thread's task ends as `pvm_exit` ends it.
+extern "C" fn at_exit() {
+    exit();
+}
+
+/// Lends the calling thread's task to `f`, starting the task first if
+/// need be (rule 3).
+pub fn with<R>(f: impl FnOnce(&mut Task) -> Result<R, i32>) -> Result<R, i32> {
+    let mut task = TASK.with(Cell::get);
+    if task.is_null() {
+        task = enroll()?;
+    }
+    // SAFETY: the pointer came from `Box::into_raw` on this thread and is
+    // freed only by `exit` on this thread; no other borrow is alive, since
+    // no user code runs inside `with` and `with` is not called inside it
+    // (rule 3).
+    f(unsafe { &mut *task })
+}
+
+/// Whether this thread is a task now (without starting one).
+pub fn enrolled() -> bool {
+    !TASK.with(Cell::get).is_null()
+}
+
+/// Ends this thread's task: `pvm_exit`.
+pub fn exit() -> bool {
+    let task = TASK.with(|t| t.replace(std::ptr::null_mut()));
+    if task.is_null() {
+        return false;
+    }
+    EXITED.with(|e| e.set(true));
+    // SAFETY: as in `with`; the pointer is cleared first, so this is its
+    // only owner.
+    let task = unsafe { Box::from_raw(task) };
+    let node = task.node().clone();
+    let finalizes = task.ep.address().thread == 0;
+    drop(task);
+    if finalizes {
+        node.finalize();
+    }
+    true
+}
