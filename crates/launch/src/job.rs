@@ -193,6 +193,8 @@ pub(crate) struct Starter {
     env: Vec<(String, String)>,
     capacity: u32,
     founders: u32,
+    /// Whether node 0 reads the launcher's stdin.
+    stdin_to_first: bool,
     /// Every local node's output and exit (`watch`).
     watcher: crate::watch::Watcher,
     /// The proxies on the job's ssh hosts.
@@ -236,7 +238,8 @@ impl Starter {
             });
         }
         let cmd = host.command(program, args, &vars);
-        let pid = process::start(node, cmd, &self.watcher)?;
+        let stdin = self.stdin_to_first && node == 0;
+        let pid = process::start(node, cmd, stdin, &self.watcher)?;
         Ok(NodeProcess::Local { pid })
     }
 
@@ -605,6 +608,7 @@ pub fn run(spec: &JobSpec, mut on_event: impl FnMut(&Event)) -> Result<JobReport
         env: spec.env.clone(),
         capacity: spec.capacity(),
         founders: n,
+        stdin_to_first: spec.stdin_to_first,
         proxies: Proxies::new(spec.ssh.clone(), tx.clone()),
         watcher: crate::watch::Watcher::new(tx.clone())?,
     };

@@ -75,6 +75,7 @@ pub fn job(nodes: u32, program: PathBuf, args: Vec<OsString>, dir: &Path) -> Job
         .args(args)
         .env("LD_LIBRARY_PATH", path.to_string_lossy())
         .on_failure(FailurePolicy::Continue)
+        .stdin_to_first()
 }
 
 /// Step 3: the tid of node `node`'s first thread (`threadwire-pvm3`'s

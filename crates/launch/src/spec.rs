@@ -45,6 +45,9 @@ pub struct JobSpec {
     pub max_nodes: Option<u32>,
     /// How `ssh:` hosts are reached.
     pub ssh: SshConfig,
+    /// Whether node 0 reads the launcher's stdin, as a program run from
+    /// the shell does (`threadwire pvm`); every other node reads nothing.
+    pub stdin_to_first: bool,
 }
 
 /// How the launcher reaches `ssh:` hosts: one `ssh` connection per host
@@ -97,7 +100,14 @@ impl JobSpec {
             hosts: Vec::new(),
             max_nodes: None,
             ssh: SshConfig::from_env(),
+            stdin_to_first: false,
         }
+    }
+
+    /// Node 0 reads the launcher's stdin ([`stdin_to_first`](Self::stdin_to_first)).
+    pub fn stdin_to_first(mut self) -> JobSpec {
+        self.stdin_to_first = true;
+        self
     }
 
     /// The most nodes the job may grow to (never fewer than it starts with).

@@ -337,7 +337,7 @@ fn send_to(t: &mut task::Task, to: c_int, tag: c_int) -> Result<c_int, c_int> {
     Ok(0)
 }
 
-fn send_error(e: threadwire::SendError) -> c_int {
+pub(crate) fn send_error(e: threadwire::SendError) -> c_int {
     match e {
         threadwire::SendError::PeerLost { .. } => PVM_NO_TASK,
         _ => PVM_SYS_ERR,
@@ -417,11 +417,21 @@ pub unsafe extern "C" fn pvm_psend(
 /// `pvm_trecv` (`Until`): the new active receive buffer's id, or 0 for
 /// none. Message handlers run here, outside the task's borrow.
 fn receive(src: c_int, tag: c_int, wait: Wait) -> Result<c_int, c_int> {
+    receive_in(None, src, tag, wait)
+}
+
+/// [`receive`] in context `ctx` (the task's when `None`).
+pub(crate) fn receive_in(
+    ctx: Option<c_int>,
+    src: c_int,
+    tag: c_int,
+    wait: Wait,
+) -> Result<c_int, c_int> {
     if src == 0 || src < -1 || tag < -1 {
         return Err(PVM_BAD_PARAM);
     }
     loop {
-        match task::with(|t| t.receive_step(src, tag, wait))? {
+        match task::with(|t| t.receive_step(ctx, src, tag, wait))? {
             Step::Found(id) => return Ok(id),
             Step::Nothing => return Ok(0),
             Step::Again => {}

@@ -7,10 +7,10 @@
 //!    (the thesis' thread-based PVM): the first such thread of a process
 //!    starts the node (`threadwire::init`, thread 0), later ones become
 //!    further endpoints of it (`Node::endpoint`).
-//! 2. A task's state lives behind a thread-local pointer with no
-//!    destructor, so that it outlives the thread-local values of the
-//!    runtime it uses; `pvm_exit`, or the process's exit (`atexit`), ends
-//!    the task, and ending thread 0's finalizes the node.
+//! 2. A task's state lives behind a thread-local pointer; `pvm_exit`, or
+//!    the end of its thread or process (`ExitGuard`, destroyed before the
+//!    runtime's thread-locals), ends the task, and ending thread 0's
+//!    finalizes the node, so that what it sent is delivered.
 //! 3. [`with`] lends the state for the length of one call. User code
 //!    (message handlers, reduce functions) is never called inside it: a
 //!    call that may reach user code borrows, returns, calls, and borrows
@@ -88,6 +88,8 @@ pub struct Task {
     pub kept_hosts: (Vec<HostInfo>, Vec<CString>),
     pub kept_tasks: (Vec<TaskInfo>, Vec<CString>),
     pub kept_tids: Vec<i32>,
+    /// Groups frozen by `pvm_freezegroup`: their members' tids by instance.
+    pub frozen: HashMap<String, Vec<i32>>,
 }
 
 /// `struct pvmhostinfo`.
@@ -159,6 +161,7 @@ impl Task {
             kept_hosts: (Vec::new(), Vec::new()),
             kept_tasks: (Vec::new(), Vec::new()),
             kept_tids: Vec::new(),
+            frozen: HashMap::new(),
         })
     }
 
@@ -267,17 +270,16 @@ impl Task {
     /// Where in the queue the first message that `(src, tag)` in this
     /// task's context matches is.
     fn find_match(&self, src: i32, tag: i32) -> Option<usize> {
-        let ctx = self.ctx;
+        self.find_in(self.ctx, src, tag)
+    }
+
+    /// [`find_match`](Self::find_match) in context `ctx`.
+    fn find_in(&self, ctx: i32, src: i32, tag: i32) -> Option<usize> {
         self.queue.iter().position(|id| {
             self.bufs.get(id).is_some_and(|b| {
                 (src == -1 || b.src == src) && (tag == -1 || b.tag == tag) && b.ctx == ctx
             })
         })
-    }
-
-    fn take_match(&mut self, src: i32, tag: i32) -> Option<i32> {
-        let at = self.find_match(src, tag)?;
-        self.queue.remove(at)
     }
 
     /// The first queued match's id, left queued (`pvm_probe`).
@@ -302,9 +304,18 @@ impl Task {
         Ok(true)
     }
 
-    /// One step of a receive of `(src, tag)` (`src` a tid or -1).
-    pub fn receive_step(&mut self, src: i32, tag: i32, wait: Wait) -> Result<Step, i32> {
-        if let Some(id) = self.take_match(src, tag) {
+    /// One step of a receive of `(src, tag)` (`src` a tid or -1) in
+    /// context `ctx`, this task's when `None`.
+    pub fn receive_step(
+        &mut self,
+        ctx: Option<i32>,
+        src: i32,
+        tag: i32,
+        wait: Wait,
+    ) -> Result<Step, i32> {
+        let ctx = ctx.unwrap_or(self.ctx);
+        if let Some(at) = self.find_in(ctx, src, tag) {
+            let id = self.queue.remove(at).expect("found in the queue");
             self.make_rbuf(id);
             return Ok(Step::Found(id));
         }
@@ -411,20 +422,30 @@ fn enroll() -> Result<*mut Task, i32> {
             })?;
             let _ = NODE.set(ep.node().clone());
             crate::spawn::serve(ep.node());
-            // SAFETY: `at_exit` is an `extern "C" fn()` that lives as long
-            // as the library (which is never unloaded while tasks run).
-            unsafe { libc::atexit(at_exit) };
             ep
         }
     };
     let task = Box::into_raw(Box::new(Task::new(ep)?));
     TASK.with(|t| t.set(task));
+    EXIT_GUARD.with(|_| ());
     Ok(task)
 }
 
-/// The process exits: its thread's task ends as `pvm_exit` ends it.
-extern "C" fn at_exit() {
-    exit();
+/// Ends the thread's task when the thread ends (or the process exits)
+/// without `pvm_exit` (rule 2). Touched after the runtime's thread-locals
+/// exist, it is destroyed before them: thread-local destructors run in
+/// the reverse order of their registration, and at `exit` before any
+/// `atexit` handler, which would find the runtime's gone.
+struct ExitGuard;
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        exit();
+    }
+}
+
+thread_local! {
+    static EXIT_GUARD: ExitGuard = const { ExitGuard };
 }
 
 /// Lends the calling thread's task to `f`, starting the task first if
