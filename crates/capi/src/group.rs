@@ -349,15 +349,11 @@ pub unsafe extern "C" fn tw_reduce(
         // SAFETY: NULL or a live handle, as the caller promises.
         let g = unsafe { mine(group) }?;
         let op = self::op(op)?;
-        let at_root = g.rank() == root as usize;
         with_datatype!(datatype, T => {
             // SAFETY: NULL or valid for `count` elements, as the caller promises.
             let send = unsafe { slice(send.cast::<T>(), count, "send") }?;
-            let recv = match at_root {
-                // SAFETY: at the root, NULL or valid for `count` elements.
-                true => Some(unsafe { slice_mut(recv.cast::<T>(), count, "recv") }?),
-                false => None,
-            };
+            // SAFETY: at the root, NULL or valid for `count` elements.
+            let recv = unsafe { root_output::<T>(g, root, recv, count) }?;
             if let (Some(result), Some(recv)) = (g.reduce(send, op, root as usize)?, recv) {
                 recv.copy_from_slice(&result);
             }
@@ -421,15 +417,11 @@ pub unsafe extern "C" fn tw_gather(
         // SAFETY: NULL or a live handle, as the caller promises.
         let g = unsafe { mine(group) }?;
         let total = total(count, g.size())?;
-        let at_root = g.rank() == root as usize;
         with_datatype!(datatype, T => {
             // SAFETY: NULL or valid for `count` elements, as the caller promises.
             let send = unsafe { slice(send.cast::<T>(), count, "send") }?;
-            let recv = match at_root {
-                // SAFETY: at the root, NULL or valid for `total` elements.
-                true => Some(unsafe { slice_mut(recv.cast::<T>(), total, "recv") }?),
-                false => None,
-            };
+            // SAFETY: at the root, NULL or valid for `total` elements.
+            let recv = unsafe { root_output::<T>(g, root, recv, total) }?;
             if let (Some(all), Some(recv)) = (g.gather(send, root as usize)?, recv) {
                 recv.copy_from_slice(&all);
             }
@@ -461,9 +453,8 @@ pub unsafe extern "C" fn tw_scatter(
         // SAFETY: NULL or a live handle, as the caller promises.
         let g = unsafe { mine(group) }?;
         let total = total(count, g.size())?;
-        let at_root = g.rank() == root as usize;
         with_datatype!(datatype, T => {
-            let send: &[T] = match at_root {
+            let send: &[T] = match g.rank() == root as usize {
                 // SAFETY: at the root, NULL or valid for `total` elements.
                 true => unsafe { slice(send.cast::<T>(), total, "send") }?,
                 false => &[],
@@ -474,6 +465,25 @@ pub unsafe extern "C" fn tw_scatter(
             Ok(())
         })
     })
+}
+
+/// The output significant at the root only: `len` elements at `recv`
+/// there, nothing elsewhere (where `recv` may be anything).
+///
+/// # Safety
+///
+/// At the root, `recv` is NULL or valid for writes of `len` elements.
+unsafe fn root_output<'a, T>(
+    g: &Group,
+    root: u32,
+    recv: *mut c_void,
+    len: usize,
+) -> Result<Option<&'a mut [T]>> {
+    match g.rank() == root as usize {
+        // SAFETY: at the root, as the caller promises.
+        true => Ok(Some(unsafe { slice_mut(recv.cast::<T>(), len, "recv") }?)),
+        false => Ok(None),
+    }
 }
 
 fn total(count: usize, size: usize) -> Result<usize> {
