@@ -103,6 +103,9 @@
 //!    thread drives progress and have no endpoint.
 //! 5. A fiber that blocks in the kernel (`sleep`, `read`) holds up the
 //!    other fibers of its worker: such code belongs on an OS thread.
+//! 6. C functions the library calls (thread bodies, handlers, entry
+//!    points, callbacks) must return normally: a `longjmp` or a C++
+//!    exception out of one would cross Rust frames, which is undefined.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
