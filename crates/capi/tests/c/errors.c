@@ -30,6 +30,8 @@ int main(void) {
     EXPECT(TW_ERR_INVALID, tw_send(self, TW_ANY_TAG, &v, sizeof v));
     EXPECT(TW_ERR_INVALID, tw_send(self, 1, NULL, 4));
     ASSERT_LAST_ERROR_HAS("NULL");
+    EXPECT(TW_ERR_INVALID, tw_send(self, 1, &v, SIZE_MAX)); /* longer than memory */
+    EXPECT(TW_ERR_INVALID, tw_recv(self, 1, &v, SIZE_MAX / 2 + 1, NULL));
     EXPECT(TW_ERR_NO_SUCH_ENDPOINT, tw_send((tw_address){99, 0}, 1, &v, sizeof v));
     EXPECT(TW_ERR_NO_SUCH_ENDPOINT, tw_recv((tw_address){99, 0}, 1, &v, sizeof v, NULL));
     EXPECT(TW_ERR_INVALID, tw_recv((tw_address){TW_ANY, 3}, 1, &v, sizeof v, NULL));
@@ -60,6 +62,9 @@ int main(void) {
     EXPECT(TW_ERR_INVALID, tw_pack_array(p, TW_INT32, NULL, 1));
     EXPECT(TW_ERR_INVALID, tw_pack_string(p, NULL));
     EXPECT(TW_ERR_INVALID, tw_pack_string(p, "\xff\xfe"));
+    int64_t wide = 0;
+    EXPECT(TW_ERR_INVALID, tw_pack_array(p, TW_INT64, &wide, SIZE_MAX / 4)); /* overflows */
+    EXPECT(TW_ERR_INVALID, tw_pack_array(p, TW_INT32, (char *)&v + 1, 1)); /* misaligned */
     CHECK(tw_pack_array(p, TW_INT32, NULL, 0));
     EXPECT(TW_ERR_INVALID, tw_send_packed((tw_address){TW_ANY, TW_ANY}, 1, &p));
     ASSERT(p != TW_PACKER_NULL);
