@@ -282,6 +282,8 @@ int tw_am_handler(const char *name, struct tw_handler **out);
 // Frees a handler handle (the registration stays); `*handler` becomes
 // NULL.
 //
+// Context: any thread. Errors: `TW_ERR_INVALID` (NULL).
+//
 // # Safety
 //
 // `handler` is NULL or points to NULL or a live handler handle.
@@ -728,12 +730,17 @@ int tw_packer_new(int encoding, struct tw_packer **packer);
 // Frees a packer without sending; `*packer` becomes NULL (a NULL `*packer`
 // is a no-op).
 //
+// Context: any thread. Errors: `TW_ERR_INVALID` (NULL).
+//
 // # Safety
 //
 // `packer` is NULL or points to NULL or a live packer handle.
 int tw_packer_free(struct tw_packer **packer);
 
-// Packs one `uint8_t`. Errors: `TW_ERR_INVALID` (NULL packer).
+// Packs one `uint8_t`.
+//
+// Context: any thread; a packer is used by one thread at a time (as are
+// unpackers). Errors: `TW_ERR_INVALID` (NULL packer).
 //
 // # Safety
 //
@@ -808,6 +815,8 @@ int tw_pack_double(struct tw_packer *packer, double value);
 //
 // Errors: `TW_ERR_INVALID` (NULL, unknown datatype, misaligned `data`).
 //
+// Context: any thread, one at a time per handle.
+//
 // # Safety
 //
 // `packer` is NULL or a live packer handle; `data` is NULL or valid for
@@ -818,6 +827,8 @@ int tw_pack_array(struct tw_packer *packer, tw_datatype datatype, const void *da
 //
 // Errors: `TW_ERR_INVALID` (NULL, not UTF-8).
 //
+// Context: any thread, one at a time per handle.
+//
 // # Safety
 //
 // `packer` is NULL or a live packer handle; `text` is NULL or a
@@ -825,6 +836,8 @@ int tw_pack_array(struct tw_packer *packer, tw_datatype datatype, const void *da
 int tw_pack_string(struct tw_packer *packer, const char *text);
 
 // Packs `len` untyped bytes as one item.
+//
+// Context: any thread, one at a time per handle.
 //
 // # Safety
 //
@@ -849,6 +862,8 @@ int tw_send_packed(struct tw_address to, uint32_t tag, struct tw_packer **packer
 // Errors: `TW_ERR_INVALID` (NULL), `TW_ERR_UNPACK` (the message is
 // opaque bytes, not packed; it is then left to the caller).
 //
+// Context: any thread, one at a time per handle.
+//
 // # Safety
 //
 // `message` is NULL or points to NULL or a live message handle;
@@ -858,6 +873,8 @@ int tw_unpacker_new(struct tw_message **message, struct tw_unpacker **unpacker);
 // Frees an unpacker and its message; `*unpacker` becomes NULL (a NULL
 // `*unpacker` is a no-op).
 //
+// Context: any thread. Errors: `TW_ERR_INVALID` (NULL).
+//
 // # Safety
 //
 // `unpacker` is NULL or points to NULL or a live unpacker handle.
@@ -865,6 +882,9 @@ int tw_unpacker_free(struct tw_unpacker **unpacker);
 
 // Unpacks one `uint8_t` into `*out`. A failed read (another type next,
 // the end) returns `TW_ERR_UNPACK` and consumes nothing.
+//
+// Context: any thread, one at a time per unpacker. Errors:
+// `TW_ERR_INVALID` (NULL), `TW_ERR_UNPACK`.
 //
 // # Safety
 //
@@ -941,6 +961,8 @@ int tw_unpack_double(struct tw_unpacker *unpacker, double *out);
 // `out` NULL with `capacity` 0 asks for the length). Another type next:
 // `TW_ERR_UNPACK`, nothing read.
 //
+// Context: any thread, one at a time per handle.
+//
 // # Safety
 //
 // `unpacker` is NULL or a live unpacker handle; `out` is NULL or valid for
@@ -957,6 +979,8 @@ int tw_unpack_array(struct tw_unpacker *unpacker,
 // length, and the next call gets it (`buf` NULL with `capacity` 0 asks
 // for the length).
 //
+// Context: any thread, one at a time per handle.
+//
 // # Safety
 //
 // `unpacker` is NULL or a live unpacker handle; `buf` is NULL or valid for
@@ -967,12 +991,16 @@ int tw_unpack_string(struct tw_unpacker *unpacker, char *buf, size_t capacity, s
 // `*len` gets its length. One that does not fit is not consumed:
 // `TW_ERR_TRUNCATED`, `*len` its length, and the next call gets it.
 //
+// Context: any thread, one at a time per handle.
+//
 // # Safety
 //
 // As `tw_unpack_string`.
 int tw_unpack_bytes(struct tw_unpacker *unpacker, void *buf, size_t capacity, size_t *len);
 
 // Bytes of the message not yet unpacked into `*remaining`.
+//
+// Context: any thread. Errors: `TW_ERR_INVALID` (NULL).
 //
 // # Safety
 //
@@ -1011,6 +1039,8 @@ int tw_spawn_remote(uint32_t node,
                     struct tw_remote **remote);
 
 // The address of a remote thread into `*address`.
+//
+// Context: any thread. Errors: `TW_ERR_INVALID` (NULL).
 //
 // # Safety
 //

@@ -145,6 +145,8 @@ pub unsafe extern "C" fn tw_am_handler(name: *const c_char, out: *mut *mut tw_ha
 /// Frees a handler handle (the registration stays); `*handler` becomes
 /// NULL.
 ///
+/// Context: any thread. Errors: `TW_ERR_INVALID` (NULL).
+///
 /// # Safety
 ///
 /// `handler` is NULL or points to NULL or a live handler handle.

@@ -71,6 +71,8 @@ pub unsafe extern "C" fn tw_packer_new(encoding: c_int, packer: *mut *mut tw_pac
 /// Frees a packer without sending; `*packer` becomes NULL (a NULL `*packer`
 /// is a no-op).
 ///
+/// Context: any thread. Errors: `TW_ERR_INVALID` (NULL).
+///
 /// # Safety
 ///
 /// `packer` is NULL or points to NULL or a live packer handle.
@@ -91,7 +93,10 @@ unsafe fn pack_scalar<T: Scalar>(packer: *mut tw_packer, value: T) -> c_int {
     })
 }
 
-/// Packs one `uint8_t`. Errors: `TW_ERR_INVALID` (NULL packer).
+/// Packs one `uint8_t`.
+///
+/// Context: any thread; a packer is used by one thread at a time (as are
+/// unpackers). Errors: `TW_ERR_INVALID` (NULL packer).
 ///
 /// # Safety
 ///
@@ -197,6 +202,8 @@ pub unsafe extern "C" fn tw_pack_double(packer: *mut tw_packer, value: f64) -> c
 ///
 /// Errors: `TW_ERR_INVALID` (NULL, unknown datatype, misaligned `data`).
 ///
+/// Context: any thread, one at a time per handle.
+///
 /// # Safety
 ///
 /// `packer` is NULL or a live packer handle; `data` is NULL or valid for
@@ -224,6 +231,8 @@ pub unsafe extern "C" fn tw_pack_array(
 ///
 /// Errors: `TW_ERR_INVALID` (NULL, not UTF-8).
 ///
+/// Context: any thread, one at a time per handle.
+///
 /// # Safety
 ///
 /// `packer` is NULL or a live packer handle; `text` is NULL or a
@@ -240,6 +249,8 @@ pub unsafe extern "C" fn tw_pack_string(packer: *mut tw_packer, text: *const c_c
 }
 
 /// Packs `len` untyped bytes as one item.
+///
+/// Context: any thread, one at a time per handle.
 ///
 /// # Safety
 ///
@@ -292,6 +303,8 @@ pub unsafe extern "C" fn tw_send_packed(
 /// Errors: `TW_ERR_INVALID` (NULL), `TW_ERR_UNPACK` (the message is
 /// opaque bytes, not packed; it is then left to the caller).
 ///
+/// Context: any thread, one at a time per handle.
+///
 /// # Safety
 ///
 /// `message` is NULL or points to NULL or a live message handle;
@@ -324,6 +337,8 @@ pub unsafe extern "C" fn tw_unpacker_new(
 
 /// Frees an unpacker and its message; `*unpacker` becomes NULL (a NULL
 /// `*unpacker` is a no-op).
+///
+/// Context: any thread. Errors: `TW_ERR_INVALID` (NULL).
 ///
 /// # Safety
 ///
@@ -363,6 +378,9 @@ unsafe fn unpack_scalar<T: Scalar>(unpacker: *mut tw_unpacker, out: *mut T) -> c
 
 /// Unpacks one `uint8_t` into `*out`. A failed read (another type next,
 /// the end) returns `TW_ERR_UNPACK` and consumes nothing.
+///
+/// Context: any thread, one at a time per unpacker. Errors:
+/// `TW_ERR_INVALID` (NULL), `TW_ERR_UNPACK`.
 ///
 /// # Safety
 ///
@@ -470,6 +488,8 @@ pub unsafe extern "C" fn tw_unpack_double(unpacker: *mut tw_unpacker, out: *mut 
 /// `out` NULL with `capacity` 0 asks for the length). Another type next:
 /// `TW_ERR_UNPACK`, nothing read.
 ///
+/// Context: any thread, one at a time per handle.
+///
 /// # Safety
 ///
 /// `unpacker` is NULL or a live unpacker handle; `out` is NULL or valid for
@@ -521,6 +541,8 @@ pub unsafe extern "C" fn tw_unpack_array(
 /// length, and the next call gets it (`buf` NULL with `capacity` 0 asks
 /// for the length).
 ///
+/// Context: any thread, one at a time per handle.
+///
 /// # Safety
 ///
 /// `unpacker` is NULL or a live unpacker handle; `buf` is NULL or valid for
@@ -539,6 +561,8 @@ pub unsafe extern "C" fn tw_unpack_string(
 /// Unpacks a bytes item (`tw_pack_bytes`) into `buf` (`capacity` bytes);
 /// `*len` gets its length. One that does not fit is not consumed:
 /// `TW_ERR_TRUNCATED`, `*len` its length, and the next call gets it.
+///
+/// Context: any thread, one at a time per handle.
 ///
 /// # Safety
 ///
@@ -603,6 +627,8 @@ unsafe fn unpack_sized(
 }
 
 /// Bytes of the message not yet unpacked into `*remaining`.
+///
+/// Context: any thread. Errors: `TW_ERR_INVALID` (NULL).
 ///
 /// # Safety
 ///

@@ -110,6 +110,8 @@ pub unsafe extern "C" fn tw_spawn_remote(
 
 /// The address of a remote thread into `*address`.
 ///
+/// Context: any thread. Errors: `TW_ERR_INVALID` (NULL).
+///
 /// # Safety
 ///
 /// `remote` is NULL or a live remote handle; `address` is NULL or valid
