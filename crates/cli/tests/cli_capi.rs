@@ -1,0 +1,198 @@
+//! The C API end to end: the C programs of `crates/capi/tests/c/` and the
+//! example `crates/capi/examples/c/ring.c`, compiled with the system `cc`
+//! against `include/threadwire.h` and `libthreadwire.so`, run as jobs of
+//! `threadwire run`. Each program checks its own results and prints
+//! `n<i> passed` per node; a failed check names the call and exits 1.
+//!
+//! `libthreadwire.so` is the one beside the `threadwire` binary (the same
+//! target directory and profile), brought up to date with `cargo build -p
+//! threadwire-capi` first, with `libthreadwire.so.0` (its soname) a link
+//! to it. Without `cc` the tests say so and skip.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+mod support;
+use support::command::*;
+
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .and_then(Path::parent)
+        .expect("crates/cli is two levels below the workspace")
+}
+
+fn capi() -> PathBuf {
+    workspace().join("crates/capi")
+}
+
+/// `target/<profile>`, where the `threadwire` binary is.
+fn profile_dir() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_threadwire"))
+        .parent()
+        .expect("the binary is in target/<profile>")
+}
+
+/// Builds `libthreadwire.so` for this profile (a no-op when it is current)
+/// and returns its directory.
+fn library_dir() -> &'static Path {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    let dir = profile_dir();
+    let built = BUILT.get_or_init(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-q", "-p", "threadwire-capi", "--manifest-path"])
+            .arg(workspace().join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(dir.parent().expect("target/<profile> has a parent"));
+        match dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => {}
+            Some("release") => {
+                cmd.arg("--release");
+            }
+            Some(profile) => {
+                cmd.args(["--profile", profile]);
+            }
+            None => return Err(format!("no profile in {}", dir.display())),
+        }
+        match cmd.status() {
+            Ok(s) if s.success() => {}
+            Ok(s) => return Err(format!("{cmd:?} failed: {s}")),
+            Err(e) => return Err(format!("{cmd:?} could not start: {e}")),
+        }
+        // Programs ask for the soname, libthreadwire.so.0, as an installed
+        // library provides it (docs/CAPI.md).
+        let soname = dir.join("libthreadwire.so.0");
+        match std::os::unix::fs::symlink("libthreadwire.so", &soname) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(format!("linking {}: {e}", soname.display())),
+        }
+    });
+    if let Err(why) = built {
+        panic!("building libthreadwire.so: {why}; build it with `cargo build -p threadwire-capi`");
+    }
+    assert!(
+        dir.join("libthreadwire.so").is_file(),
+        "{} has no libthreadwire.so; build it with `cargo build -p threadwire-capi` \
+         (with the same profile as this test)",
+        dir.display()
+    );
+    dir
+}
+
+/// Whether a C compiler is here; says why not when not.
+fn have_cc() -> bool {
+    let found = on_path("cc");
+    if !found {
+        eprintln!("SKIPPED: no C compiler `cc` on PATH; the C API's tests need one");
+    }
+    found
+}
+
+/// Compiles `source` into an executable of its own name.
+fn compile(source: &Path) -> PathBuf {
+    let lib = library_dir();
+    let out_dir = profile_dir().join("capi-tests");
+    std::fs::create_dir_all(&out_dir).expect("create target/<profile>/capi-tests");
+    let name = source.file_stem().expect("a C file has a name");
+    let exe = out_dir.join(name);
+    let ran = run_ok(
+        command("cc")
+            .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g"])
+            .arg("-I")
+            .arg(capi().join("include"))
+            .arg("-I")
+            .arg(capi().join("tests/c"))
+            .arg(source)
+            .arg("-o")
+            .arg(&exe)
+            .arg("-L")
+            .arg(lib)
+            .arg("-lthreadwire")
+            .arg(format!("-Wl,-rpath,{}", lib.display()))
+            .arg("-lpthread"),
+    );
+    assert!(ran.stderr.is_empty(), "cc warned:\n{}", ran.show());
+    exe
+}
+
+/// Compiles `tests/c/<name>.c`, runs it on `nodes` nodes and checks that
+/// every node passed.
+fn run_c_test(name: &str, nodes: u32) {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile(&capi().join("tests/c").join(format!("{name}.c")));
+    let ran = run_ok(
+        threadwire()
+            .args(["run", "-n", &nodes.to_string(), "--"])
+            .arg(&exe),
+    );
+    for node in 0..nodes {
+        assert!(
+            ran.stdout.contains(&format!("n{node} passed")),
+            "node {node} did not pass\n{}",
+            ran.show()
+        );
+    }
+}
+
+#[test]
+fn point_to_point() {
+    run_c_test("p2p", 2);
+}
+
+#[test]
+fn pack_and_unpack() {
+    run_c_test("pack", 2);
+}
+
+#[test]
+fn groups_and_collectives() {
+    run_c_test("collectives", 4);
+}
+
+#[test]
+fn active_messages() {
+    run_c_test("am", 2);
+}
+
+#[test]
+fn spawned_and_attached_threads() {
+    run_c_test("threads", 2);
+}
+
+#[test]
+fn bad_input_gives_typed_codes() {
+    run_c_test("errors", 2);
+}
+
+#[test]
+fn peer_exit_is_notified() {
+    run_c_test("notify", 2);
+}
+
+#[test]
+fn ring_example() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile(&capi().join("examples/c/ring.c"));
+    let ran = run_ok(threadwire().args(["run", "-n", "4", "--"]).arg(&exe));
+    assert!(
+        ran.stdout
+            .contains("token came back after 4 hops: n0 -> n1 -> n2 -> n3 -> n0"),
+        "{}",
+        ran.show()
+    );
+    for node in 0..4 {
+        assert!(
+            ran.stdout
+                .contains(&format!("n{node}: sum of node numbers 6")),
+            "{}",
+            ran.show()
+        );
+    }
+}
