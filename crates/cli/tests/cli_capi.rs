@@ -10,28 +10,14 @@
 //! to it. Without `cc` the tests say so and skip.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 mod support;
+use support::cdylib::{build, profile_dir, workspace};
 use support::command::*;
-
-fn workspace() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .and_then(Path::parent)
-        .expect("crates/cli is two levels below the workspace")
-}
 
 fn capi() -> PathBuf {
     workspace().join("crates/capi")
-}
-
-/// `target/<profile>`, where the `threadwire` binary is.
-fn profile_dir() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_threadwire"))
-        .parent()
-        .expect("the binary is in target/<profile>")
 }
 
 /// Builds `libthreadwire.so` for this profile (a no-op when it is current)
@@ -40,27 +26,7 @@ fn library_dir() -> &'static Path {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     let dir = profile_dir();
     let built = BUILT.get_or_init(|| {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-q", "-p", "threadwire-capi", "--manifest-path"])
-            .arg(workspace().join("Cargo.toml"))
-            .arg("--target-dir")
-            .arg(dir.parent().expect("target/<profile> has a parent"));
-        match dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") => {}
-            Some("release") => {
-                cmd.arg("--release");
-            }
-            Some(profile) => {
-                cmd.args(["--profile", profile]);
-            }
-            None => return Err(format!("no profile in {}", dir.display())),
-        }
-        match cmd.status() {
-            Ok(s) if s.success() => {}
-            Ok(s) => return Err(format!("{cmd:?} failed: {s}")),
-            Err(e) => return Err(format!("{cmd:?} could not start: {e}")),
-        }
+        build(&["threadwire-capi"])?;
         // Programs ask for the soname, libthreadwire.so.0, as an installed
         // library provides it (docs/CAPI.md).
         let soname = dir.join("libthreadwire.so.0");

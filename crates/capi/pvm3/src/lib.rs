@@ -34,6 +34,7 @@ mod consts;
 mod groups;
 mod machine;
 mod messages;
+mod packf;
 mod spawn;
 mod task;
 mod tid;

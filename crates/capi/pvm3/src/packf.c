@@ -2,6 +2,8 @@
  * pvm_packf and pvm_unpackf: PVM's printf-like packing, in C because its
  * arguments are C's variable arguments, which stable Rust cannot receive.
  * Each conversion calls the library's own pvm_pk* or pvm_upk* function.
+ * The library exports only what Rust defines, so the exported pvm_packf
+ * and pvm_unpackf are Rust's naked jumps to these (src/packf.rs).
  *
  * Format (pvm_packf(3PVM)):
  *   format : { '%' '+' | '%' count stride modifiers fchar | other }
@@ -194,7 +196,7 @@ static int unpackf(const char *fmt, va_list *ap)
 	return 0;
 }
 
-int pvm_packf(const char *fmt, ...)
+int threadwire_pvm_packf(const char *fmt, ...)
 {
 	va_list ap;
 	int cc;
@@ -204,7 +206,7 @@ int pvm_packf(const char *fmt, ...)
 	return cc;
 }
 
-int pvm_unpackf(const char *fmt, ...)
+int threadwire_pvm_unpackf(const char *fmt, ...)
 {
 	va_list ap;
 	int cc;

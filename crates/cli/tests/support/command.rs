@@ -98,10 +98,26 @@ pub fn threadwire() -> Command {
 
 /// Runs `cmd` to its end; kills it and fails if it hangs.
 pub fn run(cmd: &mut Command) -> Ran {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    run_fed(cmd, None)
+}
+
+/// [`run`], with `input` on its stdin (else nothing).
+pub fn run_fed(cmd: &mut Command, input: Option<&str>) -> Ran {
+    cmd.stdin(if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("start the command");
+    if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+        let text = text.to_string();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(text.as_bytes());
+        });
+    }
     let reader = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut s = String::new();

@@ -2,6 +2,7 @@
 //! compiles its own copy and uses some of them, hence `dead_code`.
 #![allow(dead_code)]
 
+pub mod cdylib;
 pub mod command;
 pub mod report;
 pub mod sshd;
