@@ -531,10 +531,8 @@ mod tests {
         let mut r = Buffer::decode(bytes, 1);
         let mut out = [0i32; 3];
         // SAFETY: three ints.
-        assert_eq!(
-            unsafe { r.unpack(Kind::Int, out.as_mut_ptr().cast(), 3, 1) },
-            Err(PVM_NO_DATA)
-        );
+        let got = unsafe { r.unpack(Kind::Int, out.as_mut_ptr().cast(), 3, 1) };
+        assert_eq!(got, Err(PVM_NO_DATA));
         // A string whose length runs past the end.
         let mut b = Buffer::new(DATA_DEFAULT).unwrap();
         b.pack_str(b"abc").unwrap();

@@ -128,10 +128,11 @@ pub fn spawn(
             nodes = nodes.host(host);
         }
         (true, _) => return Err(PVM_NO_HOST),
-        (false, _) if flag & TASK_ARCH != 0 => {
-            if !place.is_some_and(|a| a.is_empty() || a == "LINUX64" || a == "LINUX") {
-                return Err(PVM_NO_HOST);
-            }
+        (false, _)
+            if flag & TASK_ARCH != 0
+                && !place.is_some_and(|a| a.is_empty() || a == "LINUX64" || a == "LINUX") =>
+        {
+            return Err(PVM_NO_HOST);
         }
         _ => {}
     }
