@@ -313,6 +313,18 @@ pub enum Error {
     Empty,
 }
 
+impl From<threadwire_testbed::pvm::Error> for Error {
+    fn from(e: threadwire_testbed::pvm::Error) -> Error {
+        use threadwire_testbed::pvm::Error as Pvm;
+        match e {
+            Pvm::Missing { program, packages } => Error::Missing { program, packages },
+            Pvm::Io { what, source } => Error::Io { what, source },
+            Pvm::TimedOut(after) => Error::TimedOut(after),
+            Pvm::Failed { status, output } => Error::Failed { status, output },
+        }
+    }
+}
+
 /// Runs `peer` once with `options`.
 pub fn run(peer: Peer, options: &Options) -> Result<Measured, Error> {
     process::require(peer.programs(), peer.packages())?;
