@@ -59,14 +59,16 @@
 //!    daemon if it did not halt, and any task it left), and the directory
 //!    is removed.
 //!
-//! The parts: `daemon.rs` ([`Daemon`], [`Config`]) and `task.rs` ([`Task`],
-//! a program run against it, and its [`Ran`]).
+//! The parts: `daemon.rs` ([`Daemon`], [`Config`]), `task.rs` ([`Task`],
+//! a program run against it, and its [`Ran`]) and [`normalize`] (two runs'
+//! outputs made comparable: tids, contexts, times and host names).
 
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::Duration;
 
 mod daemon;
+pub mod normalize;
 mod task;
 
 pub use daemon::{log_in, task_lines, Config, Daemon};
