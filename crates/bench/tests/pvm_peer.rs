@@ -33,7 +33,7 @@ fn main() {
     }
     let before = pvm_entries_in_temp_dir();
     support::run(&TESTS, |name| {
-        let left = processes_of_our_machines();
+        let left = threadwire_testbed::pvm::processes_left();
         assert!(
             left.is_empty(),
             "{name} left PVM processes running: {left:?}"
@@ -84,28 +84,6 @@ fn pvm_spawn_of_one_and_two() -> Outcome {
         }
     }
     Outcome::Ran
-}
-
-/// Processes (pvmds and their tasks) whose `PVM_TMP` is one of this test
-/// process's scratch directories.
-fn processes_of_our_machines() -> Vec<u32> {
-    let ours = format!(
-        "PVM_TMP={}",
-        std::env::temp_dir().join(pvm::scratch_prefix()).display()
-    );
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
-                env.split(|&b| b == 0)
-                    .any(|var| var.starts_with(ours.as_bytes()))
-            })
-        })
-        .collect()
 }
 
 /// Entries of the temporary directory that PVM or these tests could make:

@@ -3,5 +3,6 @@
 #![allow(dead_code)]
 
 pub mod command;
+pub mod pvm;
 pub mod report;
 pub mod sshd;

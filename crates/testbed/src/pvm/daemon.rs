@@ -13,7 +13,9 @@ use std::time::Instant;
 use super::{io, pvm_root, scratch_prefix, Error, Task, HALT_GRACE, PACKAGES, RSH};
 use crate::group::ProcessGroup;
 use crate::interrupt::{create_scratch_dir, remove_scratch_dir};
-use crate::process::{is_executable, last_lines, on_path};
+use crate::process::{
+    descendants, is_executable, last_lines, on_path, wait_all_exited, Finished, Pidfd,
+};
 use crate::watch::{wait_until, Watched};
 
 /// How a [`Daemon`] is started; the default is a plain pvmd on this host.
@@ -142,6 +144,36 @@ impl Daemon {
         Task::start(cmd, input, &self.dir)
     }
 
+    /// Waits until every task that pvmd forked has ended (but the group
+    /// server, which lives as long as the daemon), and then until pvmd has
+    /// logged what they printed: a console command's answer comes from
+    /// pvmd's loop, which reads the tasks' output first (module docs,
+    /// step 2). Past `deadline`, [`Error::TimedOut`]: a task hangs.
+    pub fn settle(&self, deadline: Instant) -> Result<(), Error> {
+        let started = Instant::now();
+        let group = libc::pid_t::try_from(self.pvmd.id()).unwrap_or(libc::pid_t::MAX);
+        let tasks: Vec<Pidfd> = descendants(&[group])
+            .into_iter()
+            .filter(|&pid| pid != group && !is_group_server(pid))
+            .filter_map(|pid| Pidfd::open(u32::try_from(pid).ok()?).ok())
+            .collect();
+        match wait_all_exited(&tasks, deadline) {
+            Ok(true) => {}
+            Ok(false) => return Err(Error::TimedOut(started.elapsed())),
+            Err(source) => {
+                return Err(Error::Io {
+                    what: "waiting for pvmd's tasks",
+                    source,
+                })
+            }
+        }
+        let console = self.start_task(self.command("pvm"), b"conf\nquit\n")?;
+        match console.finish(deadline)?.finished {
+            Finished::Exited(_) => Ok(()),
+            Finished::Stopped => Err(Error::TimedOut(started.elapsed())),
+        }
+    }
+
     /// The scratch directory (`PVM_TMP`), removed on [`stop`](Self::stop).
     pub fn directory(&self) -> &Path {
         &self.dir
@@ -206,6 +238,11 @@ pub fn log_in(dir: &Path) -> String {
         }
     }
     text
+}
+
+/// Whether `pid` is PVM's group server, `pvmgs`.
+fn is_group_server(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|name| name.trim() == "pvmgs")
 }
 
 /// What the tasks that pvmd forked printed, in the order it logged it:

@@ -52,6 +52,9 @@
 //!    error go to pvmd, which writes each line to its log `pvml.<uid>` as
 //!    `[t80040000] <date> <time> [t<tid>] <line>` unless the parent asked
 //!    for them with `pvm_catchout` ([`Daemon::log`], [`task_lines`]).
+//!    [`Daemon::settle`] waits until the tasks have ended and pvmd has
+//!    logged all they printed: a parent that has received its children's
+//!    results may end before they do.
 //! 3. Stop ([`Daemon::stop`], and `Drop`, so an error or a timeout anywhere
 //!    stops the machine too): the console `pvm` is sent `halt`, on which
 //!    pvmd kills its tasks and removes its files; after at most
@@ -120,6 +123,28 @@ pub enum Error {
 /// (and for pvmds whose `PVM_TMP` starts so) to see that nothing is left.
 pub fn scratch_prefix() -> String {
     format!("threadwire-pvm-{}-", std::process::id())
+}
+
+/// Processes (pvmds and their tasks) whose `PVM_TMP` is one of this
+/// process's scratch directories: after a run, none should be left.
+pub fn processes_left() -> Vec<u32> {
+    let ours = format!(
+        "PVM_TMP={}",
+        std::env::temp_dir().join(scratch_prefix()).display()
+    );
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                env.split(|&b| b == 0)
+                    .any(|var| var.starts_with(ours.as_bytes()))
+            })
+        })
+        .collect()
 }
 
 /// `$PVM_ROOT`, else Debian's `/usr/lib/pvm3`.

@@ -2,7 +2,7 @@
 //! run, or between real PVM and threadwire's libpvm3, is replaced by what
 //! stays the same. A text is normalized line by line, in steps:
 //!
-//! 1. Trailing blanks go.
+//! 1. Trailing blanks go, and so do the lines of [`Rules::racy`].
 //! 2. Lines that a [`Mask`] names have every number replaced by `#`, and
 //!    their runs of blanks made one (a `%8d` pads a short time more).
 //! 3. Host names become `<host>`.
@@ -12,9 +12,11 @@
 //!    [`Normalizer`], so a task named in two outputs has one name. A task
 //!    id is a number with PVM's host field non-zero (`0x40000` to
 //!    `0x3fffffff`) written as `t40001` or `0x40001` (always recognized),
-//!    as a bare decimal `262145` (if [`Rules::decimal_tids`]), or as a
-//!    bare hex `40001` just before a text of [`Rules::hex_tids_before`].
-//!    A context is the non-zero number after the word `context`.
+//!    as a bare decimal `262145` (if [`Rules::decimal_tids`]), as a bare
+//!    hex `40001` just before a text of [`Rules::hex_tids_before`] or
+//!    bare hex after a text of [`Rules::hex_tids_after`]. A `t` tid may
+//!    open a longer word (`t40001lmbi0`, a mailbox name). A context is the
+//!    non-zero number after the word `context`, `ctx` or `sctx`.
 //!
 //! Sorting comes before naming, so that names follow the sorted order;
 //! tids sort in the order pvmd gave them out, and so do threadwire's as
@@ -28,8 +30,7 @@ use std::collections::HashMap;
 pub enum Mask {
     /// Every line that contains this text.
     LinesWith(&'static str),
-    /// Every line made of numbers only, all but its first number (a row
-    /// of a table whose first column counts).
+    /// Every line made of numbers only (a row of a table of times).
     NumericRows,
 }
 
@@ -40,8 +41,13 @@ pub struct Rules {
     pub decimal_tids: bool,
     /// Texts that follow a tid printed as a bare hex (`%x`).
     pub hex_tids_before: &'static [&'static str],
+    /// Texts that come just before a tid printed as a bare hex.
+    pub hex_tids_after: &'static [&'static str],
     /// Its lines of varying numbers.
     pub masks: &'static [Mask],
+    /// Lines it prints only when it loses a race of its own making (a
+    /// check run while a sibling may already be leaving): dropped.
+    pub racy: &'static [&'static str],
 }
 
 /// Normalizes the texts of one run (module docs); the names it gives
@@ -53,6 +59,9 @@ pub struct Normalizer {
     tids: HashMap<u64, usize>,
     contexts: HashMap<u64, usize>,
 }
+
+/// The words after which a number is a message context.
+const CONTEXT_WORDS: &[&str] = &["context", "ctx", "sctx"];
 
 /// The lowest and the highest tid: PVM's host field (bits 18 to 29) is
 /// not zero.
@@ -74,7 +83,11 @@ impl Normalizer {
 
     /// `text` normalized (module docs), its lines sorted if `sort`.
     pub fn normalize(&mut self, text: &str, sort: bool) -> String {
-        let mut lines: Vec<String> = text.lines().map(|line| self.mask(line)).collect();
+        let mut lines: Vec<String> = text
+            .lines()
+            .filter(|line| !self.rules.racy.iter().any(|racy| line.contains(racy)))
+            .map(|line| self.mask(line))
+            .collect();
         if sort {
             lines.sort();
         }
@@ -92,23 +105,18 @@ impl Normalizer {
         let numeric = |word: &str| word.bytes().all(|b| b.is_ascii_digit());
         let words = split(line);
         let all_numbers = words.iter().any(|(word, _)| *word)
-            && words
-                .iter()
-                .all(|(word, text)| !*word || numeric(text))
-            && words
-                .iter()
-                .all(|(word, text)| *word || text.trim().is_empty());
+            && words.iter().all(|(word, text)| !*word || numeric(text))
+            && words.iter().all(|(word, text)| {
+                *word || text.chars().all(|c| c.is_whitespace() || ".+-".contains(c))
+            });
         let masked = self.rules.masks.iter().any(|mask| match mask {
             Mask::LinesWith(text) => line.contains(text),
             Mask::NumericRows => all_numbers,
         });
         let mut out = String::new();
-        let mut first_number = true;
         for (word, text) in words {
             if word && masked && numeric(text) {
-                let keep = all_numbers && first_number && !self.masks_whole_rows();
-                first_number = false;
-                out.push_str(if keep { text } else { "#" });
+                out.push('#');
             } else if word && self.hosts.iter().any(|h| h == text) {
                 out.push_str("<host>");
             } else if !word && masked {
@@ -128,12 +136,6 @@ impl Normalizer {
         out
     }
 
-    /// Whether a line of numbers only is masked whole, by a text it holds
-    /// rather than as a row.
-    fn masks_whole_rows(&self) -> bool {
-        !self.rules.masks.contains(&Mask::NumericRows)
-    }
-
     /// Step 5.
     fn name(&mut self, line: &str) -> String {
         let words = split(line);
@@ -146,6 +148,7 @@ impl Normalizer {
                 out.push_str(text);
                 continue;
             }
+            let before = &line[..rest_at - text.len()];
             let rest = &line[rest_at..];
             if after_context {
                 after_context = false;
@@ -156,12 +159,12 @@ impl Normalizer {
                     continue;
                 }
             }
-            after_context = *text == "context";
-            match self.tid(text, rest) {
-                Some(tid) => {
+            after_context = CONTEXT_WORDS.contains(text);
+            match self.tid(text, before, rest) {
+                Some((tid, suffix)) => {
                     let next = self.tids.len() + 1;
                     let k = *self.tids.entry(tid).or_insert(next);
-                    out.push_str(&format!("T{k}"));
+                    out.push_str(&format!("T{k}{suffix}"));
                 }
                 None => out.push_str(text),
             }
@@ -169,29 +172,45 @@ impl Normalizer {
         out
     }
 
-    /// The tid that `word`, followed by `rest` on its line, writes.
-    fn tid(&self, word: &str, rest: &str) -> Option<u64> {
+    /// The tid that `word`, between `before` and `rest` on its line,
+    /// writes, and what follows it in the word (`t40001lmbi0`: `lmbi0`).
+    fn tid<'w>(&self, word: &'w str, before: &str, rest: &str) -> Option<(u64, &'w str)> {
         let hex = |digits: &str| {
             (5..=8).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_hexdigit())
         };
-        let value = if let Some(digits) = word.strip_prefix("0x").filter(|d| hex(d)) {
-            u64::from_str_radix(digits, 16).ok()
-        } else if let Some(digits) = word.strip_prefix('t').filter(|d| hex(d)) {
-            u64::from_str_radix(digits, 16).ok()
+        let (value, suffix) = if let Some(digits) = word.strip_prefix("0x").filter(|d| hex(d)) {
+            (u64::from_str_radix(digits, 16).ok(), "")
+        } else if let Some(digits) = word.strip_prefix('t') {
+            // A tid may open a longer word: the hex digits up to a letter
+            // that is not one.
+            let end = digits
+                .bytes()
+                .position(|b| !b.is_ascii_hexdigit())
+                .unwrap_or(digits.len());
+            let (digits, suffix) = digits.split_at(end);
+            match hex(digits) && !suffix.starts_with(|c: char| c.is_ascii_digit()) {
+                true => (u64::from_str_radix(digits, 16).ok(), suffix),
+                false => (None, ""),
+            }
         } else if hex(word)
-            && self
+            && (self
                 .rules
                 .hex_tids_before
                 .iter()
                 .any(|after| rest.starts_with(after))
+                || self
+                    .rules
+                    .hex_tids_after
+                    .iter()
+                    .any(|text| before.ends_with(text)))
         {
-            u64::from_str_radix(word, 16).ok()
+            (u64::from_str_radix(word, 16).ok(), "")
         } else if self.rules.decimal_tids && word.bytes().all(|b| b.is_ascii_digit()) {
-            word.parse().ok()
+            (word.parse().ok(), "")
         } else {
-            None
+            (None, "")
         };
-        value.filter(|v| TIDS.contains(v))
+        value.filter(|v| TIDS.contains(v)).map(|v| (v, suffix))
     }
 }
 
@@ -237,8 +256,23 @@ mod tests {
             n.normalize(text, false),
             "i'm T1\nfrom T2: hi\n T1 myinst is 0\nT2 and T1 again\n"
         );
+        // A tid opening a mailbox name; one after an `id: `.
+        let mut m = normalizer(Rules {
+            hex_tids_after: &["id: "],
+            ..Rules::default()
+        });
+        assert_eq!(
+            m.normalize(
+                "entry <t40001lmbi0> of t40001 on vm id: 40001 sctx = 262145",
+                false
+            ),
+            "entry <T1lmbi0> of T1 on <host> id: T1 sctx = C1\n"
+        );
         // The names hold across the texts of one run.
-        assert_eq!(n.normalize("libpvm [t4001a]: pvm_send()", false), "libpvm [T2]: pvm_send()\n");
+        assert_eq!(
+            n.normalize("libpvm [t4001a]: pvm_send()", false),
+            "libpvm [T2]: pvm_send()\n"
+        );
     }
 
     #[test]
@@ -266,10 +300,10 @@ mod tests {
             masks: &[Mask::LinesWith("MB/s"), Mask::NumericRows],
             ..Rules::default()
         });
-        let text = "Roundtrip T = 39 (us)  (0.3810 MB/s)  Data size: 8\n 1     2379\n10       41\nRTT Avg uSec 178\n";
+        let text = "Roundtrip T = 39 (us)  (0.3810 MB/s)  Data size: 8\n 1     2379\n     100.000000   2.325581\nRTT Avg uSec 178\n";
         assert_eq!(
             n.normalize(text, false),
-            "Roundtrip T = # (us) (#.# MB/s) Data size: #\n 1 #\n10 #\nRTT Avg uSec 178\n"
+            "Roundtrip T = # (us) (#.# MB/s) Data size: #\n # #\n #.# #.#\nRTT Avg uSec 178\n"
         );
     }
 
@@ -293,8 +327,12 @@ mod tests {
     }
 
     #[test]
-    fn trailing_blanks_go() {
-        let mut n = normalizer(Rules::default());
-        assert_eq!(n.normalize("barrier on group0 \n\n", false), "barrier on group0\n\n");
+    fn trailing_blanks_and_racy_lines_go() {
+        let mut n = normalizer(Rules {
+            racy: &["doesn't match up!"],
+            ..Rules::default()
+        });
+        let text = "barrier on group0 \ngid 2 doesn't match up!\n\n";
+        assert_eq!(n.normalize(text, false), "barrier on group0\n\n");
     }
 }
