@@ -253,3 +253,81 @@ impl Capture {
         (text, cut)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn scratch() -> std::path::PathBuf {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "threadwire-task-test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn sh(script: &str) -> Command {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", script]);
+        cmd
+    }
+
+    #[test]
+    fn input_is_fed_and_both_streams_are_captured() {
+        let dir = scratch();
+        let task = Task::start(
+            sh("read a; read b; echo $b; echo $a >&2; exit 3"),
+            b"1\n2\n",
+            &dir,
+        );
+        let ran = task
+            .unwrap()
+            .finish(Instant::now() + Duration::from_secs(30))
+            .unwrap();
+        assert_eq!((ran.stdout.as_str(), ran.stderr.as_str()), ("2\n", "1\n"));
+        assert!(matches!(ran.finished, Finished::Exited(s) if s.code() == Some(3)));
+        assert!(!ran.truncated && !ran.success());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_program_that_hangs_is_killed_at_its_deadline_keeping_its_output() {
+        let dir = scratch();
+        let task = Task::start(sh("echo started; exec sleep 60"), b"", &dir).unwrap();
+        let started = Instant::now();
+        let ran = task.finish(started + Duration::from_millis(300)).unwrap();
+        assert_eq!(ran.finished, Finished::Stopped);
+        assert_eq!(ran.stdout, "started\n");
+        assert!(started.elapsed() < Duration::from_secs(30), "not killed");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn endless_output_is_cut_at_the_limit() {
+        let dir = scratch();
+        let task = Task::start(Command::new("yes"), b"", &dir).unwrap();
+        let ran = task
+            .finish(Instant::now() + Duration::from_secs(30))
+            .unwrap();
+        assert!(ran.truncated);
+        assert_eq!(ran.stdout.len(), OUTPUT_LIMIT);
+        // Killed by SIGPIPE once the pipe closed, long before the deadline.
+        assert!(matches!(ran.finished, Finished::Exited(_)));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_printed_text_is_seen_while_the_program_runs() {
+        let dir = scratch();
+        let task = Task::start(sh("echo ready; read line; echo $line"), b"", &dir).unwrap();
+        let soon = Instant::now() + Duration::from_secs(30);
+        assert!(task.wait_for_output("ready", soon).unwrap());
+        assert!(!task.wait_for_output("never printed", soon).unwrap());
+        task.finish(soon).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
