@@ -9,8 +9,9 @@
 //!    it printed until then.
 //! 3. The transcript: a block per step (`$ command`, stdout, stderr lines
 //!    after `! `, `= exit N`), normalized with one
-//!    [`Normalizer`] so a tid has one name throughout; under real PVM,
-//!    then, what the tasks pvmd forked printed to its log (`--- tasks`).
+//!    [`Normalizer`] so a tid has one name throughout; then what the
+//!    tasks the steps spawned printed (`--- tasks`): pvmd's log under real
+//!    PVM, the steps' stderr lines after a tid under threadwire.
 
 pub mod catalog;
 
@@ -32,7 +33,7 @@ pub const PACKAGES: &str = "pvm pvm-examples";
 pub struct Transcript {
     /// The blocks of the steps.
     pub steps: String,
-    /// What the tasks that pvmd forked printed; empty under threadwire.
+    /// What the tasks that the steps spawned printed.
     pub tasks: String,
 }
 
@@ -121,7 +122,10 @@ pub fn run_under_pvm(example: &Example, deadline: Instant) -> Result<Transcript,
 }
 
 /// Runs `example` with each step as `threadwire pvm -- <step>`, in a
-/// scratch directory `dir` (module docs).
+/// scratch directory `dir` (module docs). What the tasks it spawns print
+/// comes on the step's stderr, each line after the task's tid
+/// (`[t80001] ...`, docs/PVM.md): those lines make the transcript's
+/// tasks, as pvmd's log does under real PVM.
 pub fn run_under_threadwire(
     example: &Example,
     threadwire: &Path,
@@ -131,7 +135,7 @@ pub fn run_under_threadwire(
     let Run::Steps(steps) = example.run else {
         return Err(format!("{} is not run on its own", example.program));
     };
-    let ran = run_steps(
+    let mut ran = run_steps(
         steps,
         |argv| {
             let mut cmd = super::command::command(threadwire);
@@ -144,11 +148,27 @@ pub fn run_under_threadwire(
         dir,
         deadline,
     )?;
+    let mut tasks = String::new();
+    for ran in &mut ran {
+        let (theirs, own): (Vec<&str>, Vec<&str>) =
+            ran.stderr.lines().partition(|line| is_task_line(line));
+        for line in theirs {
+            tasks += line;
+            tasks.push('\n');
+        }
+        ran.stderr = own.iter().map(|line| format!("{line}\n")).collect();
+    }
     let mut normalizer = Normalizer::new(example.rules, host_names());
-    Ok(Transcript {
-        steps: transcript(example, steps, &ran, &mut normalizer),
-        tasks: String::new(),
-    })
+    let steps = transcript(example, steps, &ran, &mut normalizer);
+    let tasks = normalizer.normalize(&by_task(&without_noise(&tasks)), false);
+    Ok(Transcript { steps, tasks })
+}
+
+/// Whether `line` is a task's, `[t<hex>] text`.
+fn is_task_line(line: &str) -> bool {
+    line.strip_prefix("[t")
+        .and_then(|rest| rest.split_once("] "))
+        .is_some_and(|(hex, _)| !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// Steps 1 and 2 of the module docs: each step's [`Ran`], in order.
