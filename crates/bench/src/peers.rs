@@ -311,17 +311,19 @@ pub enum Error {
     /// It succeeded but wrote no rows.
     #[error("no rows in NetPIPE's output")]
     Empty,
+    /// PVM's private virtual machine could not be started or stopped.
+    #[error(transparent)]
+    Pvm(#[from] threadwire_testbed::pvm::Error),
 }
 
-impl From<threadwire_testbed::pvm::Error> for Error {
-    fn from(e: threadwire_testbed::pvm::Error) -> Error {
-        use threadwire_testbed::pvm::Error as Pvm;
-        match e {
-            Pvm::Missing { program, packages } => Error::Missing { program, packages },
-            Pvm::Io { what, source } => Error::Io { what, source },
-            Pvm::TimedOut(after) => Error::TimedOut(after),
-            Pvm::Failed { status, output } => Error::Failed { status, output },
-        }
+impl Error {
+    /// Whether what it needs is not installed: a reason to skip, not a
+    /// failure.
+    pub fn is_missing(&self) -> bool {
+        matches!(
+            self,
+            Error::Missing { .. } | Error::Pvm(threadwire_testbed::pvm::Error::Missing { .. })
+        )
     }
 }
 

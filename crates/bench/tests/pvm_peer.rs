@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use support::{Outcome, Test};
 use threadwire_bench::peers::pvm;
-use threadwire_bench::peers::{self, Error, Peer, Placement};
+use threadwire_bench::peers::{self, Peer, Placement};
 
 const TESTS: [Test; 2] = [
     ("nppvm_runs_locally_with_tiny_sizes", nppvm_runs_locally),
@@ -58,7 +58,7 @@ fn nppvm_runs_locally() -> Outcome {
     };
     let measured = match peers::run(Peer::Pvm, &options) {
         Ok(measured) => measured,
-        Err(e @ Error::Missing { .. }) => return Outcome::skipped(e),
+        Err(e) if e.is_missing() => return Outcome::skipped(e),
         Err(e) => panic!("NPpvm failed: {e}"),
     };
     let eight = measured.at(8).expect("a row near 8 B");
@@ -79,7 +79,7 @@ fn pvm_spawn_of_one_and_two() -> Outcome {
         let deadline = Instant::now() + Duration::from_secs(60);
         match pvm::spawn_times(&task, count, 2, deadline) {
             Ok(times) => assert_eq!(times.len(), 2, "one time per repetition"),
-            Err(e @ Error::Missing { .. }) => return Outcome::skipped(e),
+            Err(e) if e.is_missing() => return Outcome::skipped(e),
             Err(e) => panic!("pvm_spawn of {count}: {e}"),
         }
     }

@@ -126,6 +126,22 @@ const NO_MAILBOX: Threadwire = Threadwire::Differs(
      provided, and its steps, started one by one, would be jobs of their own (docs/PVM.md)",
 );
 
+/// What a row says unless it says otherwise.
+const EXAMPLE: Example = Example {
+    program: "",
+    source: "",
+    started: Started::User,
+    needs: "",
+    calls: "",
+    checks: "",
+    run: Run::Not(""),
+    rules: PLAIN,
+    unordered_steps: false,
+    sort_lines: false,
+    expected: "",
+    threadwire: Threadwire::Same,
+};
+
 const fn step(argv: &'static [&'static str]) -> Step {
     Step {
         argv,
@@ -259,16 +275,12 @@ T1: 100000 doubles received correctly
         program: "fgexample",
         source: "examples/gexample.f",
         started: Started::UserAndItself,
-        needs: "",
         calls: "pvmfmytid pvmfsiblings pvmfconfig pvmfspawn pvmfjoingroup pvmffreezegroup \
                 pvmfinitsend pvmfpack pvmfbcast pvmfrecv pvmfunpack pvmfreduce pvmfbarrier \
                 pvmflvgroup pvmfperror pvmfexit",
         checks: "the 1-norm and the product of column 1 of a 100x100 Toeplitz matrix spread \
                  over one task per host and itself (group, bcast, reduce)",
         run: Run::Steps(&[step(&["fgexample"])]),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ fgexample
 
  This program demonstrates some group and reduction
@@ -290,18 +302,15 @@ T1: 100000 doubles received correctly
 = exit 0
 "#,
         threadwire: LEAVE_AFTER_EXIT,
+        ..EXAMPLE
     },
     Example {
         program: "fmaster1",
         source: "examples/master1.f",
-        started: Started::User,
-        needs: "",
         calls: "pvmfmytid pvmfconfig pvmfspawn pvmfinitsend pvmfpack pvmfmcast pvmfrecv \
                 pvmfunpack pvmfkill pvmfexit",
         checks: "3 fslave1 tasks each return their share of a computation",
         run: Run::Steps(&[step(&["fmaster1"])]),
-        rules: PLAIN,
-        unordered_steps: false,
         sort_lines: true,
         expected: r#"$ fmaster1
                           SUCCESSFUL
@@ -311,7 +320,7 @@ T1: 100000 doubles received correctly
  Spawning    3 tasks ...
 = exit 0
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "frsg",
@@ -327,9 +336,6 @@ T1: 100000 doubles received correctly
             stdin: "3\n4\n",
             until: Until::Exit,
         }]),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ frsg
  / * Example: PVM Reduce, Scatter, and Gather * / Number of processors to use (1-          16 )? :
   Number of elements per row to use (1-          20 )? :
@@ -338,41 +344,32 @@ T1: 100000 doubles received correctly
   Test Ok: Received (   4.0000000000000000      ,   1.0000000000000000      )
 = exit 0
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "fslave1",
         source: "examples/slave1.f",
         started: Started::SpawnedBy("fmaster1"),
-        needs: "",
         calls: "pvmfmytid pvmfparent pvmfrecv pvmfunpack pvmfinitsend pvmfpack pvmfsend pvmfexit",
         checks: "computes its share and sends it to its parent",
         run: Run::By("fmaster1"),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
-        expected: "",
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "fspmd",
         source: "examples/spmd.f",
-        started: Started::User,
-        needs: "",
         calls: "pvmfmytid pvmfsiblings pvmfinitsend pvmfpack pvmfsend pvmfrecv pvmfunpack \
                 pvmfexit",
         checks: "a token passed round the ring of its siblings (one task, started alone)",
         run: Run::Steps(&[step(&["fspmd"])]),
         rules: DECIMAL_TIDS,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ fspmd
  Pass a token through the           1  tid ring:
  T1 ->  T1
  token ring done
 = exit 0
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "ge",
@@ -393,8 +390,6 @@ T1: 100000 doubles received correctly
             racy: &["doesn't match up!"],
             ..PLAIN
         },
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ ge 3
 done
 ! ge T1 enrolled
@@ -415,7 +410,7 @@ done
 [T3] group ge size # gid #: sync
 [T3] done
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "gexamp",
@@ -432,8 +427,6 @@ done
             racy: &["doesn't match up!"],
             ..PLAIN
         },
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ gexamp 3
 ! /usr/bin/gexamp T1 enrolled
 ! gexamp T1 #
@@ -450,6 +443,7 @@ done
 [T3] /usr/bin/gexamp #: sync
 "#,
         threadwire: LEAVE_AFTER_EXIT,
+        ..EXAMPLE
     },
     Example {
         program: "gexample",
@@ -465,9 +459,6 @@ done
             stdin: "5\n3\n",
             until: Until::Exit,
         }]),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ gexample
  This program demonstrates some group and reduction
  operations in PVM.  The output displays the
@@ -486,18 +477,14 @@ done
 = exit 0
 "#,
         threadwire: LEAVE_AFTER_EXIT,
+        ..EXAMPLE
     },
     Example {
         program: "gmbi",
         source: "examples/gmbi.c",
-        started: Started::User,
-        needs: "",
         calls: "pvm_getmboxinfo",
         checks: "lists the mailbox's entries (none in a fresh virtual machine)",
         run: Run::Steps(&[step(&["gmbi"])]),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ gmbi
 
 gmbi: 0 mbox entries returned.
@@ -506,6 +493,7 @@ gmbi: 0 mbox entries returned.
 = exit 0
 "#,
         threadwire: NO_MAILBOX,
+        ..EXAMPLE
     },
     Example {
         program: "gs.pvm",
@@ -516,60 +504,43 @@ gmbi: 0 mbox entries returned.
                 pvm_perror pvm_exit",
         checks: "waits in a loop of pvm_gsize until all tasks have joined, then a barrier",
         run: Run::Steps(&[step(&["gs.pvm", "1"])]),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ gs.pvm 1
 ! /usr/bin/gs.pvm T1 enrolled
 ! libpvm [T1]: pvm_spawn(): Bad parameter
 = exit 0
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "hello.pvm",
         source: "examples/hello.c",
-        started: Started::User,
-        needs: "",
         calls: "pvm_mytid pvm_spawn pvm_recv pvm_bufinfo pvm_upkstr pvm_exit",
         checks: "spawns hello_other and prints the greeting it sends back",
         run: Run::Steps(&[step(&["hello.pvm"])]),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ hello.pvm
 i'm T1
 from T2: hello, world from <host>
 = exit 0
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "hello_other",
         source: "examples/hello_other.c",
         started: Started::SpawnedBy("hello.pvm"),
-        needs: "",
         calls: "pvm_parent pvm_initsend pvm_pkstr pvm_send pvm_exit",
         checks: "sends \"hello, world from <host>\" to its parent",
         run: Run::By("hello.pvm"),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
-        expected: "",
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "hitc",
         source: "examples/hitc.f",
-        started: Started::User,
-        needs: "",
         calls: "pvmfmytid pvmfconfig pvmfspawn pvmfinitsend pvmfpack pvmfsend pvmfmcast \
                 pvmfrecv pvmfunpack pvmfexit",
         checks: "a pool of jobs handed out to one hitc_slave per host until a no-more-work flag",
         run: Run::Steps(&[step(&["hitc"])]),
         rules: DECIMAL_TIDS,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ hitc
            1  hosts detected in configuration
  I got result from tid:      T1
@@ -597,21 +568,17 @@ from T2: hello, world from <host>
 --- tasks
 [T1]       T1  received no-more-work flag: exiting...
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "hitc_slave",
         source: "examples/hitc_slave.f",
         started: Started::SpawnedBy("hitc"),
-        needs: "",
         calls: "pvmfmytid pvmfparent pvmfrecv pvmfunpack pvmfinitsend pvmfpack pvmfsend pvmfexit",
         checks: "works jobs until the flag, printing (to pvmd's log) as it leaves",
         run: Run::By("hitc"),
         rules: DECIMAL_TIDS,
-        unordered_steps: false,
-        sort_lines: false,
-        expected: "",
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     bwtest(
         "ibwtest",
@@ -665,50 +632,34 @@ T1: 100000 doubles received correctly
         program: "inherit1",
         source: "examples/inherit1.c",
         started: Started::SpawnedBy("inherita"),
-        needs: "",
         calls: "pvm_mytid pvm_parent pvm_getcontext pvm_spawn pvm_initsend pvm_pkstr pvm_send \
                 pvm_recv pvm_bufinfo pvm_upkstr pvm_exit",
         checks: "spawns inherit2, which inherits its (inherited) context, and relays its reply",
         run: Run::By("inherita"),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
-        expected: "",
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "inherit2",
         source: "examples/inherit2.c",
         started: Started::SpawnedBy("inherit1, inherit3, inheritb"),
-        needs: "",
         calls: "pvm_mytid pvm_parent pvm_getcontext pvm_initsend pvm_pkstr pvm_send pvm_exit",
         checks: "tells its parent the context it was born in",
         run: Run::By("inherita"),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
-        expected: "",
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "inherit3",
         source: "examples/inherit3.c",
         started: Started::SpawnedBy("inherita"),
-        needs: "",
         calls: "pvm_mytid pvm_parent pvm_getcontext pvm_newcontext pvm_setcontext pvm_spawn \
                 pvm_initsend pvm_pkstr pvm_send pvm_recv pvm_bufinfo pvm_upkstr pvm_exit",
         checks: "as inherit1, after switching to a new context of its own",
         run: Run::By("inherita"),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
-        expected: "",
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "inherita",
         source: "examples/inherita.c",
-        started: Started::User,
         needs: "the program to spawn as its argument: inherit1 or inherit3",
         calls: "pvm_mytid pvm_getcontext pvm_newcontext pvm_setcontext pvm_spawn pvm_recv \
                 pvm_bufinfo pvm_upkstr pvm_exit",
@@ -717,9 +668,6 @@ T1: 100000 doubles received correctly
             step(&["inherita", "inherit1"]),
             step(&["inherita", "inherit3"]),
         ]),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ inherita inherit1
 
 Will attempt to spawn <inherit1> from inherita.
@@ -758,21 +706,16 @@ inherita: T4 on machine <<host>> with changed context C2.
 inherita: T4 on machine <<host>> with original context 0.
 = exit 0
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "inheritb",
         source: "examples/inheritb.c",
-        started: Started::User,
-        needs: "",
         calls: "pvm_mytid pvm_getcontext pvm_newcontext pvm_setcontext pvm_spawn pvm_recv \
                 pvm_bufinfo pvm_upkstr pvm_exit",
         checks: "two inherit2 spawned in two new contexts; a receive in one context does not \
                  match a message sent in the other",
         run: Run::Steps(&[step(&["inheritb"])]),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ inheritb
 0:inheritb: T1 on machine <<host>> with context 0.
 1:inheritb: T1 on machine <<host>> with new #1 context C1 --> spawn 1st inherit2.
@@ -782,39 +725,30 @@ inherita: T4 on machine <<host>> with original context 0.
 5:inheritb: T3 	inherit2 T3 on machine <<host>> with context C1. <-- received from 1st inherit2.
 = exit 0
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "joinleave",
         source: "gexamples/joinleave.c",
-        started: Started::User,
-        needs: "",
         calls: "pvm_mytid pvm_joingroup pvm_lvgroup pvm_perror",
         checks: "joins and leaves a group again and again (10000 times unless told)",
         run: Run::Steps(&[step(&["joinleave", "200"])]),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ joinleave 200
 Joined 100 times
 Joined 200 times
 ! /usr/bin/joinleave T1 enrolled
 = exit 0
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "lmbi",
         source: "examples/lmbi.c",
-        started: Started::User,
         needs: "three arguments: entries, flags (d, p, m, o), w(ait) or e(xit)",
         calls: "pvm_mytid pvm_getcontext pvm_initsend pvm_packf pvm_getsbuf pvm_putinfo \
                 pvm_getmboxinfo pvm_recv pvm_bufinfo pvm_upkstr pvm_exit",
         checks: "puts persistent entries in the mailbox, which outlive it (gmbi lists them)",
         run: Run::Steps(&[step(&["lmbi", "3", "p", "e"]), step(&["gmbi"])]),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ lmbi 3 p e
 lmbi: sending <p> to set_flags.
 lmbi: create 3 mailbox instances with flags set to <1> : <PvmMboxPersistent >.
@@ -841,18 +775,15 @@ gmbi: class name: <T1lmbi2>
 = exit 0
 "#,
         threadwire: NO_MAILBOX,
+        ..EXAMPLE
     },
     Example {
         program: "master1",
         source: "examples/master1.c",
-        started: Started::User,
-        needs: "",
         calls: "pvm_mytid pvm_config pvm_spawn pvm_initsend pvm_pkint pvm_pkfloat pvm_mcast \
                 pvm_recv pvm_upkint pvm_upkfloat pvm_kill pvm_exit",
         checks: "3 slave1 tasks each return their share of a computation",
         run: Run::Steps(&[step(&["master1"])]),
-        rules: PLAIN,
-        unordered_steps: false,
         sort_lines: true,
         expected: r#"$ master1
 I got 100.000000 from 1; (expecting 100.000000)
@@ -861,12 +792,11 @@ I got 300.000000 from 2; (expecting 300.000000)
 Spawning 3 worker tasks ... SUCCESSFUL
 = exit 0
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "mhf_server",
         source: "examples/mhf_server.c",
-        started: Started::User,
         needs: "a client: mhf_tickle",
         calls: "pvm_mytid pvm_getcontext pvm_newcontext pvm_setcontext pvm_putinfo \
                 pvm_recvinfo pvm_addmhf pvm_delmhf pvm_recv pvm_bufinfo pvm_upkint pvm_upkstr \
@@ -890,8 +820,6 @@ Spawning 3 worker tasks ... SUCCESSFUL
             masks: &[Mask::LinesWith(".header.ctx")],
             ..PLAIN
         },
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ mhf_server
 mhf_server: T1 on machine <<host>> with context C1.
 register_server: mailbox... just inserted server <mhf_server> at mailbox 0 with context C1.
@@ -983,21 +911,18 @@ mhf_tickle: SEAT - server exits pvm and terminate self
 = exit 0
 "#,
         threadwire: NO_MAILBOX,
+        ..EXAMPLE
     },
     Example {
         program: "mhf_tickle",
         source: "examples/mhf_tickle.c",
-        started: Started::User,
         needs: "a terminal's menu choices on stdin; mhf_server running",
         calls: "pvm_mytid pvm_getcontext pvm_setcontext pvm_recvinfo pvm_setrbuf pvm_upkint \
                 pvm_upkstr pvm_initsend pvm_pkint pvm_pkstr pvm_send pvm_exit",
         checks: "the client of mhf_server: a menu read from stdin",
         run: Run::By("mhf_server"),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
-        expected: "",
         threadwire: NO_MAILBOX,
+        ..EXAMPLE
     },
     Example {
         program: "mtile",
@@ -1007,11 +932,7 @@ mhf_tickle: SEAT - server exits pvm and terminate self
         calls: "pvm_mytid pvm_parent pvm_recv pvm_upk* pvm_initsend pvm_pk* pvm_send pvm_exit",
         checks: "computes Mandelbrot tiles for xep",
         run: Run::Not("spawned by xep, which needs an X display"),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
-        expected: "",
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     bwtest(
         "pbwtest",
@@ -1106,7 +1027,6 @@ T1: 100000 doubles received correctly
     Example {
         program: "rme",
         source: "examples/rme.c",
-        started: Started::User,
         needs: "two arguments: a mailbox name and an index",
         calls: "pvm_mytid pvm_getcontext pvm_recvinfo pvm_delinfo pvm_exit",
         checks: "removes a mailbox entry; another task's is refused (PvmDenied)",
@@ -1120,8 +1040,6 @@ T1: 100000 doubles received correctly
             step(&["task_end", "svc", "0"]),
         ]),
         rules: MAILBOX,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ task0 svc
 task0: sending <d> to set_flags.
 task0: service name <svc> with flags <0> : <PvmMboxDefault >.
@@ -1150,46 +1068,37 @@ task_end: T3 on machine <<host>> with context 0.
 = exit 0
 "#,
         threadwire: NO_MAILBOX,
+        ..EXAMPLE
     },
     Example {
         program: "slave1",
         source: "examples/slave1.c",
         started: Started::SpawnedBy("master1"),
-        needs: "",
         calls: "pvm_mytid pvm_parent pvm_recv pvm_upkint pvm_upkfloat pvm_initsend pvm_pkint \
                 pvm_pkfloat pvm_send pvm_exit",
         checks: "computes its share and sends it to its parent",
         run: Run::By("master1"),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
-        expected: "",
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "spmd",
         source: "examples/spmd.c",
-        started: Started::User,
-        needs: "",
         calls: "pvm_mytid pvm_siblings pvm_initsend pvm_pkint pvm_send pvm_recv pvm_upkint \
                 pvm_exit",
         checks: "a token passed round the ring of its siblings (one task, started alone)",
         run: Run::Steps(&[step(&["spmd"])]),
         rules: DECIMAL_TIDS,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ spmd
 Pass a token through the   1 tid ring:
 T1 -> T1
 token ring done
 = exit 1
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "srm.pvm",
         source: "src/srm.c (PVM's sample resource manager; not in the example sources)",
-        started: Started::User,
         needs: "to be the virtual machine's resource manager",
         calls: "pvm_reg_rm pvm_start_pvmd pvm_mytid pvm_config pvm_tasks pvm_spawn pvm_kill \
                 pvm_notify pvm_delhosts pvm_tidtohost pvm_getfds pvm_nrecv pvm_recv pvm_mkbuf \
@@ -1199,18 +1108,14 @@ token ring done
             "a resource manager: it registers with pvm_reg_rm and serves the daemon until \
              killed; it never ends by itself",
         ),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
-        expected: "",
         threadwire: Threadwire::Differs(
             "threadwire has no daemon whose resource manager it could be",
         ),
+        ..EXAMPLE
     },
     Example {
         program: "task0",
         source: "examples/task0.c (with taskf.c)",
-        started: Started::User,
         needs: "a mailbox name (and flags) as arguments; clients task1 and task_end",
         calls: "pvm_mytid pvm_getcontext pvm_newcontext pvm_setcontext pvm_initsend pvm_packf \
                 pvm_getsbuf pvm_putinfo pvm_recv pvm_bufinfo pvm_upkstr pvm_pkstr pvm_send \
@@ -1228,8 +1133,6 @@ token ring done
             step(&["task_end", "svc", "0"]),
         ]),
         rules: MAILBOX,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ task0 svc
 task0: sending <d> to set_flags.
 task0: service name <svc> with flags <0> : <PvmMboxDefault >.
@@ -1271,41 +1174,33 @@ task_end: T4 on machine <<host>> with context 0.
 = exit 0
 "#,
         threadwire: NO_MAILBOX,
+        ..EXAMPLE
     },
     Example {
         program: "task1",
         source: "examples/task1.c (with taskf.c)",
-        started: Started::User,
         needs: "a mailbox name (index, flags) as arguments; task0 running",
         calls: "pvm_mytid pvm_getcontext pvm_recvinfo pvm_setrbuf pvm_upkint pvm_upkstr \
                 pvm_setcontext pvm_initsend pvm_pkstr pvm_send pvm_recv pvm_bufinfo pvm_exit",
         checks: "finds task0 in the mailbox and sends a request on its context",
         run: Run::By("task0"),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
-        expected: "",
         threadwire: NO_MAILBOX,
+        ..EXAMPLE
     },
     Example {
         program: "task_end",
         source: "examples/task_end.c",
-        started: Started::User,
         needs: "a mailbox name and an index as arguments; task0 running",
         calls: "pvm_mytid pvm_getcontext pvm_recvinfo pvm_setrbuf pvm_upkint pvm_upkstr \
                 pvm_setcontext pvm_initsend pvm_pkstr pvm_send pvm_exit",
         checks: "tells task0 to end",
         run: Run::By("task0"),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
-        expected: "",
         threadwire: NO_MAILBOX,
+        ..EXAMPLE
     },
     Example {
         program: "thb",
         source: "gexamples/thb.c",
-        started: Started::User,
         needs: "the number of tnb tasks as its argument",
         calls: "pvm_mytid pvm_joingroup pvm_getinst pvm_gettid pvm_spawn pvm_initsend \
                 pvm_pkstr pvm_pkint pvm_send pvm_barrier pvm_bcast pvm_lvgroup pvm_perror \
@@ -1313,9 +1208,6 @@ task_end: T4 on machine <<host>> with context 0.
         checks: "joins 32 groups, checks its instance in each, then a barrier and a broadcast \
                  with 2 tnb tasks",
         run: Run::Steps(&[step(&["thb", "2"])]),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ thb 2
 spawning ... barrier on group0
  leaving all the groups
@@ -1355,12 +1247,11 @@ done.
 = exit 0
 "#,
         threadwire: LEAVE_AFTER_EXIT,
+        ..EXAMPLE
     },
     Example {
         program: "timing",
         source: "examples/timing.c",
-        started: Started::User,
-        needs: "",
         calls: "pvm_mytid pvm_spawn pvm_setopt pvm_initsend pvm_pkint pvm_send pvm_recv \
                 pvm_getsbuf pvm_freebuf pvm_kill pvm_perror pvm_exit",
         checks: "20 round trips, then 20 messages of each size from 100 B to 1 MB, with \
@@ -1370,8 +1261,6 @@ done.
             masks: &[Mask::NumericRows, Mask::LinesWith("Avg")],
             ..PLAIN
         },
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ timing
 i'm T1
 slave is task T2
@@ -1541,35 +1430,25 @@ Avg Byte/uSec
 done
 = exit 1
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "timing_slave",
         source: "examples/timing_slave.c",
         started: Started::SpawnedBy("timing"),
-        needs: "",
         calls: "pvm_mytid pvm_parent pvm_setopt pvm_recv pvm_getrbuf pvm_bufinfo pvm_initsend \
                 pvm_pkint pvm_send pvm_freebuf",
         checks: "echoes timing's messages",
         run: Run::By("timing"),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
-        expected: "",
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "tjf",
         source: "gexamples/tjf.c",
-        started: Started::User,
-        needs: "",
         calls: "pvm_mytid pvm_joingroup pvm_getinst pvm_gettid pvm_lvgroup pvm_perror pvm_exit",
         checks: "joins one group more than its MAXNGROUPS (32): PVM 3.4.6 has no such limit, \
                  and the 33rd name it prints is empty (the program writes past its gid array)",
         run: Run::Steps(&[step(&["tjf"])]),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ tjf
 ! joined group0
 ! joined group1
@@ -1606,19 +1485,14 @@ done
 ! joined
 = exit 0
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "tjl",
         source: "gexamples/tjl.c",
-        started: Started::User,
-        needs: "",
         calls: "pvm_mytid pvm_joingroup pvm_getinst pvm_gettid pvm_lvgroup pvm_perror pvm_exit",
         checks: "joins 32 groups, checks its instance and tid in each, leaves them",
         run: Run::Steps(&[step(&["tjl"])]),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ tjl
 ! joined group0
 ! joined group1
@@ -1654,23 +1528,18 @@ done
 ! joined group31
 = exit 0
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "tnb",
         source: "gexamples/tnb.c",
         started: Started::SpawnedBy("thb"),
-        needs: "",
         calls: "pvm_mytid pvm_parent pvm_recv pvm_upkstr pvm_upkint pvm_joingroup pvm_barrier \
                 pvm_lvgroup pvm_exit",
         checks: "joins the group its parent names, meets it at a barrier, waits for its \
                  broadcast",
         run: Run::By("thb"),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
-        expected: "",
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "trsg",
@@ -1687,9 +1556,6 @@ done
             stdin: "3\n4\n",
             until: Until::Exit,
         }]),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ trsg
 
  *** Example use of PVM Reduce, Scatter, and Gather ***
@@ -1699,39 +1565,29 @@ done
  Test Ok: Received (4.000000, 1.000000):
 = exit 1
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "tst",
         source: "gexamples/tst.c",
-        started: Started::User,
-        needs: "",
         calls: "pvm_mytid pvm_joingroup pvm_lvgroup pvm_exit",
         checks: "joins two groups (instance 0 in each) and leaves them",
         run: Run::Steps(&[step(&["tst"])]),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
         expected: r#"$ tst
 joined prognosis 0, negative 0
 left prognosis 0, negative 0
 = exit 0
 "#,
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
     Example {
         program: "xep",
         source: "xep/xep.c (not in the package's example sources)",
-        started: Started::User,
         needs: "an X display (Xt, Xaw)",
         calls: "pvm_mytid pvm_config pvm_spawn pvm_notify pvm_initsend pvm_pk* pvm_send \
                 pvm_recv pvm_upk* pvm_getfds pvm_exit",
         checks: "draws the Mandelbrot set computed by mtile tasks",
         run: Run::Not("needs an X display: \"Error: Can't open display\" without one"),
-        rules: PLAIN,
-        unordered_steps: false,
-        sort_lines: false,
-        expected: "",
-        threadwire: Threadwire::Same,
+        ..EXAMPLE
     },
 ];
