@@ -302,3 +302,20 @@ fn apply(cmd: &mut Command, env: &[(OsString, OsString)], daemon_only: &[OsStrin
     }
     cmd.envs(env.iter().map(|(k, v)| (k, v))).current_dir(dir);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::task_lines;
+
+    #[test]
+    fn task_lines_are_the_tasks_own_without_pvmds() {
+        let log = "[t80040000] 11/27 10:12:52 vm (127.0.0.1:53337) LINUX64 3.4.6\n\
+                   [t80040000] 11/27 10:16:07 [t40023]       262179  received no-more-work flag\n\
+                   [t80040000] 11/27 10:16:30 loclinput() marking t40027 dead\n\
+                   [t80040000] 11/27 10:16:31 [t40003] libpvm [t40003]: \n";
+        assert_eq!(
+            task_lines(log),
+            "[t40023]       262179  received no-more-work flag\n[t40003] libpvm [t40003]: \n"
+        );
+    }
+}
