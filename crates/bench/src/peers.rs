@@ -311,6 +311,20 @@ pub enum Error {
     /// It succeeded but wrote no rows.
     #[error("no rows in NetPIPE's output")]
     Empty,
+    /// PVM's private virtual machine could not be started or stopped.
+    #[error(transparent)]
+    Pvm(#[from] threadwire_testbed::pvm::Error),
+}
+
+impl Error {
+    /// Whether what it needs is not installed: a reason to skip, not a
+    /// failure.
+    pub fn is_missing(&self) -> bool {
+        matches!(
+            self,
+            Error::Missing { .. } | Error::Pvm(threadwire_testbed::pvm::Error::Missing { .. })
+        )
+    }
 }
 
 /// Runs `peer` once with `options`.

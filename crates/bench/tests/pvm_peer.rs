@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use support::{Outcome, Test};
 use threadwire_bench::peers::pvm;
-use threadwire_bench::peers::{self, Error, Peer, Placement};
+use threadwire_bench::peers::{self, Peer, Placement};
 
 const TESTS: [Test; 2] = [
     ("nppvm_runs_locally_with_tiny_sizes", nppvm_runs_locally),
@@ -33,7 +33,7 @@ fn main() {
     }
     let before = pvm_entries_in_temp_dir();
     support::run(&TESTS, |name| {
-        let left = processes_of_our_machines();
+        let left = threadwire_testbed::pvm::processes_left();
         assert!(
             left.is_empty(),
             "{name} left PVM processes running: {left:?}"
@@ -58,7 +58,7 @@ fn nppvm_runs_locally() -> Outcome {
     };
     let measured = match peers::run(Peer::Pvm, &options) {
         Ok(measured) => measured,
-        Err(e @ Error::Missing { .. }) => return Outcome::skipped(e),
+        Err(e) if e.is_missing() => return Outcome::skipped(e),
         Err(e) => panic!("NPpvm failed: {e}"),
     };
     let eight = measured.at(8).expect("a row near 8 B");
@@ -79,33 +79,11 @@ fn pvm_spawn_of_one_and_two() -> Outcome {
         let deadline = Instant::now() + Duration::from_secs(60);
         match pvm::spawn_times(&task, count, 2, deadline) {
             Ok(times) => assert_eq!(times.len(), 2, "one time per repetition"),
-            Err(e @ Error::Missing { .. }) => return Outcome::skipped(e),
+            Err(e) if e.is_missing() => return Outcome::skipped(e),
             Err(e) => panic!("pvm_spawn of {count}: {e}"),
         }
     }
     Outcome::Ran
-}
-
-/// Processes (pvmds and their tasks) whose `PVM_TMP` is one of this test
-/// process's scratch directories.
-fn processes_of_our_machines() -> Vec<u32> {
-    let ours = format!(
-        "PVM_TMP={}",
-        std::env::temp_dir().join(pvm::scratch_prefix()).display()
-    );
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
-                env.split(|&b| b == 0)
-                    .any(|var| var.starts_with(ours.as_bytes()))
-            })
-        })
-        .collect()
 }
 
 /// Entries of the temporary directory that PVM or these tests could make:

@@ -11,7 +11,7 @@
 
 use std::io;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Command, ExitStatus};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus};
 use std::time::Instant;
 
 use crate::interrupt::registry;
@@ -64,6 +64,16 @@ impl ProcessGroup {
     /// The leader's standard input, if piped and not yet taken.
     pub fn take_stdin(&mut self) -> Option<ChildStdin> {
         self.child.stdin.take()
+    }
+
+    /// The leader's standard output, if piped and not yet taken.
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.stdout.take()
+    }
+
+    /// The leader's standard error, if piped and not yet taken.
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child.stderr.take()
     }
 
     /// The leader's exit status if it has ended, reaping it (module docs).

@@ -39,6 +39,9 @@
 //! - [`net`]: emulated hosts, network namespaces on a bridge with links
 //!   shaped to 10 Mbit/s … 1 Gbit/s (`threadwire net up` / `net down`;
 //!   numbered steps in its docs).
+//! - [`pvm`]: a private PVM virtual machine (a pvmd, halted and killed
+//!   after the run) and programs run against it with a deadline, their
+//!   input given and their output captured.
 //! - [`slurm`]: a real one-machine Slurm cluster (slurmctld, a slurmd per
 //!   emulated host, munged), private to a test and torn down after it.
 //!
@@ -52,6 +55,7 @@ pub mod interrupt;
 pub mod net;
 mod poll;
 pub mod process;
+pub mod pvm;
 pub mod retry;
 mod signals;
 pub mod slurm;

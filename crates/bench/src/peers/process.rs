@@ -51,11 +51,6 @@ impl Group {
         })
     }
 
-    /// The child's standard input, if piped and not yet taken.
-    pub(crate) fn take_stdin(&mut self) -> Option<std::process::ChildStdin> {
-        self.group.take_stdin()
-    }
-
     /// Waits for it to end, reaping it; past `deadline` kills its group
     /// and returns [`Error::TimedOut`].
     pub(crate) fn wait(&mut self, deadline: Instant) -> Result<ExitStatus, Error> {
@@ -96,27 +91,15 @@ impl Group {
 }
 
 pub(crate) fn require(programs: &[&'static str], packages: &'static str) -> Result<(), Error> {
-    let on_path = |program: &str| {
-        std::env::var_os("PATH").is_some_and(|paths| {
-            std::env::split_paths(&paths).any(|dir| is_executable(&dir.join(program)))
-        })
-    };
     match programs.iter().find(|p| !on_path(p)) {
         Some(program) => Err(Error::Missing { program, packages }),
         None => Ok(()),
     }
 }
 
-pub(crate) fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
+pub(crate) use threadwire_testbed::process::last_lines;
+use threadwire_testbed::process::on_path;
 
 pub(crate) fn io(what: &'static str) -> impl FnOnce(std::io::Error) -> Error {
     move |source| Error::Io { what, source }
-}
-
-pub(crate) fn last_lines(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(3)..].join(" / ")
 }

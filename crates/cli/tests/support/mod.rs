@@ -4,5 +4,6 @@
 
 pub mod cdylib;
 pub mod command;
+pub mod pvm;
 pub mod report;
 pub mod sshd;

@@ -10,6 +10,8 @@
 //!   run past a deadline (stopped with `SIGTERM`, then `SIGKILL`).
 //! - [`kill_groups_and_descendants`]: process groups killed with every
 //!   descendant, whatever group it took.
+//! - [`on_path`], [`is_executable`] and [`last_lines`]: whether a program
+//!   is installed, and what of its output a failure quotes.
 //! - [`descendants`], [`groups_working_in`] and [`is_live`]: what `/proc`
 //!   says about processes that are not ours to wait for.
 //!
@@ -18,10 +20,12 @@
 
 mod kill;
 mod pidfd;
+mod programs;
 mod supervised;
 mod table;
 
 pub use kill::kill_groups_and_descendants;
 pub use pidfd::{wait_all_exited, wait_deadline, Pidfd};
+pub use programs::{is_executable, last_lines, on_path};
 pub use supervised::{run_supervised, Finished};
 pub use table::{descendants, groups_working_in, is_live};

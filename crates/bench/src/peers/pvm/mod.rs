@@ -4,32 +4,13 @@
 //!
 //! # A private virtual machine
 //!
-//! [`Daemon`] runs `$PVM_ROOT/lib/pvmd` (`PVM_ROOT` from the environment,
-//! else Debian's `/usr/lib/pvm3`) with a scratch directory of its own,
-//! `$TMPDIR/threadwire-pvm-<pid>-<n>`, as `PVM_TMP` and `HOME`. PVM 3.4.6
-//! keeps everything that names a virtual machine under `PVM_TMP`: the
-//! daemon's address file `pvmd.<uid>`, its log `pvml.<uid>` and the tasks'
-//! sockets `pvmtmp<pid>.<n>`. So a pvmd of the same user elsewhere, found
-//! through `/tmp/pvmd.<uid>`, and this one never meet, and `PVM_VMID` is
-//! not needed; it is removed with every other inherited `PVM_*` variable.
-//! `HOME` keeps the user's `~/.pvmrc` and `~/pvm3/bin` out.
-//! `PVM_ALLOW_ROOT=yes` lets the daemon and its tasks run as root, which PVM
-//! refuses by default (for the sake of rsh to other hosts, unused here).
-//!
-//! 1. Start: pvmd in a process group of its own, its stdout to a file. It
-//!    is ready once it has printed its socket's path, one line: the file is
-//!    watched, with the daemon's pidfd ([`threadwire_testbed::watch`]), not
-//!    polled. A pvmd that exits first is
-//!    [`Error::Failed`](crate::peers::Error::Failed); one not ready by the
-//!    deadline is killed, [`Error::TimedOut`](crate::peers::Error::TimedOut).
-//! 2. Run: tasks get the daemon's environment ([`Daemon::command`]).
-//!    Tasks that pvmd forks itself (`pvm_spawn`) stay in its process group.
-//! 3. Stop ([`Daemon::stop`], and `Drop`, so an error or a timeout anywhere
-//!    stops the machine too): the console `pvm` is sent `halt`, on which
-//!    pvmd kills its tasks and removes its files; after at most
-//!    [`HALT_GRACE`], SIGKILL goes to the daemon's process group (the
-//!    daemon if it did not halt, and any task it left), and the directory
-//!    is removed.
+//! [`Daemon`] is [`threadwire_testbed::pvm`]'s: a pvmd of one host with a
+//! scratch directory of its own as `PVM_TMP` and `HOME`, ready once it has
+//! printed its socket's path, and halted (then its process group killed)
+//! when stopped or dropped, so an error or a timeout anywhere stops the
+//! machine too; its module docs give the steps. The peers' failures take
+//! its errors as they are ([`Error`](crate::peers::Error) from
+//! [`threadwire_testbed::pvm::Error`]).
 //!
 //! # NPpvm
 //!
@@ -87,33 +68,19 @@
 //! multithreaded process cannot safely change. The functions used take and
 //! return `int`s and C strings only, which their prototypes in `pvm3.h` fix.
 //!
-//! The parts: `daemon.rs` ([`Daemon`]), `netpipe.rs` ([`netpipe`], and
+//! The parts: `netpipe.rs` ([`netpipe`], and
 //! adding an emulated host), `spawn.rs` ([`spawn_times`], [`task_main`]
 //! and libpvm3).
 
-use std::time::Duration;
-
-mod daemon;
 mod netpipe;
 mod spawn;
 
-pub use daemon::Daemon;
 pub use netpipe::netpipe;
 pub use spawn::{spawn_times, task_main, Task, TaskError};
+pub use threadwire_testbed::pvm::{scratch_prefix, Daemon, HALT_GRACE, PACKAGES};
 
-/// The Debian package of the daemon, its console and (by dependency) libpvm3.
-pub const PACKAGES: &str = "pvm";
 /// The library [`task_main`] loads.
 pub const LIBRARY: &str = "libpvm3.so.3";
-/// How long `halt` may take before the daemon's group is killed.
-pub const HALT_GRACE: Duration = Duration::from_secs(2);
-
-/// The start of the names of this process's scratch directories, under
-/// [`std::env::temp_dir`]: `threadwire-pvm-<pid>-`. A test looks for them
-/// (and for pvmds whose `PVM_TMP` starts so) to see that nothing is left.
-pub fn scratch_prefix() -> String {
-    format!("threadwire-pvm-{}-", std::process::id())
-}
 
 #[cfg(test)]
 mod tests {

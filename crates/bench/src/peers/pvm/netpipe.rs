@@ -5,9 +5,9 @@ use std::fs::File;
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
+use threadwire_testbed::pvm::{log_in, Config, Daemon, RSH};
 use threadwire_testbed::watch::{wait_until, Watched};
 
-use super::daemon::{log_in, Daemon};
 use crate::peers::process::{io, require, Group};
 use crate::peers::{Error, Options, Placement};
 
@@ -25,10 +25,13 @@ pub fn netpipe(
     // Debug mask 4 logs each task's enrollment ("new task"), which the
     // transmitter must not precede; tasks talk to each other directly, so
     // the log is off the measured path.
-    let mut pvmd_options = vec!["-d0x4".to_string()];
+    let mut config = Config {
+        options: vec!["-d0x4".to_string()],
+        ..Config::default()
+    };
     let (daemon, receiver_ns, receiver_host, transmitter_ns) = match &options.placement {
         Placement::Local => (
-            Daemon::start_with(&pvmd_options, None, deadline)?,
+            Daemon::start_with(&config, deadline)?,
             None,
             "receiver".to_string(),
             None,
@@ -40,8 +43,9 @@ pub fn netpipe(
         } => {
             // The master pvmd takes its address from this name, not from
             // the host name, which resolves to loopback in every namespace.
-            pvmd_options.push(format!("-n{}", transmitter.addr));
-            let daemon = Daemon::start_with(&pvmd_options, Some(&transmitter.name), deadline)?;
+            config.options.push(format!("-n{}", transmitter.addr));
+            config.namespace = Some(transmitter.name.clone());
+            let daemon = Daemon::start_with(&config, deadline)?;
             add_host(&daemon, &receiver.name, receiver.addr, deadline)?;
             (
                 daemon,
@@ -103,9 +107,6 @@ pub fn netpipe(
     Ok(())
 }
 
-/// The script pvmd runs as `PVM_RSH HOST COMMAND` to start a pvmd on an
-/// emulated host, in the daemon's directory.
-pub(super) const RSH: &str = "rsh";
 /// The receiver's pvmd's `PVM_TMP`, in the daemon's directory.
 const RECEIVER: &str = "receiver";
 

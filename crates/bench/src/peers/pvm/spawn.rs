@@ -6,13 +6,14 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::daemon::Daemon;
+use threadwire_testbed::pvm::{Config, Daemon};
+
 use super::{LIBRARY, PACKAGES};
 use crate::peers::process::{io, require, Group};
 use crate::peers::Error;
 
 /// Makes [`task_main`] act: `parent COUNT REPETITIONS` or `child`.
-pub(super) const TASK: &str = "THREADWIRE_PVM_TASK";
+const TASK: &str = "THREADWIRE_PVM_TASK";
 /// Where the parent writes its times: a JSON array of nanoseconds.
 const RESULTS: &str = "THREADWIRE_PVM_RESULTS";
 /// [`task_main`]'s exit status when libpvm3 cannot be loaded: PVM is
@@ -46,7 +47,12 @@ pub fn spawn_times(
     require(&["pvm"], PACKAGES)?;
     let count = count.max(1);
     let repetitions = repetitions.max(1);
-    let daemon = Daemon::start(deadline)?;
+    // Tasks forked by pvmd get its environment: they are children.
+    let config = Config {
+        daemon_env: vec![(TASK.into(), "child".into())],
+        ..Config::default()
+    };
+    let daemon = Daemon::start_with(&config, deadline)?;
     let out = daemon.directory().join("parent.out");
     let err = daemon.directory().join("parent.err");
     let results = daemon.directory().join("parent.json");
