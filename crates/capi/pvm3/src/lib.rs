@@ -51,6 +51,16 @@ pub static mut pvm_errno: c_int = 0;
 /// setting `pvm_errno` and, with `PvmAutoErr` on, printing the error as
 /// PVM does (`libpvm [t40001]: pvm_send(): Bad parameter`).
 fn call(name: &str, f: impl FnOnce() -> Result<i32, i32>) -> i32 {
+    call_as(name, true, f)
+}
+
+/// [`call`] for a call whose failure PVM returns without printing
+/// (`pvm_parent`'s `PvmNoParent`), whatever `PvmAutoErr` says.
+fn call_quietly(name: &str, f: impl FnOnce() -> Result<i32, i32>) -> i32 {
+    call_as(name, false, f)
+}
+
+fn call_as(name: &str, prints: bool, f: impl FnOnce() -> Result<i32, i32>) -> i32 {
     let result = std::panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
         eprintln!("libpvm (threadwire): {name}() failed inside the library; it returns PvmSysErr");
         Err(PVM_SYS_ERR)
@@ -61,7 +71,7 @@ fn call(name: &str, f: impl FnOnce() -> Result<i32, i32>) -> i32 {
             // SAFETY: a plain store to PVM's global, which PVM programs
             // read without synchronization as they always have.
             unsafe { *std::ptr::addr_of_mut!(pvm_errno) = code };
-            if auto_err() {
+            if prints && auto_err() {
                 report(name, error_text(code));
             }
             code

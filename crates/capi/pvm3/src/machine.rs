@@ -5,7 +5,7 @@
 use crate::consts::*;
 use crate::spawn;
 use crate::task::{self, HostInfo, Subscription, TaskInfo, NOTIFY_TAG};
-use crate::{call, error_text, not_implemented, put, text, tid};
+use crate::{call, call_quietly, error_text, not_implemented, put, text, tid};
 use std::ffi::{c_char, c_int, CString};
 use threadwire::{Address, Notify};
 
@@ -21,7 +21,7 @@ pub extern "C" fn pvm_mytid() -> c_int {
 
 #[no_mangle]
 pub extern "C" fn pvm_parent() -> c_int {
-    call("pvm_parent", || {
+    call_quietly("pvm_parent", || {
         task::with(|t| match spawn::parent(t) {
             PVM_NO_PARENT => Err(PVM_NO_PARENT),
             p => Ok(p),

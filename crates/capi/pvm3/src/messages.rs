@@ -579,7 +579,7 @@ pub extern "C" fn pvm_delmhf(id: c_int) -> c_int {
 
 #[no_mangle]
 pub extern "C" fn pvm_newcontext() -> c_int {
-    call("pvm_newcontext", || task::with(|t| Ok(t.new_context())))
+    call("pvm_newcontext", || task::with(|t| t.new_context()))
 }
 
 #[no_mangle]

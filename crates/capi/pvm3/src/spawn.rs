@@ -17,6 +17,8 @@
 //! 3. `pvm_spawn` returns once every new node has joined: a message sent
 //!    to one of them right after goes at once. The new tasks are each
 //!    node's first thread.
+//!    The spawner's current context goes in `THREADWIRE_PVM_CONTEXT`: the
+//!    new task starts in it, as PVM's do.
 //! 4. A new task's parent is the tid in its environment; its siblings are
 //!    the batch — the last `THREADWIRE_PVM_SPAWNED` nodes of the job as
 //!    it stood when the task started (the launcher numbers a batch
@@ -32,6 +34,9 @@ use threadwire::{AddNodes, Address, Node};
 pub const PARENT: &str = "THREADWIRE_PVM_PARENT";
 /// Environment variable holding the number of tasks spawned together.
 pub const SPAWNED: &str = "THREADWIRE_PVM_SPAWNED";
+/// Environment variable holding the context a spawned task starts in:
+/// its parent's at the time of the spawn, as PVM's tasks inherit it.
+pub const CONTEXT: &str = "THREADWIRE_PVM_CONTEXT";
 /// Extra directories to look for programs in.
 pub const PATH: &str = "THREADWIRE_PVM_PATH";
 /// The active message that ends a node's process (`pvm_kill`).
@@ -122,6 +127,7 @@ pub fn spawn(
         nodes = nodes.env(PARENT, task.tid.to_string());
     }
     nodes = nodes.env(SPAWNED, count.to_string());
+    nodes = nodes.env(CONTEXT, task.ctx.to_string());
     match (flag & TASK_HOST != 0, place) {
         (true, Some(p)) if !p.is_empty() => {
             let host = host_named(task, p).ok_or(PVM_NO_HOST)?;
@@ -148,6 +154,18 @@ pub fn spawn(
         .into_iter()
         .map(|n| tid::of(Address::new(n, 0)).unwrap_or(PVM_OUT_OF_RES))
         .collect())
+}
+
+/// The context a task starts in: its parent's at the spawn for a node's
+/// first thread, else the base context.
+pub fn inherited_context(me: Address) -> i32 {
+    match me.thread {
+        0 => std::env::var(CONTEXT)
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(BASE_CONTEXT),
+        _ => BASE_CONTEXT,
+    }
 }
 
 /// Step 4: the parent's tid, or `PvmNoParent`.

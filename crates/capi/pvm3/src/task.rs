@@ -15,6 +15,13 @@
 //!    (message handlers, reduce functions) is never called inside it: a
 //!    call that may reach user code borrows, returns, calls, and borrows
 //!    again, so a handler that calls PVM finds the state free.
+//! 4. A founding node (started from the command line, not spawned) holds
+//!    the job's names — named groups, the mailbox — as pvmd held PVM's.
+//!    Its first task's `pvm_exit` ends the task but not the node: when
+//!    its thread ends (the program exits), the node waits until every
+//!    node that joined the job has left, and only then finalizes, so that
+//!    the names outlive the program at the command line as long as
+//!    anyone can ask for them.
 
 use crate::buffer::Buffer;
 use crate::consts::*;
@@ -77,7 +84,6 @@ pub struct Task {
     /// Ids of arrived messages not yet received, in arrival order.
     queue: VecDeque<i32>,
     pub ctx: i32,
-    next_ctx: i32,
     pub handlers: Vec<Mhf>,
     next_mhf: i32,
     pub options: HashMap<i32, i32>,
@@ -143,6 +149,7 @@ impl Task {
             );
             return Err(PVM_OUT_OF_RES);
         };
+        let ctx = crate::spawn::inherited_context(ep.address());
         Ok(Task {
             ep,
             tid,
@@ -151,8 +158,7 @@ impl Task {
             sbuf: 0,
             rbuf: 0,
             queue: VecDeque::new(),
-            ctx: BASE_CONTEXT,
-            next_ctx: 1,
+            ctx,
             handlers: Vec::new(),
             next_mhf: 1,
             options: HashMap::new(),
@@ -238,14 +244,17 @@ impl Task {
         self.rbuf = id;
     }
 
-    pub fn new_context(&mut self) -> i32 {
-        // Contexts are unique per task: the tid in the high bits would
-        // overflow, so a task's contexts are its own numbers; PVM's are
-        // unique machine-wide, which only matters to tasks that send a
-        // context to another task — see docs/PVM.md.
-        let c = self.next_ctx;
-        self.next_ctx += 1;
-        c
+    /// A context no other task of the job has: this node's number plus
+    /// one in the high bits, as in a tid, and a count of the node's
+    /// contexts below them (PVM's are machine-wide too).
+    pub fn new_context(&mut self) -> Result<i32, i32> {
+        static NEXT: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let node_tid = tid::of(Address::new(self.ep.address().node, 0)).ok_or(PVM_OUT_OF_RES)?;
+        match n < 0x3ffff {
+            true => Ok((node_tid & !0x3ffff) | n),
+            false => Err(PVM_OUT_OF_RES),
+        }
     }
 
     pub fn add_handler(
@@ -441,6 +450,7 @@ struct ExitGuard;
 impl Drop for ExitGuard {
     fn drop(&mut self) {
         exit();
+        end_deferred();
     }
 }
 
@@ -467,7 +477,8 @@ pub fn enrolled() -> bool {
     !TASK.with(Cell::get).is_null()
 }
 
-/// Ends this thread's task: `pvm_exit`.
+/// Ends this thread's task: `pvm_exit`, or the thread's end. A founding
+/// node's first task is kept, unfinalized, until its thread ends (rule 4).
 pub fn exit() -> bool {
     let task = TASK.with(|t| t.replace(std::ptr::null_mut()));
     if task.is_null() {
@@ -477,11 +488,82 @@ pub fn exit() -> bool {
     // SAFETY: as in `with`; the pointer is cleared first, so this is its
     // only owner.
     let task = unsafe { Box::from_raw(task) };
+    match task.ep.address().thread == 0 && founding(task.ep.address().node) {
+        true => DEFERRED.with(|d| d.set(Box::into_raw(task))),
+        false => end(task),
+    }
+    true
+}
+
+/// Finalizes the node if `task` is its first thread's.
+fn end(task: Box<Task>) {
     let node = task.node().clone();
     let finalizes = task.ep.address().thread == 0;
     drop(task);
     if finalizes {
         node.finalize();
     }
-    true
+}
+
+thread_local! {
+    /// A founding node's first task after `pvm_exit`, until its thread
+    /// ends: a pointer with no destructor, as `TASK` (rule 2).
+    static DEFERRED: Cell<*mut Task> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// Whether `node` started with the job (from the command line) rather
+/// than joining it (spawned): the job's names live on founding nodes.
+fn founding(node: u32) -> bool {
+    let founders = std::env::var(threadwire::env::FOUNDERS)
+        .or_else(|_| std::env::var(threadwire::env::NODES))
+        .ok()
+        .and_then(|n| n.parse::<u32>().ok())
+        .unwrap_or(1);
+    node < founders
+}
+
+/// Tag of the exits a lingering founder waits for.
+const LINGER_TAG: u32 = NOTIFY_TAG - 1;
+
+/// Rule 4: waits until every node that joined the job has left.
+fn linger(task: &Task) {
+    // What the program printed shows now, not when the others are done.
+    // SAFETY: fflush(NULL) flushes every C stream; no pointer is kept.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+    loop {
+        let joined: Vec<u32> = task
+            .ep
+            .machine()
+            .into_iter()
+            .filter(|n| !founding(n.node) && n.state == threadwire::NodeState::Alive)
+            .map(|n| n.node)
+            .collect();
+        if joined.is_empty() {
+            return;
+        }
+        let watches: Vec<_> = joined
+            .iter()
+            .filter_map(|&n| {
+                task.ep
+                    .notify(threadwire::Notify::NodeExit(n), LINGER_TAG)
+                    .ok()
+            })
+            .collect();
+        if watches.is_empty() || task.ep.recv(threadwire::ANY_SOURCE, LINGER_TAG).is_err() {
+            return;
+        }
+    }
+}
+
+/// Ends the task of a founding node's first thread, kept since
+/// `pvm_exit`, once the joined nodes have left.
+fn end_deferred() {
+    let task = DEFERRED.with(|d| d.replace(std::ptr::null_mut()));
+    if !task.is_null() {
+        // SAFETY: from `Box::into_raw` in `exit`, on this thread; the
+        // pointer is cleared first, so this is its only owner.
+        let task = unsafe { Box::from_raw(task) };
+        linger(&task);
+        end(task);
+    }
 }

@@ -133,9 +133,29 @@ fn die_with_launcher() -> Result<(), InitError> {
     Ok(())
 }
 
+/// A peer that goes while this node writes to it is a lost peer, not
+/// this process's death: SIGPIPE is ignored, as every Rust program's
+/// runtime does at start, unless the program has a handler of its own. C
+/// programs (the C API, the PVM library) keep their default otherwise, and
+/// a write to a connection a peer closed would kill them. A write to a
+/// closed pipe then fails with `EPIPE` instead.
+fn ignore_broken_pipes() {
+    // SAFETY: sigaction with a null new action only reads the current one
+    // into `old`; signal() installs SIG_IGN, which runs no code.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_DFL
+        {
+            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        }
+    }
+}
+
 /// Joins the job described by `env` (module docs, steps 1–4).
 fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitError> {
     die_with_launcher()?;
+    ignore_broken_pipes();
     let creds = Credentials {
         job_id: env.job_id,
         secret: env.secret,
