@@ -84,6 +84,16 @@ fn every_thread_is_a_task_and_spawned_tasks_join_the_job() {
     assert!(ran.stdout.contains("threads passed"), "{}", ran.show());
 }
 
+#[test]
+fn the_mailbox_keeps_entries_with_pvm_permissions_and_wakes_waiting_readers() {
+    if !can_build() {
+        return;
+    }
+    let ran = pvm(compile("mailbox"), &[]);
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    assert!(ran.stdout.contains("mailbox passed"), "{}", ran.show());
+}
+
 /// A Debian example, or `None` after saying it skips.
 fn example(name: &str) -> Option<PathBuf> {
     let p = Path::new("/usr/bin").join(name);

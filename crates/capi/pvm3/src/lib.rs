@@ -33,6 +33,7 @@ mod buffer;
 mod consts;
 mod groups;
 mod machine;
+mod mailbox;
 mod messages;
 mod packf;
 mod spawn;

@@ -413,7 +413,7 @@ pub unsafe extern "C" fn pvm_notify(
                 _ => vec![Notify::HostAdd],
             };
             for event in events {
-                let key = NOTIFY_TAG + (t.next_subscription & 0x7fff_ffff);
+                let key = NOTIFY_TAG + t.next_subscription % task::SUBSCRIPTION_KEYS;
                 t.next_subscription += 1;
                 let handle = match t.ep.notify(event, key) {
                     Ok(h) => Some(h),
@@ -578,8 +578,4 @@ unsupported! {
     pvm_getfds(fds: *mut *mut c_int);
     pvm_hostsync(host: c_int, local: *mut libc::timeval, delta: *mut libc::timeval);
     pvm_sendsig(tid: c_int, signal: c_int);
-    pvm_putinfo(name: *mut c_char, buf: c_int, flags: c_int);
-    pvm_recvinfo(name: *mut c_char, index: c_int, flags: c_int);
-    pvm_delinfo(name: *mut c_char, index: c_int, flags: c_int);
-    pvm_getmboxinfo(pattern: *mut c_char, n: *mut c_int, info: *mut *mut c_char);
 }

@@ -44,6 +44,7 @@ const KILL: &str = "threadwire.pvm.kill";
 
 /// What every node serves for the others' PVM calls.
 pub fn serve(node: &Node) {
+    crate::mailbox::serve(node);
     let _ = node.register_inline(KILL, |_| {
         // As pvmd does: SIGTERM, which the program may catch.
         // SAFETY: kill(2) on this process has no memory effects.

@@ -96,6 +96,10 @@ pub struct Task {
     pub kept_tids: Vec<i32>,
     /// Groups frozen by `pvm_freezegroup`: their members' tids by instance.
     pub frozen: HashMap<String, Vec<i32>>,
+    /// The mailbox homes this task has put entries to.
+    pub mailbox_homes: std::collections::HashSet<u32>,
+    /// What `pvm_getmboxinfo` returned last.
+    pub kept_mailbox: crate::mailbox::Listing,
 }
 
 /// `struct pvmhostinfo`.
@@ -168,6 +172,8 @@ impl Task {
             kept_tasks: (Vec::new(), Vec::new()),
             kept_tids: Vec::new(),
             frozen: HashMap::new(),
+            mailbox_homes: Default::default(),
+            kept_mailbox: Default::default(),
         })
     }
 
@@ -487,7 +493,8 @@ pub fn exit() -> bool {
     EXITED.with(|e| e.set(true));
     // SAFETY: as in `with`; the pointer is cleared first, so this is its
     // only owner.
-    let task = unsafe { Box::from_raw(task) };
+    let mut task = unsafe { Box::from_raw(task) };
+    crate::mailbox::release_own(&mut task);
     match task.ep.address().thread == 0 && founding(task.ep.address().node) {
         true => DEFERRED.with(|d| d.set(Box::into_raw(task))),
         false => end(task),
@@ -523,7 +530,10 @@ fn founding(node: u32) -> bool {
 }
 
 /// Tag of the exits a lingering founder waits for.
-const LINGER_TAG: u32 = NOTIFY_TAG - 1;
+const LINGER_TAG: u32 = NOTIFY_TAG | 0x7fff_fffe;
+/// Subscriptions' keys run from [`NOTIFY_TAG`] up to below the library's
+/// own tags (the linger above, the mailbox's wake-up).
+pub const SUBSCRIPTION_KEYS: u32 = 0x7fff_fff0;
 
 /// Rule 4: waits until every node that joined the job has left.
 fn linger(task: &Task) {
