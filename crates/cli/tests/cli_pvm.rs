@@ -37,6 +37,22 @@ fn can_build() -> bool {
 
 /// Compiles `tests/c/<name>.c` as a PVM program.
 fn compile(name: &str) -> PathBuf {
+    compile_with(name, &["-lgpvm3", "-lpvm3"])
+}
+
+/// Compiles `tests/c/<name>.c` against our libpvm3 itself, for
+/// threadwire's extensions (`include/threadwire_pvm.h`).
+fn compile_extended(name: &str) -> PathBuf {
+    libraries();
+    let lib = format!("-L{}", profile_dir().display());
+    let include = format!(
+        "-I{}",
+        workspace().join("crates/capi/pvm3/include").display()
+    );
+    compile_with(name, &[&include, &lib, "-lpvm3"])
+}
+
+fn compile_with(name: &str, libraries: &[&str]) -> PathBuf {
     let source = workspace()
         .join("crates/capi/pvm3/tests/c")
         .join(format!("{name}.c"));
@@ -49,7 +65,8 @@ fn compile(name: &str) -> PathBuf {
             .arg(&source)
             .arg("-o")
             .arg(&exe)
-            .args(["-lgpvm3", "-lpvm3", "-lpthread"]),
+            .args(libraries)
+            .arg("-lpthread"),
     );
     assert!(ran.stderr.is_empty(), "cc warned:\n{}", ran.show());
     exe
@@ -92,6 +109,16 @@ fn the_mailbox_keeps_entries_with_pvm_permissions_and_wakes_waiting_readers() {
     let ran = pvm(compile("mailbox"), &[]);
     assert_eq!(ran.code(), Some(0), "{}", ran.show());
     assert!(ran.stdout.contains("mailbox passed"), "{}", ran.show());
+}
+
+#[test]
+fn exported_entry_points_spawn_as_thread_tasks() {
+    if !can_build() {
+        return;
+    }
+    let ran = pvm(compile_extended("export"), &[]);
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    assert!(ran.stdout.contains("export passed"), "{}", ran.show());
 }
 
 /// A Debian example, or `None` after saying it skips.

@@ -68,6 +68,23 @@ impl Endpoint {
         }
     }
 
+    /// Another handle on this endpoint, for code of the same thread that
+    /// must own one (a library's per-thread state, as the PVM library
+    /// keeps for a thread started by [`spawn_remote`](Self::spawn_remote)):
+    /// it stays on this thread, and dropping it ends nothing — neither
+    /// the thread's endpoint nor, for thread 0, the node.
+    ///
+    /// ```
+    /// let ep = threadwire::Config::new().standalone(true).init().unwrap();
+    /// let other = ep.handle();
+    /// assert_eq!(other.address(), ep.address());
+    /// drop(other);
+    /// ep.send(ep.address(), 1, b"still here".to_vec()).unwrap();
+    /// ```
+    pub fn handle(&self) -> Endpoint {
+        self.alias()
+    }
+
     /// This endpoint's address.
     pub fn address(&self) -> Address {
         self.address

@@ -38,6 +38,7 @@ mod messages;
 mod packf;
 mod spawn;
 mod task;
+mod threads;
 mod tid;
 
 use consts::*;

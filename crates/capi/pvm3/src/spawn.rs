@@ -3,6 +3,9 @@
 //!
 //! # Spawning a program
 //!
+//! A name the program exported with `threadwire_pvm_export` starts
+//! threads instead (`threads` module).
+//!
 //! 1. The program is looked for as PVM 3.4 does, then where threadwire
 //!    users keep programs: a name with a `/` as it is; else in each
 //!    directory of `THREADWIRE_PVM_PATH` (colon-separated), then
@@ -122,6 +125,9 @@ pub fn spawn(
     place: Option<&str>,
     count: u32,
 ) -> Result<Vec<i32>, i32> {
+    if crate::threads::is_exported(name) {
+        return crate::threads::spawn(task, name, &args, count);
+    }
     let program = find_program(name).ok_or(PVM_NO_FILE)?;
     let mut nodes = AddNodes::new(count).program(program).args(args);
     if flag & NO_SPAWN_PARENT == 0 {
@@ -171,6 +177,9 @@ pub fn inherited_context(me: Address) -> i32 {
 
 /// Step 4: the parent's tid, or `PvmNoParent`.
 pub fn parent(task: &Task) -> i32 {
+    if let Some(p) = task.parent {
+        return p;
+    }
     if task.ep.address().thread != 0 {
         return PVM_NO_PARENT;
     }

@@ -76,6 +76,9 @@ pub struct Subscription {
 pub struct Task {
     pub ep: Endpoint,
     pub tid: i32,
+    /// The spawner of a task started as a thread (`threads`), which has
+    /// no environment of its own to say so.
+    pub parent: Option<i32>,
     bufs: HashMap<i32, Buffer>,
     next_buf: i32,
     /// The active send and receive buffers (0: none).
@@ -157,6 +160,7 @@ impl Task {
         Ok(Task {
             ep,
             tid,
+            parent: None,
             bufs: HashMap::new(),
             next_buf: 1,
             sbuf: 0,
@@ -437,6 +441,7 @@ fn enroll() -> Result<*mut Task, i32> {
             })?;
             let _ = NODE.set(ep.node().clone());
             crate::spawn::serve(ep.node());
+            crate::threads::export_all(ep.node());
             ep
         }
     };
@@ -444,6 +449,24 @@ fn enroll() -> Result<*mut Task, i32> {
     TASK.with(|t| t.set(task));
     EXIT_GUARD.with(|_| ());
     Ok(task)
+}
+
+/// The node, if this process's first task has started it.
+pub fn node() -> Option<Node> {
+    NODE.get().cloned()
+}
+
+/// Makes `ep`, a thread's endpoint made by threadwire (a task started as
+/// a thread), this thread's task, with `parent` as its parent.
+pub fn adopt(ep: Endpoint, parent: i32) -> Result<(), i32> {
+    if !TASK.with(Cell::get).is_null() {
+        return Err(PVM_ALREADY);
+    }
+    let mut task = Task::new(ep)?;
+    task.parent = (parent > 0).then_some(parent);
+    TASK.with(|t| t.set(Box::into_raw(Box::new(task))));
+    EXIT_GUARD.with(|_| ());
+    Ok(())
 }
 
 /// Ends the thread's task when the thread ends (or the process exits)

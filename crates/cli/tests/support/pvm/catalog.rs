@@ -113,8 +113,8 @@ const SEPARATE_JOBS: Threadwire = Threadwire::Differs(
 
 /// docs/PVM.md, "Where semantics differ": the mailbox is not provided.
 const NO_MAILBOX: Threadwire = Threadwire::Differs(
-    "the mailbox (pvm_putinfo, pvm_recvinfo, pvm_delinfo, pvm_getmboxinfo) is not \
-     provided, and its steps, started one by one, would be jobs of their own (docs/PVM.md)",
+    "its server and clients, started one by one, must meet in one virtual machine's \
+     mailbox; each `threadwire pvm` command starts a job of its own (docs/PVM.md)",
 );
 
 /// What a row says unless it says otherwise.
@@ -488,7 +488,6 @@ gmbi: 0 mbox entries returned.
 
 = exit 0
 "#,
-        threadwire: NO_MAILBOX,
         ..EXAMPLE
     },
     Example {
