@@ -10,6 +10,11 @@
 //! - The threadwire half prints why it skips while `threadwire pvm
 //!   --help` fails, and for each example the catalog says differs on
 //!   purpose.
+//! - Each example held to real PVM's transcript runs a second time across
+//!   two emulated hosts (`threadwire net up`, `threadwire pvm --hosts`):
+//!   the program on the first, the tasks it spawns on both in turn, so
+//!   that its messages cross TCP between namespaces. Without root or
+//!   network namespaces that pass prints why it skips.
 //! - `THREADWIRE_PVM_EXAMPLES=print` prints each transcript under real
 //!   PVM in the catalog's form instead of checking it.
 //! - Arguments that do not start with `-` pick examples by name.
@@ -24,6 +29,11 @@ use std::time::{Duration, Instant};
 
 use support::pvm::catalog::{Example, Run, Threadwire, CATALOG};
 use support::pvm::{self, PACKAGES};
+
+/// Examples whose output follows the number of hosts (`pvm_config`):
+/// the machine of two emulated hosts makes them print other numbers than
+/// the one-host machine their transcript is pinned from.
+const SIZED_BY_THE_MACHINE: &[&str] = &["master1", "fmaster1", "fgexample", "hitc"];
 
 /// A run of one example that takes longer has hung.
 const HANG: Duration = Duration::from_secs(60);
@@ -50,6 +60,7 @@ fn main() {
     if let Err(why) = &threadwire_pvm {
         eprintln!("pvm_examples: threadwire half SKIPPED: {why}");
     }
+    let hosts = threadwire_pvm.is_ok().then(emulated_hosts).flatten();
     let mut failures = Vec::new();
     for example in CATALOG {
         if !filters.is_empty() && !filters.iter().any(|f| example.program.contains(f.as_str())) {
@@ -90,12 +101,36 @@ fn main() {
             (Ok(()), Threadwire::Differs(why)) => {
                 eprintln!("{name}: real PVM ok; threadwire not compared: {why}")
             }
-            (Ok(()), held) => match compare_threadwire(example, threadwire, &real, held) {
+            (Ok(()), held) => match compare_threadwire(example, threadwire, None, &real, held) {
                 Ok(()) => eprintln!("{name}: real PVM ok; threadwire ok"),
                 Err(e) => failures.push(format!("{name} under threadwire: {e}")),
             },
         }
+        if let (Ok(()), Threadwire::Same, Some(hosts)) =
+            (&threadwire_pvm, example.threadwire, &hosts)
+        {
+            if SIZED_BY_THE_MACHINE.contains(&name) {
+                eprintln!(
+                    "{name}: across emulated hosts not compared: it sizes its work by the \
+                     machine's hosts (pvm_config), and the real PVM it is pinned to has one"
+                );
+                continue;
+            }
+            match compare_threadwire(
+                example,
+                threadwire,
+                Some(&hosts.file),
+                &real,
+                Threadwire::Same,
+            ) {
+                Ok(()) => eprintln!("{name}: threadwire across emulated hosts ok"),
+                Err(e) => failures.push(format!(
+                    "{name} under threadwire across emulated hosts: {e}"
+                )),
+            }
+        }
     }
+    drop(hosts);
     let left = threadwire_testbed::pvm::processes_left();
     if !left.is_empty() {
         failures.push(format!("PVM processes left running: {left:?}"));
@@ -104,6 +139,37 @@ fn main() {
         eprintln!("\n{} failed:\n\n{}", failures.len(), failures.join("\n\n"));
         std::process::exit(1);
     }
+}
+
+/// Two emulated hosts and a host file naming them, removed when dropped.
+struct Hosts {
+    file: std::path::PathBuf,
+    _net: support::command::NetGuard,
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+/// Two namespaces joined by a bridge, or `None` after saying why not.
+fn emulated_hosts() -> Option<Hosts> {
+    const PREFIX: &str = "twpx";
+    let up = support::command::run(
+        support::command::threadwire().args(["net", "up", "--hosts", "2", "--prefix", PREFIX]),
+    );
+    if up.code() != Some(0) {
+        eprintln!(
+            "pvm_examples: the pass across emulated hosts SKIPPED: cannot create network namespaces: {}",
+            up.stderr.trim()
+        );
+        return None;
+    }
+    let net = support::command::NetGuard(PREFIX);
+    let file = std::env::temp_dir().join(format!("threadwire-pvm-hosts-{}", std::process::id()));
+    std::fs::write(&file, format!("netns:{PREFIX}h0\nnetns:{PREFIX}h1\n")).ok()?;
+    Some(Hosts { file, _net: net })
 }
 
 /// `threadwire pvm` exists: `threadwire pvm --help` succeeds.
@@ -123,6 +189,7 @@ fn has_pvm_command(threadwire: &Path) -> Result<(), String> {
 fn compare_threadwire(
     example: &Example,
     threadwire: &Path,
+    hosts: Option<&Path>,
     real: &pvm::Transcript,
     held: Threadwire,
 ) -> Result<(), String> {
@@ -133,7 +200,7 @@ fn compare_threadwire(
     ));
     threadwire_testbed::interrupt::create_scratch_dir(&dir)
         .map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let ran = pvm::run_under_threadwire(example, threadwire, &dir, Instant::now() + HANG);
+    let ran = pvm::run_under_threadwire(example, threadwire, hosts, &dir, Instant::now() + HANG);
     let _ = threadwire_testbed::interrupt::remove_scratch_dir(&dir);
     let ours = ran?;
     let (theirs, ours) = match held {

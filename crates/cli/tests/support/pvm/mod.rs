@@ -129,6 +129,7 @@ pub fn run_under_pvm(example: &Example, deadline: Instant) -> Result<Transcript,
 pub fn run_under_threadwire(
     example: &Example,
     threadwire: &Path,
+    hosts: Option<&Path>,
     dir: &Path,
     deadline: Instant,
 ) -> Result<Transcript, String> {
@@ -139,7 +140,11 @@ pub fn run_under_threadwire(
         steps,
         |argv| {
             let mut cmd = super::command::command(threadwire);
-            cmd.args(["pvm", "--"])
+            cmd.arg("pvm");
+            if let Some(file) = hosts {
+                cmd.arg("--hosts").arg(file);
+            }
+            cmd.arg("--")
                 .arg(Path::new(EXAMPLES).join(argv[0]))
                 .args(&argv[1..])
                 .current_dir(dir);
