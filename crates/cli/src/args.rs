@@ -173,6 +173,16 @@ pub struct PvmArgs {
     /// Print tasks' joins and leaves and changes to the machine.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Join a running job of `threadwire pvm` instead of starting one: the
+    /// program runs here as a new task of that machine, its output on this
+    /// terminal, as a PVM program started from a shell enrolls in the
+    /// running virtual machine.
+    #[arg(long, conflicts_with_all = ["nodes", "hosts", "timeout", "library_dir"])]
+    pub join: bool,
+    /// With --join, when several jobs run: the job (a prefix of its id, as
+    /// `threadwire vm` shows it).
+    #[arg(long = "job", value_name = "ID", requires = "join")]
+    pub job_id: Option<String>,
     /// Print the directory holding libpvm3.so.3 and libgpvm3.so.3 (for
     /// LD_LIBRARY_PATH) and exit.
     #[arg(long, conflicts_with = "program")]

@@ -149,6 +149,9 @@ fn pvm(args: args::PvmArgs) -> Result<i32> {
     }
     let mut program = args.program.iter().cloned();
     let exe = PathBuf::from(program.next().context("no program given")?);
+    if args.join {
+        return pvm_join(args.job_id.as_deref(), exe, program.collect(), &dir);
+    }
     let job = args.job();
     let spec = threadwire_launch::pvm::job(job.nodes, exe, program.collect(), &dir);
     let spec = configure(&job, spec)?;
@@ -161,6 +164,42 @@ fn pvm(args: args::PvmArgs) -> Result<i32> {
         Some(threadwire_launch::NodeExit::Signal(s)) => 128 + s,
         None => report.status,
     })
+}
+
+/// `threadwire pvm --join`: the program runs here as a new node of a
+/// running job, with the environment its console gives (the console's
+/// `join`), its output on this terminal — as a PVM program started from a
+/// shell enrolls in the running virtual machine. Exits with its status.
+fn pvm_join(
+    job: Option<&str>,
+    exe: PathBuf,
+    args: Vec<OsString>,
+    dir: &std::path::Path,
+) -> Result<i32> {
+    let jobs = console::running_jobs().context("reading the console directory")?;
+    let job = one_job(&jobs, job)?;
+    let vars =
+        console::ask(&job.socket, &["join"]).with_context(|| format!("job {:016x}", job.id))?;
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.args(args);
+    for row in vars {
+        if let [key, value] = row.as_slice() {
+            cmd.env(key, if value == "-" { "" } else { value });
+        }
+    }
+    let spec = threadwire_launch::pvm::job(1, exe.clone(), Vec::new(), dir);
+    for (key, value) in &spec.env {
+        cmd.env(key, value);
+    }
+    // Started from a shell: no parent, no siblings but itself.
+    cmd.env("THREADWIRE_PVM_SPAWNED", "1");
+    let status = cmd
+        .status()
+        .with_context(|| format!("starting {}", exe.display()))?;
+    use std::os::unix::process::ExitStatusExt;
+    Ok(status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
 }
 
 /// The options every job takes, applied to `spec`.
@@ -214,22 +253,7 @@ fn vm(args: VmArgs) -> Result<i32> {
         }
         return Ok(0);
     };
-    let job = match named_jobs(&jobs, args.job.as_deref())?.as_slice() {
-        [] => anyhow::bail!(
-            "no job of this user is running (no console in {})",
-            dir.display()
-        ),
-        [one] => one.clone(),
-        several => anyhow::bail!(
-            "{} jobs are running ({}); name one with --job ID",
-            several.len(),
-            several
-                .iter()
-                .map(|j| format!("{:016x}", j.id))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
+    let job = one_job(&jobs, args.job.as_deref())?;
     let mut fields: Vec<String> = match &request {
         VmRequest::Hosts => vec!["hosts".into()],
         VmRequest::Nodes => vec!["nodes".into()],
@@ -274,6 +298,26 @@ fn vm(args: VmArgs) -> Result<i32> {
         VmRequest::AddNodes { .. } => println!("nodes added: {}", render::node_list(&rows)),
     }
     Ok(0)
+}
+
+/// The one running job `--job` names, or the only one running.
+fn one_job(jobs: &[RunningJob], named: Option<&str>) -> Result<RunningJob> {
+    match named_jobs(jobs, named)?.as_slice() {
+        [] => anyhow::bail!(
+            "no job of this user is running (no console in {})",
+            console::dir().display()
+        ),
+        [one] => Ok(one.clone()),
+        several => anyhow::bail!(
+            "{} jobs are running ({}); name one with --job ID",
+            several.len(),
+            several
+                .iter()
+                .map(|j| format!("{:016x}", j.id))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// The running jobs `--job` names: all of them without it, else those

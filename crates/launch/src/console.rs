@@ -47,6 +47,7 @@
 //! add-hosts HOST…
 //! remove-hosts HOST…
 //! add-nodes N [--host HOST] [--] [PROGRAM ARG…]
+//! join
 //! ```
 //!
 //! The answer is `error: WHY` on one line, or `ok` followed by rows of
@@ -59,7 +60,13 @@
 //!   of `joining`, `running`, `finished`, `failed: CAUSE`, `killed (host
 //!   removed)`; THREADS `?` when unknown, `-` for an ended node;
 //! - `add-nodes`, `remove-hosts`: a row per node added, or killed;
-//!   `add-hosts`: no rows.
+//!   `add-hosts`: no rows;
+//! - `join`: a row `KEY VALUE` per variable of the environment of a new
+//!   node on this host, which the asking command starts itself (as
+//!   `threadwire pvm --join` does); the node joins as an added one
+//!   (the `grow` module) and ends when its control connection does,
+//!   cleanly if it has reported its counters. One that has not joined
+//!   within the batch's time is given up.
 //!
 //! [`ask`] sends a request and parses its answer.
 
@@ -369,9 +376,11 @@ pub(crate) enum Request {
     Nodes,
     /// `add-hosts`, `remove-hosts` and `add-nodes`.
     Vm(VmOp),
+    /// `join`: a node the asking command starts itself.
+    Join,
 }
 
-const REQUESTS: &str = "job, hosts, nodes, add-hosts, remove-hosts, add-nodes";
+const REQUESTS: &str = "job, hosts, nodes, add-hosts, remove-hosts, add-nodes, join";
 
 /// Parses a request line (step 2).
 pub(crate) fn parse(line: &str) -> Result<Request, String> {
@@ -405,6 +414,7 @@ pub(crate) fn parse(line: &str) -> Result<Request, String> {
         "add-hosts" => Ok(Request::Vm(VmOp::AddHosts { hosts: hosts()? })),
         "remove-hosts" => Ok(Request::Vm(VmOp::RemoveHosts { hosts: hosts()? })),
         "add-nodes" => parse_add_nodes(rest),
+        "join" => no_arguments(Request::Join),
         other => Err(format!(
             "unknown request {:?}; ask one of: {REQUESTS}",
             other.chars().take(64).collect::<String>()
@@ -463,7 +473,7 @@ fn field(s: &str) -> String {
 }
 
 /// An `ok` answer with these rows.
-fn ok(rows: &[Vec<String>]) -> String {
+pub(crate) fn ok(rows: &[Vec<String>]) -> String {
     let mut text = String::from("ok\n");
     for row in rows {
         let row: Vec<String> = row.iter().map(|f| field(f)).collect();
@@ -516,6 +526,16 @@ impl Job<'_> {
             }
             Request::Nodes => self.describe(reply),
             Request::Vm(op) => self.on_vm(Requester::Console(reply), op, on_event),
+            Request::Join => {
+                let op = VmOp::AddNodes {
+                    count: 1,
+                    program: String::new(),
+                    args: None,
+                    host: "local".into(),
+                    env: Vec::new(),
+                };
+                self.on_vm(Requester::Outside(reply), op, on_event)
+            }
         }
     }
 

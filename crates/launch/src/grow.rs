@@ -29,7 +29,7 @@ use crate::console::Reply;
 use crate::event::Event;
 use crate::hosts::{Host, HostError};
 use crate::job::{Job, Slot};
-use crate::process::NodeExit;
+use crate::process::{NodeExit, NodeProcess};
 use std::ffi::OsString;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -145,6 +145,9 @@ pub(crate) enum Requester {
     Node { node: u32, request: u32 },
     /// A user at the shell, on the job's console (`threadwire vm`).
     Console(Reply),
+    /// A command that starts the node itself (`threadwire pvm --join`):
+    /// it is sent the node's environment, not the batch's answer.
+    Outside(Reply),
 }
 
 impl Requester {
@@ -152,7 +155,7 @@ impl Requester {
     fn node(&self) -> Option<u32> {
         match self {
             Requester::Node { node, .. } => Some(*node),
-            Requester::Console(_) => None,
+            Requester::Console(_) | Requester::Outside(_) => None,
         }
     }
 }
@@ -162,6 +165,7 @@ impl std::fmt::Display for Requester {
         match self {
             Requester::Node { node, .. } => write!(f, "n{node}"),
             Requester::Console(_) => write!(f, "the console"),
+            Requester::Outside(_) => write!(f, "a command joining from outside"),
         }
     }
 }
@@ -238,6 +242,8 @@ impl Job<'_> {
             Requester::Console(reply) => {
                 let _ = reply.send(crate::console::vm_answer(&answer));
             }
+            // It was answered with the environment when its node was made.
+            Requester::Outside(_) => {}
         }
     }
 
@@ -286,6 +292,14 @@ impl Job<'_> {
                 host: h,
                 ..Slot::default()
             };
+            if let Requester::Outside(reply) = &requester {
+                let vars = self.starter.vars(node, total, gateway, &env);
+                let rows: Vec<Vec<String>> = vars.into_iter().map(|(k, v)| vec![k, v]).collect();
+                let _ = reply.send(crate::console::ok(&rows));
+                slot.process = Some(NodeProcess::External);
+                self.slots.push(slot);
+                continue;
+            }
             match self
                 .starter
                 .start(node, total, &entry, gateway, (&program, &args, &env))
@@ -406,17 +420,28 @@ impl Job<'_> {
         };
         batch.deadline = Instant::now() + JOIN_TIMEOUT;
         let members = batch.members();
+        let first = members.start;
         let secs = JOIN_TIMEOUT.as_secs();
+        let mut outside = Vec::new();
         for (i, s) in self.slots[members].iter_mut().enumerate() {
             if s.joined || s.exit.is_some() {
                 continue;
             }
             s.killed = Some(format!("did not join within {secs} s and was killed"));
             s.excused = true;
-            if let Some(process) = &s.process {
-                tracing::warn!("launcher: added node n{} did not join; killing it", i);
-                process.kill();
+            match &s.process {
+                // Not ours to kill, and with no connection to end: it is
+                // given up here.
+                Some(NodeProcess::External) if !s.control_open => outside.push((first + i) as u32),
+                Some(process) => {
+                    tracing::warn!("launcher: added node n{} did not join; killing it", i);
+                    process.kill();
+                }
+                None => {}
             }
+        }
+        for node in outside {
+            self.on_exit(node, NodeExit::Code(127), on_event);
         }
         self.batch_progress(on_event);
     }

@@ -212,18 +212,7 @@ impl Starter {
         gateway: Option<IpAddr>,
         (program, args, env): (&std::path::Path, &[OsString], &[(String, String)]),
     ) -> std::io::Result<NodeProcess> {
-        let rendezvous = SocketAddr::new(
-            gateway.or(self.first_gateway).unwrap_or(self.bind),
-            self.port,
-        );
-        let sizes = (nodes, self.founders, self.capacity);
-        let mut vars: Vec<(String, String)> =
-            threadwire::env::JobEnv::vars_for(self.job_id, node, sizes, rendezvous, &self.secret)
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect();
-        vars.extend(self.env.iter().cloned());
-        vars.extend(env.iter().cloned());
+        let vars = self.vars(node, nodes, gateway, env);
         if let crate::Host::Ssh(name) = host {
             // The same path on the host: a relative one is the launcher's.
             let program = match program.is_relative() && program.components().count() > 1 {
@@ -241,6 +230,31 @@ impl Starter {
         let stdin = self.stdin_to_first && node == 0;
         let pid = process::start(node, cmd, stdin, &self.watcher)?;
         Ok(NodeProcess::Local { pid })
+    }
+
+    /// The environment of node `node` of `nodes` given out so far: the
+    /// contract's variables for reaching the rendezvous at `gateway` (or
+    /// the one for this host), the job's, and `env`.
+    pub(crate) fn vars(
+        &self,
+        node: u32,
+        nodes: u32,
+        gateway: Option<IpAddr>,
+        env: &[(String, String)],
+    ) -> Vec<(String, String)> {
+        let rendezvous = SocketAddr::new(
+            gateway.or(self.first_gateway).unwrap_or(self.bind),
+            self.port,
+        );
+        let sizes = (nodes, self.founders, self.capacity);
+        let mut vars: Vec<(String, String)> =
+            threadwire::env::JobEnv::vars_for(self.job_id, node, sizes, rendezvous, &self.secret)
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+        vars.extend(self.env.iter().cloned());
+        vars.extend(env.iter().cloned());
+        vars
     }
 
     /// Whether a node in a namespace whose gateway is `gateway` can reach
@@ -434,7 +448,19 @@ impl<'a> Job<'a> {
                 self.batch_progress(on_event);
             }
             Internal::Report { node, data } => on_event(&Event::Report { node, data }),
-            Internal::ControlClosed { node } => self.slots[node as usize].control_open = false,
+            Internal::ControlClosed { node } => {
+                let slot = &mut self.slots[node as usize];
+                slot.control_open = false;
+                if matches!(slot.process, Some(NodeProcess::External)) && slot.exit.is_none() {
+                    // Started from outside: its connection's end is its end,
+                    // a clean one if it reported its counters at finalize.
+                    let exit = match slot.stats.is_some() {
+                        true => NodeExit::Code(0),
+                        false => NodeExit::Code(1),
+                    };
+                    self.on_exit(node, exit, on_event);
+                }
+            }
             Internal::Watch { node, timeout } => {
                 if !timeout.is_zero() {
                     self.slots[node as usize].watched = Some(timeout);
@@ -487,7 +513,7 @@ impl<'a> Job<'a> {
         }
     }
 
-    fn on_exit(&mut self, node: u32, exit: NodeExit, on_event: &mut impl FnMut(&Event)) {
+    pub(crate) fn on_exit(&mut self, node: u32, exit: NodeExit, on_event: &mut impl FnMut(&Event)) {
         let slot = &mut self.slots[node as usize];
         slot.exit = Some(exit);
         slot.control = None;

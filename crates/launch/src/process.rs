@@ -181,6 +181,9 @@ pub(crate) enum NodeProcess {
         node: u32,
         pid: Option<u32>,
     },
+    /// Started by someone else (`threadwire pvm --join`), which was given
+    /// its environment: it ends when its control connection does.
+    External,
 }
 
 impl NodeProcess {
@@ -189,6 +192,8 @@ impl NodeProcess {
         match self {
             NodeProcess::Local { pid } => kill(*pid),
             NodeProcess::Proxied { proxy, node, .. } => proxy.kill(*node),
+            // Not ours to kill; its end comes through its connection.
+            NodeProcess::External => {}
         }
     }
 
@@ -197,6 +202,7 @@ impl NodeProcess {
         match self {
             NodeProcess::Local { pid } => Some(*pid),
             NodeProcess::Proxied { pid, .. } => *pid,
+            NodeProcess::External => None,
         }
     }
 }

@@ -21,6 +21,9 @@
 //!    reader's address with the name; the next put to the name sends each
 //!    such reader an empty message tagged [`WAKE`], and the reader asks
 //!    again.
+//! The calls fail without printing, whatever `PvmAutoErr` says, as
+//! PVM's do (`rme` shows it: its refused `pvm_delinfo` prints nothing).
+//!
 //! 5. When a node leaves the job, its tasks' entries go, but those made
 //!    `PvmMboxPersistent`, which stay with owner 0; a task's `pvm_exit`
 //!    does the same for its own entries at the homes it put to.
@@ -28,7 +31,7 @@
 use crate::buffer::Buffer;
 use crate::consts::*;
 use crate::task::{self, NOTIFY_TAG};
-use crate::{call, text, tid};
+use crate::{call_quietly, text, tid};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_char, c_int, CString};
 use std::sync::{Mutex, OnceLock};
@@ -355,7 +358,7 @@ pub fn release_own(t: &mut task::Task) {
 /// `name` is a string.
 #[no_mangle]
 pub unsafe extern "C" fn pvm_putinfo(name: *const c_char, buf: c_int, flags: c_int) -> c_int {
-    call("pvm_putinfo", || {
+    call_quietly("pvm_putinfo", || {
         // SAFETY: the caller vouches for the string.
         let name = unsafe { text(name) }?.to_string();
         task::with(|t| {
@@ -387,7 +390,7 @@ pub unsafe extern "C" fn pvm_putinfo(name: *const c_char, buf: c_int, flags: c_i
 /// `name` is a string.
 #[no_mangle]
 pub unsafe extern "C" fn pvm_recvinfo(name: *const c_char, index: c_int, flags: c_int) -> c_int {
-    call("pvm_recvinfo", || {
+    call_quietly("pvm_recvinfo", || {
         // SAFETY: the caller vouches for the string.
         let name = unsafe { text(name) }?.to_string();
         if index < 0 {
@@ -434,7 +437,7 @@ pub unsafe extern "C" fn pvm_recvinfo(name: *const c_char, index: c_int, flags: 
 /// `name` is a string.
 #[no_mangle]
 pub unsafe extern "C" fn pvm_delinfo(name: *const c_char, index: c_int, _flags: c_int) -> c_int {
-    call("pvm_delinfo", || {
+    call_quietly("pvm_delinfo", || {
         // SAFETY: the caller vouches for the string.
         let name = unsafe { text(name) }?.to_string();
         if index < 0 {
@@ -467,7 +470,7 @@ pub unsafe extern "C" fn pvm_getmboxinfo(
     count: *mut c_int,
     classes: *mut *const MailboxInfo,
 ) -> c_int {
-    call("pvm_getmboxinfo", || {
+    call_quietly("pvm_getmboxinfo", || {
         // SAFETY: the caller vouches for the string.
         let pattern = unsafe { text(pattern) }?.to_string();
         let founders: Vec<u32> = (0..).take_while(|&n| home_of_any(n)).collect();

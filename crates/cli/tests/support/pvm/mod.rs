@@ -102,7 +102,7 @@ pub fn run_under_pvm(example: &Example, deadline: Instant) -> Result<Transcript,
     let daemon = Daemon::start_with(&config, deadline).map_err(|e| format!("pvmd: {e}"))?;
     let ran = run_steps(
         steps,
-        |argv| {
+        |argv, _| {
             let mut cmd = daemon.command(Path::new(EXAMPLES).join(argv[0]));
             cmd.args(&argv[1..]);
             cmd
@@ -138,10 +138,15 @@ pub fn run_under_threadwire(
     };
     let mut ran = run_steps(
         steps,
-        |argv| {
+        |argv, joins| {
             let mut cmd = super::command::command(threadwire);
             cmd.arg("pvm");
-            if let Some(file) = hosts {
+            // A program started while an earlier step's runs enrolls in its
+            // machine, as under PVM: it joins that job.
+            if joins {
+                cmd.arg("--join");
+            }
+            if let Some(file) = hosts.filter(|_| !joins) {
                 cmd.arg("--hosts").arg(file);
             }
             cmd.arg("--")
@@ -179,7 +184,7 @@ fn is_task_line(line: &str) -> bool {
 /// Steps 1 and 2 of the module docs: each step's [`Ran`], in order.
 fn run_steps(
     steps: &[Step],
-    command: impl Fn(&[&str]) -> Command,
+    command: impl Fn(&[&str], bool) -> Command,
     dir: &Path,
     deadline: Instant,
 ) -> Result<Vec<Ran>, String> {
@@ -187,7 +192,7 @@ fn run_steps(
     let mut ran: Vec<Option<Ran>> = vec![None; steps.len()];
     let mut failure = None;
     for (i, step) in steps.iter().enumerate() {
-        let mut cmd = command(step.argv);
+        let mut cmd = command(step.argv, !running.is_empty());
         if let Until::Printed(_) = step.until {
             line_buffered(&mut cmd);
         }
