@@ -2,6 +2,9 @@
 //! `pvm_getmboxinfo`): named entries of PVM messages that any task can
 //! read, kept on one of the job's founding nodes, as pvmd kept them.
 //!
+//! The calls fail without printing, whatever `PvmAutoErr` says, as
+//! PVM's do (`rme` shows it: its refused `pvm_delinfo` prints nothing).
+//!
 //! # Protocol
 //!
 //! 1. A name's home is the founding node `FNV-1a(name) % founders` (a
@@ -21,9 +24,6 @@
 //!    reader's address with the name; the next put to the name sends each
 //!    such reader an empty message tagged [`WAKE`], and the reader asks
 //!    again.
-//! The calls fail without printing, whatever `PvmAutoErr` says, as
-//! PVM's do (`rme` shows it: its refused `pvm_delinfo` prints nothing).
-//!
 //! 5. When a node leaves the job, its tasks' entries go, but those made
 //!    `PvmMboxPersistent`, which stay with owner 0; a task's `pvm_exit`
 //!    does the same for its own entries at the homes it put to.
