@@ -50,6 +50,12 @@ fn requests_parse() {
 }
 
 #[test]
+fn join_takes_no_arguments() {
+    assert_eq!(parse("join"), Ok(Request::Join));
+    assert!(parse("join now").is_err());
+}
+
+#[test]
 fn garbage_requests_are_refused_with_a_reason() {
     let refused = |line: &str, says: &str| {
         let why = parse(line).expect_err(line);
