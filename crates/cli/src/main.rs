@@ -176,7 +176,9 @@ fn pvm_join(
     args: Vec<OsString>,
     dir: &std::path::Path,
 ) -> Result<i32> {
-    let jobs = console::running_jobs().context("reading the console directory")?;
+    // A job started at the same moment may not have opened its console yet.
+    let wait = std::time::Instant::now() + Duration::from_secs(10);
+    let jobs = console::await_running_jobs(wait).context("reading the console directory")?;
     let job = one_job(&jobs, job)?;
     let vars =
         console::ask(&job.socket, &["join"]).with_context(|| format!("job {:016x}", job.id))?;

@@ -182,9 +182,16 @@ impl Console {
     fn open_in(dir: &Path, job_id: u64, jobs: Sender<Internal>) -> io::Result<Console> {
         private_dir(dir)?;
         let path = dir.join(format!("{job_id:016x}"));
-        let listener = UnixListener::bind(&path)?;
-        if let Err(e) = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)) {
-            let _ = std::fs::remove_file(&path);
+        // Bound and listening under a name no client looks for, then moved
+        // to its own: a client never finds a socket that refuses it (and
+        // would remove it as stale).
+        let fresh = dir.join(format!(".{job_id:016x}.new"));
+        let _ = std::fs::remove_file(&fresh);
+        let listener = UnixListener::bind(&fresh)?;
+        let placed = std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o600))
+            .and_then(|()| std::fs::rename(&fresh, &path));
+        if let Err(e) = placed {
+            let _ = std::fs::remove_file(&fresh);
             return Err(e);
         }
         let listener = Arc::new(listener);
@@ -679,7 +686,7 @@ fn node_state(s: &Slot) -> String {
 }
 
 mod client;
-pub use client::{ask, running_jobs, ConsoleError, RunningJob};
+pub use client::{ask, await_running_jobs, running_jobs, ConsoleError, RunningJob};
 
 #[cfg(test)]
 mod tests;

@@ -200,7 +200,9 @@ impl Job<'_> {
         on_event: &mut impl FnMut(&Event),
     ) {
         let answer = match op {
-            VmOp::AddNodes { .. } if self.batch.is_some() => {
+            // One batch at a time, and none before the founders have their
+            // directory (a console may ask that early).
+            VmOp::AddNodes { .. } if self.batch.is_some() || !self.founded => {
                 self.queued.push_back((requester, op));
                 return;
             }

@@ -279,7 +279,7 @@ pub(crate) struct Job<'a> {
     pub(crate) job_id: u64,
     pub(crate) started: Instant,
     /// The directory has gone to the founders.
-    founded: bool,
+    pub(crate) founded: bool,
     failure: Option<(u32, String)>,
     first_bad: Option<NodeExit>,
     /// End of the grace period after a failure.
@@ -483,6 +483,11 @@ impl<'a> Job<'a> {
                     self.send_all(&directory);
                     let hosts = self.hosts.control();
                     self.send_all(&hosts);
+                    if self.batch.is_none() {
+                        if let Some((requester, op)) = self.queued.pop_front() {
+                            self.on_vm(requester, op, on_event);
+                        }
+                    }
                 }
                 self.batch_progress(on_event);
             }

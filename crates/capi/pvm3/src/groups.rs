@@ -1,5 +1,8 @@
 //! PVM's group library on threadwire's named groups, with no group server.
 //!
+//! As PVM's group library does, its calls fail without printing, whatever
+//! `PvmAutoErr` says: they set `pvm_errno` and return the code.
+//!
 //! Membership (`pvm_joingroup`, `pvm_lvgroup`, `pvm_gsize`, `pvm_getinst`,
 //! `pvm_gettid`) is threadwire's: each name lives on a node chosen by
 //! hashing it, replicated on the next (`threadwire::group::named`). The
@@ -25,7 +28,7 @@ use crate::buffer::{Buffer, Kind};
 use crate::consts::*;
 use crate::messages::{receive_in, send_error};
 use crate::task::{self, Wait};
-use crate::{call, put, text, tid};
+use crate::{call_quietly, put, text, tid};
 use std::ffi::{c_char, c_int, c_void};
 use threadwire::GroupError;
 
@@ -174,7 +177,7 @@ fn barrier(name: &str, count: c_int) -> Result<(), c_int> {
 /// `name` is a string.
 #[no_mangle]
 pub unsafe extern "C" fn pvm_joingroup(name: *const c_char) -> c_int {
-    call("pvm_joingroup", || {
+    call_quietly("pvm_joingroup", || {
         // SAFETY: the caller vouches for the string.
         let name = unsafe { group_name(name) }?;
         task::with(|t| {
@@ -190,7 +193,7 @@ pub unsafe extern "C" fn pvm_joingroup(name: *const c_char) -> c_int {
 /// `name` is a string.
 #[no_mangle]
 pub unsafe extern "C" fn pvm_lvgroup(name: *const c_char) -> c_int {
-    call("pvm_lvgroup", || {
+    call_quietly("pvm_lvgroup", || {
         // SAFETY: the caller vouches for the string.
         let name = unsafe { group_name(name) }?;
         task::with(|t| {
@@ -205,7 +208,7 @@ pub unsafe extern "C" fn pvm_lvgroup(name: *const c_char) -> c_int {
 /// `name` is a string.
 #[no_mangle]
 pub unsafe extern "C" fn pvm_gsize(name: *const c_char) -> c_int {
-    call("pvm_gsize", || {
+    call_quietly("pvm_gsize", || {
         // SAFETY: the caller vouches for the string.
         let name = unsafe { group_name(name) }?;
         task::with(|t| match t.frozen.get(name) {
@@ -224,7 +227,7 @@ pub unsafe extern "C" fn pvm_gsize(name: *const c_char) -> c_int {
 /// `name` is a string.
 #[no_mangle]
 pub unsafe extern "C" fn pvm_getinst(name: *const c_char, of: c_int) -> c_int {
-    call("pvm_getinst", || {
+    call_quietly("pvm_getinst", || {
         // SAFETY: the caller vouches for the string.
         let name = unsafe { group_name(name) }?;
         let a = tid::address(of).ok_or(PVM_BAD_PARAM)?;
@@ -248,7 +251,7 @@ pub unsafe extern "C" fn pvm_getinst(name: *const c_char, of: c_int) -> c_int {
 /// `name` is a string.
 #[no_mangle]
 pub unsafe extern "C" fn pvm_gettid(name: *const c_char, instance: c_int) -> c_int {
-    call("pvm_gettid", || {
+    call_quietly("pvm_gettid", || {
         // SAFETY: the caller vouches for the string.
         let name = unsafe { group_name(name) }?;
         if instance < 0 {
@@ -263,7 +266,7 @@ pub unsafe extern "C" fn pvm_gettid(name: *const c_char, instance: c_int) -> c_i
 /// `name` is a string.
 #[no_mangle]
 pub unsafe extern "C" fn pvm_barrier(name: *const c_char, count: c_int) -> c_int {
-    call("pvm_barrier", || {
+    call_quietly("pvm_barrier", || {
         // SAFETY: the caller vouches for the string.
         let name = unsafe { group_name(name) }?;
         barrier(name, count).map(|()| 0)
@@ -277,7 +280,7 @@ pub unsafe extern "C" fn pvm_barrier(name: *const c_char, count: c_int) -> c_int
 /// `name` is a string.
 #[no_mangle]
 pub unsafe extern "C" fn pvm_freezegroup(name: *const c_char, size: c_int) -> c_int {
-    call("pvm_freezegroup", || {
+    call_quietly("pvm_freezegroup", || {
         // SAFETY: the caller vouches for the string.
         let name = unsafe { group_name(name) }?;
         barrier(name, size)?;
@@ -297,7 +300,7 @@ pub unsafe extern "C" fn pvm_freezegroup(name: *const c_char, size: c_int) -> c_
 /// `name` is a string.
 #[no_mangle]
 pub unsafe extern "C" fn pvm_bcast(name: *const c_char, tag: c_int) -> c_int {
-    call("pvm_bcast", || {
+    call_quietly("pvm_bcast", || {
         // SAFETY: the caller vouches for the string.
         let name = unsafe { group_name(name) }?;
         if tag < 0 {
@@ -347,7 +350,7 @@ pub unsafe extern "C" fn pvm_reduce(
     name: *const c_char,
     root: c_int,
 ) -> c_int {
-    call("pvm_reduce", || {
+    call_quietly("pvm_reduce", || {
         // SAFETY: the caller vouches for the string.
         let name = unsafe { group_name(name) }?;
         let func = func.ok_or(PVM_BAD_PARAM)?;
@@ -401,7 +404,7 @@ pub unsafe extern "C" fn pvm_gather(
     name: *const c_char,
     root: c_int,
 ) -> c_int {
-    call("pvm_gather", || {
+    call_quietly("pvm_gather", || {
         // SAFETY: the caller vouches for the string.
         let name = unsafe { group_name(name) }?;
         let (kind, items, bytes) = layout(datatype, count)?;
@@ -462,7 +465,7 @@ pub unsafe extern "C" fn pvm_scatter(
     name: *const c_char,
     root: c_int,
 ) -> c_int {
-    call("pvm_scatter", || {
+    call_quietly("pvm_scatter", || {
         // SAFETY: the caller vouches for the string.
         let name = unsafe { group_name(name) }?;
         let (kind, items, bytes) = layout(datatype, count)?;

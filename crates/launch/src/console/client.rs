@@ -3,6 +3,7 @@
 //! [`super`]'s steps 2–4.
 
 use super::*;
+use std::os::fd::FromRawFd;
 
 /// A job whose console answers ([`running_jobs`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +49,47 @@ pub fn running_jobs() -> io::Result<Vec<RunningJob>> {
     }
     jobs.sort_by_key(|j| j.id);
     Ok(jobs)
+}
+
+/// [`running_jobs`], waiting until `deadline` for one to start while
+/// none runs: the console directory is watched (inotify) for a socket
+/// moved into place (the console's step 1), not polled.
+pub fn await_running_jobs(deadline: Instant) -> io::Result<Vec<RunningJob>> {
+    let dir = dir();
+    private_dir(&dir)?;
+    // SAFETY: inotify_init1 takes flags only; the descriptor is owned below.
+    let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor that nothing else owns.
+    let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let events = libc::IN_MOVED_TO | libc::IN_CREATE;
+    // SAFETY: `path` is a NUL-terminated string alive for the call.
+    if unsafe { libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), events) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    loop {
+        let jobs = running_jobs()?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        if !jobs.is_empty() || left.is_zero() {
+            return Ok(jobs);
+        }
+        let mut poll = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+        // SAFETY: one pollfd, valid for the call.
+        unsafe { libc::poll(&mut poll, 1, ms) };
+        let mut buf = [0u8; 4096];
+        // SAFETY: reads at most `buf.len()` bytes into `buf`; the events
+        // only wake this loop, which looks at the directory itself.
+        while unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+    }
 }
 
 /// Why [`ask`] has no answer.

@@ -104,14 +104,7 @@ pub enum Threadwire {
     Differs(&'static str),
 }
 
-/// Copies started by hand at once meet in one virtual machine under PVM.
-const SEPARATE_JOBS: Threadwire = Threadwire::Differs(
-    "its two copies start at the same moment, and `threadwire pvm --join` needs the \
-     other's job running already; `threadwire pvm -n 2 -- PROGRAM` runs both, their \
-     output interleaved on one terminal (docs/PVM.md)",
-);
-
-/// docs/PVM.md, "Where semantics differ": the mailbox is not provided.
+/// docs/PVM.md, "Where semantics differ": a job ends with its last task.
 const NO_MAILBOX: Threadwire = Threadwire::Differs(
     "its second program reads what the first left in the mailbox after the first has \
      ended: PVM's machine outlives its tasks, a threadwire job ends with its last \
@@ -209,7 +202,7 @@ const fn bwtest(
         unordered_steps: true,
         sort_lines: false,
         expected,
-        threadwire: SEPARATE_JOBS,
+        threadwire: Threadwire::Same,
     }
 }
 
