@@ -62,6 +62,7 @@ fn compile_with(name: &str, libraries: &[&str]) -> PathBuf {
     let ran = run_ok(
         command("cc")
             .args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-g"])
+            .arg(format!("-I{}", source.parent().expect("in tests/c").display()))
             .arg(&source)
             .arg("-o")
             .arg(&exe)

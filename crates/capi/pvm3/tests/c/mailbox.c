@@ -6,18 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "pvm3.h"
+#include "expect.h"
 
-static int failures;
-
-#define EXPECT(call, want)                                                     \
-	do {                                                                   \
-		int got_ = (call);                                             \
-		if (got_ != (want)) {                                          \
-			fprintf(stderr, "FAILED %s:%d: %s = %d, expected %d\n", \
-				__FILE__, __LINE__, #call, got_, (want));      \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
 
 static int put(const char *name, int value, int flags)
 {
