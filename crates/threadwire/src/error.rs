@@ -273,21 +273,11 @@ pub(crate) enum InitErrorKind {
         addr: std::net::SocketAddr,
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    #[error("connecting to node n{node} at {addr}")]
-    Connect {
-        node: u32,
-        addr: String,
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
     #[error("{name}")]
     Setting {
         name: &'static str,
         source: crate::config::ParseChannelChoiceError,
     },
-    #[error("THREADWIRE_CHANNEL=shm, but node n{node} cannot share memory with this one: {why}")]
-    NoSharedMemory { node: u32, why: String },
-    #[error("peers did not all connect within {0:?}")]
-    PeersTimedOut(std::time::Duration),
     #[error("this thread is already an endpoint ({0})")]
     AlreadyEndpoint(Address),
     #[error("no endpoint for this thread")]

@@ -44,13 +44,15 @@
 //!    launcher sends each the directory: every node's address, and which
 //!    nodes are gone already (with how they left).
 //! 4. Each new node joins as the founders did (`node::bootstrap`): it
-//!    connects to every node below it that is not gone, authenticated,
-//!    and offers shared memory to those on its host; the nodes already
-//!    running accept it on their progress engines while their threads
-//!    compute. A node that dies meanwhile is only lost, as at any time;
-//!    it does not fail the join.
-//! 5. A running node counts a joiner in once its channel is settled, in
-//!    number order, so that it can answer a joiner that speaks first.
+//!    makes no connection at start, and connects to a node the first time
+//!    one of the two sends to the other ([`crate::peer`]'s dialer),
+//!    authenticated, with shared memory between nodes of one host. It
+//!    knows the addresses of the directory it was given; running nodes,
+//!    and it for nodes that join after it, ask the launcher (control step
+//!    11). A node that dies meanwhile is only lost, as at any time; it
+//!    does not fail the join.
+//! 5. A running node counts a joiner in when the launcher says the job
+//!    has grown (`Grown`), or when the joiner connects to it first.
 //! 6. When every new node has told the launcher its channels (it has
 //!    joined), the launcher tells every node the new count (`Grown`),
 //!    then answers the request with the new numbers. Every guarantee of

@@ -11,17 +11,18 @@
 //!    so `init` makes no connection and costs the same at any job size.
 //!    The liveness thread starts first, so that every connection carries
 //!    heartbeats as soon as it exists (`progress::liveness`, step 1).
-//! 3. A node joining a running job connects to every lower-numbered node
-//!    at once and offers each shared memory ([`crate::peer`]), and polls
-//!    until every one is connected and its channel choice settled, or
-//!    lost (`vm`, step 4): every node counts it in when its channels are
-//!    settled.
+//! 3. A node joining a running job connects on first use too: it knows
+//!    the addresses of the directory it was given, and asks the launcher
+//!    for those of nodes that join after it, as founders ask for all
+//!    (control step 11). A batch of N joiners makes no connection until
+//!    its nodes talk (it made N·(N−1)/2 plus N times the running nodes
+//!    before, each at start: `pvm_spawn` of 16 took 1.3–1.4× PVM's).
 //! 4. Tell the launcher the routes so far (the joiner's), and, with a
 //!    peer timeout, send it the first heartbeat (control protocol,
 //!    step 7); a node's routes at its end follow at finalize.
 
 use super::{Node, NodeShared};
-use crate::config::{ChannelChoice, Config, Settings};
+use crate::config::{Config, Settings};
 use crate::env::{EnvError, JobEnv};
 use crate::error::{Failure, InitError, InitErrorKind, LossCause};
 use crate::control::{self as protocol, Control};
@@ -32,7 +33,7 @@ use crate::Endpoint;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use threadwire_transport::handshake::{self, Credentials};
 use threadwire_transport::{Channel, TcpChannel};
 
@@ -229,9 +230,10 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
     // Step 2.
     let registry = shared.engine.lock_driver().registry().try_clone()?;
     let book = match env.joins() {
-        true => AddressBook::Directory(addrs.clone()),
-        false => AddressBook::Launcher(LauncherBook::new(env.max_nodes, env.founders, spread)),
+        true => LauncherBook::knowing(env.max_nodes, env.founders, spread, &addrs),
+        false => LauncherBook::new(env.max_nodes, env.founders, spread),
     };
+    let book = AddressBook::Launcher(book);
     shared
         .router
         .dialer
@@ -252,86 +254,14 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
         };
         router.record_gone(g.node, cause);
     }
-    // Step 3.
-    let connect_now = if env.joins() { env.node as usize } else { 0 };
+    // Step 3: no connection is made here, a joining node's neither; the
+    // control connection joins the engine.
     {
         let driver = engine.lock_driver();
-        for (j, addr) in addrs.iter().enumerate().take(connect_now) {
-            if router.peers[j].lost().is_some() {
-                continue;
-            }
-            let connect_err = |e: Box<dyn std::error::Error + Send + Sync>| {
-                InitError::new(InitErrorKind::Connect {
-                    node: j as u32,
-                    addr: addr.clone(),
-                    source: e,
-                })
-            };
-            let sock: SocketAddr = addr
-                .parse()
-                .map_err(|e: std::net::AddrParseError| connect_err(e.into()))?;
-            let connected = handshake::connect(sock, &creds, env.node, CONNECT_TIMEOUT);
-            let (peer, stream) = match connected {
-                Ok(c) => c,
-                // A node running before this one joined may die while it
-                // joins: it is lost, as at any time (`vm`, step 4).
-                Err(e) if env.joins() => {
-                    let why = Failure::Channel(format!("could not connect while joining: {e}"));
-                    router.record_gone(j as u32, LossCause::Failed(why));
-                    continue;
-                }
-                Err(e) => return Err(connect_err(e.into())),
-            };
-            if peer != j as u32 {
-                return Err(connect_err(format!("answered as node n{peer}").into()));
-            }
-            // The acceptor welcomed this node: it dials no one yet.
-            let mut c = TcpChannel::new(stream, router.max_frame)?;
-            driver.register_channel(&mut c, Tokens::peer(peer))?;
-            let _ = router.connected(peer, c);
-        }
         control.set_nonblocking(true)?;
         let mut c = TcpChannel::new(control, protocol::MAX_CONTROL)?;
         driver.register_channel(&mut c, Tokens::CONTROL)?;
         let _ = router.control.set(Channel::Tcp(Arc::new(c)));
-    }
-    let deadline = Instant::now() + CONNECT_TIMEOUT;
-    while !router.peers[..connect_now]
-        .iter()
-        .all(|p| (p.has_tcp() && p.ready()) || p.lost().is_some())
-    {
-        if Instant::now() > deadline {
-            return Err(InitError::new(InitErrorKind::PeersTimedOut(
-                CONNECT_TIMEOUT,
-            )));
-        }
-        engine
-            .lock_driver()
-            .poll(router, Some(Duration::from_millis(50)));
-    }
-    // Only a failed peer fails the join. A peer may already have said
-    // goodbye: one with nothing to do with this node can connect, do its
-    // work with the others and finalize while this node is still joining.
-    let failed = router.peers[..connect_now]
-        .iter()
-        .filter_map(|p| p.lost())
-        .filter(|_| !env.joins())
-        .find(|l| matches!(l.cause, LossCause::Failed(_)));
-    if let Some(lost) = failed {
-        return Err(InitError::new(InitErrorKind::Connect {
-            node: lost.node,
-            addr: addrs[lost.node as usize].clone(),
-            source: lost.to_string().into(),
-        }));
-    }
-    if router.channel_choice() == ChannelChoice::Shm {
-        let tcp = router.peers[..connect_now].iter().enumerate().find_map(|(j, p)| {
-            let why = p.tcp_reason()?;
-            Some((j as u32, why))
-        });
-        if let Some((node, why)) = tcp {
-            return Err(InitError::new(InitErrorKind::NoSharedMemory { node, why }));
-        }
     }
     // Step 4.
     if let Some(control) = router.control.get() {

@@ -27,9 +27,6 @@ const LOOKUP_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) enum AddressBook {
     /// Asked of the launcher on first need (a founding node).
     Launcher(LauncherBook),
-    /// Every node's address, as the launcher's directory gave them (a
-    /// node joining a running job).
-    Directory(Vec<String>),
     /// Read from the process manager's key-value space on first need
     /// (started under PMI: `pmi::book`).
     Pmi(crate::pmi::PmiBook),
@@ -39,7 +36,6 @@ impl AddressBook {
     pub(super) fn lookup(&self, router: &Router, node: u32) -> Result<SocketAddr, String> {
         match self {
             AddressBook::Launcher(book) => book.lookup(router, node),
-            AddressBook::Directory(addrs) => parse(node, addrs.get(node as usize)),
             AddressBook::Pmi(book) => book.lookup(node),
         }
     }
@@ -49,10 +45,6 @@ impl AddressBook {
     pub(super) fn same_host(&self, a: u32, b: u32) -> bool {
         match self {
             AddressBook::Launcher(book) => book.same_host(a, b),
-            AddressBook::Directory(addrs) => {
-                let ip = |n: u32| parse(n, addrs.get(n as usize)).ok().map(|a| a.ip());
-                ip(a).is_some() && ip(a) == ip(b)
-            }
             AddressBook::Pmi(book) => book.same_host(a, b),
         }
     }
@@ -79,8 +71,19 @@ pub(crate) struct LauncherBook {
 impl LauncherBook {
     /// The book of a founding node of `founders`, placed on `spread` hosts.
     pub(crate) fn new(capacity: u32, founders: u32, spread: u32) -> LauncherBook {
+        LauncherBook::knowing(capacity, founders, spread, &[])
+    }
+
+    /// The book of a node joining a running job, which knows the
+    /// addresses of the directory it was given (empty for a node gone) and
+    /// asks the launcher for those of nodes that join after it.
+    pub(crate) fn knowing(capacity: u32, founders: u32, spread: u32, known: &[String]) -> LauncherBook {
+        let mut answers = vec![None; capacity as usize];
+        for (slot, addr) in answers.iter_mut().zip(known) {
+            *slot = Some(addr.clone());
+        }
         LauncherBook {
-            answers: Mutex::new(vec![None; capacity as usize]),
+            answers: Mutex::new(answers),
             answered: Condvar::new(),
             founders,
             spread: spread.max(1),
@@ -124,7 +127,17 @@ impl LauncherBook {
         self.answered.notify_all();
     }
 
+    /// Founders by the launcher's placement; any other pair by the
+    /// addresses known so far (one IP: one host and namespace).
     fn same_host(&self, a: u32, b: u32) -> bool {
-        a < self.founders && b < self.founders && a % self.spread == b % self.spread
+        if a < self.founders && b < self.founders {
+            return a % self.spread == b % self.spread;
+        }
+        let answers = lock(&self.answers);
+        let ip = |n: u32| {
+            let addr = answers.get(n as usize)?.as_deref()?;
+            addr.parse::<SocketAddr>().ok().map(|s| s.ip())
+        };
+        ip(a).is_some() && ip(a) == ip(b)
     }
 }
