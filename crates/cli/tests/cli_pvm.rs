@@ -94,6 +94,19 @@ fn the_mailbox_keeps_entries_with_pvm_permissions_and_wakes_waiting_readers() {
     assert!(ran.stdout.contains("mailbox passed"), "{}", ran.show());
 }
 
+/// Tasks that send one message and exit at once, 16 to a pvm_spawn: the
+/// launcher once dropped from the count those that ended before their
+/// batch had joined.
+#[test]
+fn a_spawn_counts_tasks_that_end_at_once() {
+    if !can_build() {
+        return;
+    }
+    let ran = pvm(compile("spawn_burst"), &[]);
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    assert!(ran.stdout.contains("spawn burst passed"), "{}", ran.show());
+}
+
 /// A Debian example, or `None` after saying it skips.
 fn example(name: &str) -> Option<PathBuf> {
     let p = Path::new("/usr/bin").join(name);
