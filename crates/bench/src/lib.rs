@@ -25,6 +25,10 @@
 //!   under it and the time of `pvm_spawn`; [`peers::coll`] is Open MPI's
 //!   and MPICH's collectives, the peers of `bench coll`.
 //! - [`pingpong`]: one-way latency and bandwidth between two endpoints.
+//! - [`pvm`]: PVM programs on threadwire's libpvm3 beside real PVM 3.4.6:
+//!   round trip and bandwidth at 8 B to 1 MB, direct and through pvmd,
+//!   and `pvm_spawn` of 1 and 16 tasks, timed inside one C program, on
+//!   one host and across emulated hosts.
 //! - [`plot`]: latency and bandwidth charts of a ping-pong sweep (SVG, PNG).
 //! - [`report`]: the one [`Report`](report::Report) trait every
 //!   benchmark's result implements: a table, JSON and CSV into any
@@ -57,6 +61,7 @@ pub mod node_result;
 pub mod peers;
 pub mod pingpong;
 pub mod plot;
+pub mod pvm;
 pub mod rate;
 pub mod report;
 pub mod spawn;

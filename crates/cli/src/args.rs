@@ -303,6 +303,46 @@ pub enum Bench {
     /// The memory of a flooding sender: node 0 sends N messages of one reused
     /// buffer to node 1, whose receiver starts late; each end's peak resident set.
     Flood(FloodArgs),
+    /// PVM programs: round trip and one-way bandwidth (8 B to 1 MB) and pvm_spawn of 1 and 16
+    /// tasks, one C program (bench-peers/pvm) under threadwire's libpvm3 beside PVM 3.4.6's
+    /// pvmd (direct and daemon-routed), alternating; with --link also across two emulated hosts.
+    Pvm(PvmBenchArgs),
+}
+
+#[derive(Args)]
+pub struct PvmBenchArgs {
+    /// Message sizes in bytes, comma-separated, each rounded up to whole ints (4 bytes).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "8,100,1000,10000,100000,1000000",
+        value_parser = clap::value_parser!(u32).range(1..=(1 << 28))
+    )]
+    pub sizes: Vec<u32>,
+    /// Tasks per pvm_spawn, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,16",
+        value_parser = clap::value_parser!(u32).range(1..=256)
+    )]
+    pub counts: Vec<u32>,
+    /// Runs of the program per row, alternating between the rows.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
+    /// Milliseconds each measurement lasts inside the program.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
+    pub ms: u64,
+    /// pvm_initsend's encoding: raw (PvmDataRaw), default (PvmDataDefault) or inplace.
+    #[arg(long, default_value = "raw")]
+    pub encoding: threadwire_bench::pvm::Encoding,
+    /// Also run the two tasks on two emulated hosts joined by this link
+    /// (10mbit, 100mbit, 155mbit, 1000mbit, or ethernet10, fast100, atm155,
+    /// gige, none; needs root, else those rows are skipped with the reason).
+    #[arg(long)]
+    pub link: Option<Link>,
+    #[command(flatten)]
+    pub output: MachineReadable,
 }
 
 #[derive(Args)]

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use threadwire_bench::pingpong::{self, Budget};
 use threadwire_bench::report::{Format, Report};
-use threadwire_bench::{am, coll, comm, encodings, flood, floors, rate, spawn, threads};
+use threadwire_bench::{am, coll, comm, encodings, flood, floors, pvm, rate, spawn, threads};
 use threadwire_testbed::interrupt;
 use threadwire_testbed::net::ScopedNet;
 
@@ -322,6 +322,25 @@ pub fn run(bench: Bench) -> Result<Outcome> {
                     )?)
                 },
             )
+        }
+        Bench::Pvm(a) => {
+            interrupt::install(crate::progress::report_interrupt);
+            let options = pvm::Options {
+                sizes: a
+                    .sizes
+                    .iter()
+                    .map(|&s| s.div_ceil(4) as usize * 4)
+                    .collect(),
+                counts: a.counts,
+                repetitions: a.repetitions,
+                per_measurement: Duration::from_millis(a.ms),
+                encoding: a.encoding,
+                link: a.link,
+                ..pvm::Options::new(std::env::current_exe()?)
+            };
+            measured("bench pvm", pvm::steps(&options), a.output, |progress| {
+                Ok(pvm::run(&options, || progress.step()))
+            })
         }
         Bench::Floors(a) => {
             let options = floors::Options {

@@ -62,7 +62,10 @@ fn compile_with(name: &str, libraries: &[&str]) -> PathBuf {
     let ran = run_ok(
         command("cc")
             .args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-g"])
-            .arg(format!("-I{}", source.parent().expect("in tests/c").display()))
+            .arg(format!(
+                "-I{}",
+                source.parent().expect("in tests/c").display()
+            ))
             .arg(&source)
             .arg("-o")
             .arg(&exe)
@@ -82,34 +85,39 @@ fn pvm(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Ran {
         .args(args))
 }
 
-#[test]
-fn bad_input_gets_pvm_error_codes_and_packing_round_trips() {
+/// Compiles `tests/c/<name>.c`, runs it under `threadwire pvm` and checks
+/// that it succeeded and printed `passed`; skips without `cc` or PVM's
+/// header.
+fn compiled_program_passes(name: &str, passed: &str) {
     if !can_build() {
         return;
     }
-    let ran = pvm(compile("errors"), &[]);
+    let ran = pvm(compile(name), &[]);
     assert_eq!(ran.code(), Some(0), "{}", ran.show());
-    assert!(ran.stdout.contains("errors passed"), "{}", ran.show());
+    assert!(ran.stdout.contains(passed), "{}", ran.show());
+}
+
+#[test]
+fn bad_input_gets_pvm_error_codes_and_packing_round_trips() {
+    compiled_program_passes("errors", "errors passed");
 }
 
 #[test]
 fn every_thread_is_a_task_and_spawned_tasks_join_the_job() {
-    if !can_build() {
-        return;
-    }
-    let ran = pvm(compile("threads"), &[]);
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
-    assert!(ran.stdout.contains("threads passed"), "{}", ran.show());
+    compiled_program_passes("threads", "threads passed");
 }
 
 #[test]
 fn the_mailbox_keeps_entries_with_pvm_permissions_and_wakes_waiting_readers() {
-    if !can_build() {
-        return;
-    }
-    let ran = pvm(compile("mailbox"), &[]);
-    assert_eq!(ran.code(), Some(0), "{}", ran.show());
-    assert!(ran.stdout.contains("mailbox passed"), "{}", ran.show());
+    compiled_program_passes("mailbox", "mailbox passed");
+}
+
+/// Tasks that send one message and exit at once, 16 to a pvm_spawn: the
+/// launcher once dropped from the count those that ended before their
+/// batch had joined.
+#[test]
+fn a_spawn_counts_tasks_that_end_at_once() {
+    compiled_program_passes("spawn_burst", "spawn burst passed");
 }
 
 #[test]

@@ -16,9 +16,9 @@
 //!    table.
 //! 4. Once every node of the batch has joined (told its channels) or
 //!    exited, every live node is told the new count (`Grown`) and the
-//!    requester gets the numbers of those that joined, or, if none did,
-//!    why. A batch not done within [`JOIN_TIMEOUT`] has its stragglers
-//!    killed. An added node that ends before it joined fails its request,
+//!    requester gets the numbers of those that joined (ended since or
+//!    not), or, if none did, why. A batch not done within
+//!    [`JOIN_TIMEOUT`] has its stragglers killed. An added node that ends before it joined fails its request,
 //!    never the job.
 //! 5. Removing hosts kills the nodes on them (their peers are told, the
 //!    job is not failed), ends the proxy of an ssh host (`proxy` module,
@@ -376,8 +376,11 @@ impl Job<'_> {
         }
         let batch = self.batch.take().expect("checked above");
         self.send_all(&Control::Grown { nodes: total });
+        // A node that joined counts though it may have ended since (a PVM
+        // task that sends its parent one message and exits): it was
+        // started, and its end is told as any node's is.
         let joined: Vec<u32> = members
-            .filter(|&n| self.slots[n].joined && self.slots[n].exit.is_none())
+            .filter(|&n| self.slots[n].joined)
             .map(|n| n as u32)
             .collect();
         let answer = match (joined.is_empty(), batch.failures.is_empty()) {

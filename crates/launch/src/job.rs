@@ -163,6 +163,9 @@ pub(crate) struct Slot {
     pub(crate) host: usize,
     /// It has told its channels: it has joined.
     pub(crate) joined: bool,
+    /// Its exit, seen before its control connection ended: held until
+    /// that connection has been read to its end.
+    pub(crate) exit_pending: Option<NodeExit>,
     /// Its peer timeout, once it heartbeats (step 5).
     pub(crate) watched: Option<Duration>,
     /// Why it was killed on purpose — silent (step 5), or its host
@@ -451,7 +454,10 @@ impl<'a> Job<'a> {
             Internal::ControlClosed { node } => {
                 let slot = &mut self.slots[node as usize];
                 slot.control_open = false;
-                if matches!(slot.process, Some(NodeProcess::External)) && slot.exit.is_none() {
+                if let Some(exit) = slot.exit_pending.take() {
+                    self.on_exit(node, exit, on_event);
+                } else if matches!(slot.process, Some(NodeProcess::External)) && slot.exit.is_none()
+                {
                     // Started from outside: its connection's end is its end,
                     // a clean one if it reported its counters at finalize.
                     let exit = match slot.stats.is_some() {
@@ -491,7 +497,18 @@ impl<'a> Job<'a> {
                 }
                 self.batch_progress(on_event);
             }
-            Internal::Exited { node, exit } => self.on_exit(node, exit, on_event),
+            Internal::Exited { node, exit } => {
+                let slot = &mut self.slots[node as usize];
+                // Its exit and its last words come from two threads: a
+                // node that joins and ends at once (a PVM task that sends
+                // one message) may be seen gone before its join is read,
+                // and would fail the request that added it. Until it has
+                // joined, its exit waits for its control connection's end.
+                match slot.control_open && !slot.joined {
+                    true => slot.exit_pending = Some(exit),
+                    false => self.on_exit(node, exit, on_event),
+                }
+            }
             Internal::Vm { node, request, op } => {
                 self.on_vm(Requester::Node { node, request }, op, on_event)
             }
@@ -510,6 +527,7 @@ impl<'a> Job<'a> {
             }
             Internal::Lost { node, exit, why } => {
                 let slot = &mut self.slots[node as usize];
+                slot.exit_pending = None;
                 if slot.exit.is_none() {
                     slot.killed.get_or_insert(why);
                     self.on_exit(node, exit, on_event);

@@ -95,15 +95,20 @@ impl fmt::Display for Link {
 /// A link name other than `ethernet10`, `fast100`, `atm155`, `gige` or
 /// `none`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("not a link (ethernet10, fast100, atm155, gige or none): {0:?}")]
+#[error(
+    "not a link (ethernet10, fast100, atm155, gige or none; or 10mbit, 100mbit, 155mbit, \
+     1000mbit): {0:?}"
+)]
 pub struct ParseLinkError(String);
 
 impl FromStr for Link {
     type Err = ParseLinkError;
+    /// A link's name, or its rate as `100mbit` (`tc`'s spelling).
     fn from_str(s: &str) -> Result<Link, ParseLinkError> {
+        let rate = |l: &Link| l.rate_mbit().map(|m| format!("{m}mbit"));
         Link::ALL
             .into_iter()
-            .find(|l| l.name() == s)
+            .find(|l| l.name() == s || rate(l).as_deref() == Some(&s.to_ascii_lowercase()))
             .ok_or_else(|| ParseLinkError(s.to_string()))
     }
 }
@@ -120,6 +125,8 @@ mod tests {
             assert_eq!(link.to_string(), link.name());
         }
         assert_eq!("fast100".parse::<Link>().unwrap().rate_mbit(), Some(100));
+        assert_eq!("100mbit".parse::<Link>(), Ok(Link::Fast100));
+        assert_eq!("1000Mbit".parse::<Link>(), Ok(Link::Gige));
         assert_eq!(Link::Unshaped.rate_mbit(), None);
         let err = "token-ring".parse::<Link>().unwrap_err();
         assert!(err.to_string().contains("\"token-ring\""), "{err}");

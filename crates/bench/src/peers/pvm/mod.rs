@@ -69,13 +69,14 @@
 //! return `int`s and C strings only, which their prototypes in `pvm3.h` fix.
 //!
 //! The parts: `netpipe.rs` ([`netpipe`], and
-//! adding an emulated host), `spawn.rs` ([`spawn_times`], [`task_main`]
+//! a machine of two emulated hosts, which `bench pvm` runs on too), `spawn.rs` ([`spawn_times`], [`task_main`]
 //! and libpvm3).
 
 mod netpipe;
 mod spawn;
 
 pub use netpipe::netpipe;
+pub(crate) use netpipe::{in_namespace, two_hosts};
 pub use spawn::{spawn_times, task_main, Task, TaskError};
 pub use threadwire_testbed::pvm::{scratch_prefix, Daemon, HALT_GRACE, PACKAGES};
 

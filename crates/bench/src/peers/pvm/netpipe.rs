@@ -5,6 +5,7 @@ use std::fs::File;
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
+use threadwire_testbed::net::Host;
 use threadwire_testbed::pvm::{log_in, Config, Daemon, RSH};
 use threadwire_testbed::watch::{wait_until, Watched};
 
@@ -25,7 +26,7 @@ pub fn netpipe(
     // Debug mask 4 logs each task's enrollment ("new task"), which the
     // transmitter must not precede; tasks talk to each other directly, so
     // the log is off the measured path.
-    let mut config = Config {
+    let config = Config {
         options: vec!["-d0x4".to_string()],
         ..Config::default()
     };
@@ -41,12 +42,7 @@ pub fn netpipe(
             transmitter,
             ..
         } => {
-            // The master pvmd takes its address from this name, not from
-            // the host name, which resolves to loopback in every namespace.
-            config.options.push(format!("-n{}", transmitter.addr));
-            config.namespace = Some(transmitter.name.clone());
-            let daemon = Daemon::start_with(&config, deadline)?;
-            add_host(&daemon, &receiver.name, receiver.addr, deadline)?;
+            let daemon = two_hosts(config, transmitter, receiver, deadline)?;
             (
                 daemon,
                 Some(receiver.name.as_str()),
@@ -107,15 +103,38 @@ pub fn netpipe(
     Ok(())
 }
 
+/// A virtual machine of two emulated hosts (module docs, steps 1 and 2):
+/// the master pvmd, started as `config` says, in `first`'s namespace, and
+/// a pvmd in `second`'s, added by the console. Tasks of the second are
+/// started by pvmd (`pvm_spawn` with `PvmTaskHost` and `second`'s address).
+pub(crate) fn two_hosts(
+    mut config: Config,
+    first: &Host,
+    second: &Host,
+    deadline: Instant,
+) -> Result<Daemon, Error> {
+    // The master pvmd takes its address from this name, not from the host
+    // name, which resolves to loopback in every namespace.
+    config.options.push(format!("-n{}", first.addr));
+    config.namespace = Some(first.name.clone());
+    let daemon = Daemon::start_with(&config, deadline)?;
+    add_host(&daemon, &second.name, second.addr, deadline)?;
+    Ok(daemon)
+}
+
 /// The receiver's pvmd's `PVM_TMP`, in the daemon's directory.
 const RECEIVER: &str = "receiver";
 
 /// A task's command, in `namespace` if given.
-fn in_namespace(daemon: &Daemon, namespace: Option<&str>, program: &str) -> Command {
+pub(crate) fn in_namespace(
+    daemon: &Daemon,
+    namespace: Option<&str>,
+    program: impl AsRef<std::ffi::OsStr>,
+) -> Command {
     match namespace {
         Some(namespace) => {
             let mut cmd = daemon.command("ip");
-            cmd.args(["netns", "exec", namespace, program]);
+            cmd.args(["netns", "exec", namespace]).arg(program);
             cmd
         }
         None => daemon.command(program),
