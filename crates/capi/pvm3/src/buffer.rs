@@ -5,15 +5,18 @@
 //!
 //! | bytes | field |
 //! |---|---|
-//! | 0–1 | `PV` |
-//! | 2 | layout version, 1 |
-//! | 3 | flags: bit 0 set when the body is big-endian |
-//! | 4–7 | encoding (`PvmDataDefault`, `PvmDataRaw`, `PvmDataInPlace`), little-endian `i32` |
-//! | 8–11 | context, little-endian `i32` |
-//! | 12–15 | tag, little-endian `i32` |
-//! | 16–19 | length of the body, little-endian `u32` |
-//! | that many | the body: the elements, no padding |
-//! | 5 bytes per run, to the end | kind (`u8`), element count (little-endian `u32`) |
+//! | 0 | `P` |
+//! | 1 | layout version, 2 |
+//! | 2 | flags: bits 0–1 the encoding (`PvmDataDefault` 0, `PvmDataRaw` 1, `PvmDataInPlace` 2), bit 2 a big-endian body, bit 3 a context follows |
+//! | 4, if bit 3 | the context, little-endian `i32` (none: the base context) |
+//! | up to the runs | the body: the elements, no padding |
+//! | 5 bytes per run | kind (`u8`), element count (little-endian `u32`) |
+//! | the last 4 | the number of runs, little-endian `u32` |
+//!
+//! The tag travels as the threadwire message's own. An 8-byte message
+//! costs 12 bytes besides its own (3 + 5 + 4), PVM's XDR messages about
+//! 48: over a slow link, where frames take one packet each, every byte
+//! counts.
 //!
 //! A run is a stretch of elements of one kind, as packed: `pvm_pkint` of
 //! 10 then of 5 makes one run of 15 ints, which may be unpacked as 3 and 12,
@@ -37,11 +40,15 @@
 
 use crate::consts::*;
 
-const MAGIC: [u8; 2] = *b"PV";
-const VERSION: u8 = 1;
-const BIG_ENDIAN_FLAG: u8 = 1;
-const HEADER: usize = 20;
+const MAGIC: u8 = b'P';
+const VERSION: u8 = 2;
+const ENCODING_BITS: u8 = 0b11;
+const BIG_ENDIAN_FLAG: u8 = 0b100;
+const CONTEXT_FLAG: u8 = 0b1000;
+/// Room kept before a body being packed: the longest header.
+const HEADER: usize = 7;
 const RUN: usize = 5;
+const TRAILER: usize = 4;
 
 /// The kind of an element, for PVM's type check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +121,7 @@ pub struct Buffer {
     /// Room for the header, then the body; a received message's bytes
     /// (`body_end` marks where its runs begin).
     bytes: Vec<u8>,
+    body_start: usize,
     body_end: usize,
     in_place: Vec<InPlace>,
     /// Bytes the in-place segments add to the body.
@@ -145,6 +153,7 @@ impl Buffer {
             big_endian,
             runs: Vec::new(),
             bytes: vec![0; HEADER],
+            body_start: HEADER,
             body_end: HEADER,
             in_place: Vec::new(),
             in_place_len: 0,
@@ -165,7 +174,7 @@ impl Buffer {
         if self.bad {
             return self.bytes.len();
         }
-        self.body_end - HEADER + self.in_place_len
+        self.body_end - self.body_start + self.in_place_len
     }
 
     fn add_run(&mut self, kind: Kind, count: u32) {
@@ -343,25 +352,30 @@ impl Buffer {
         Ok(&self.bytes[start + 4..end])
     }
 
-    /// Hands `send` the message's bytes for `ctx` and `tag` — the header,
+    /// Hands `send` the message's bytes in context `ctx` — the header,
     /// the body and the runs — and returns what it returns. The bytes are
     /// the buffer's own, read where they are, unless in-place data must
     /// be gathered into a copy.
-    pub fn with_message<R>(&mut self, ctx: i32, tag: i32, send: impl FnOnce(&[u8]) -> R) -> R {
-        let body_len = (self.len()) as u32;
+    pub fn with_message<R>(&mut self, ctx: i32, send: impl FnOnce(&[u8]) -> R) -> R {
         let mut header = [0u8; HEADER];
-        header[..2].copy_from_slice(&MAGIC);
-        header[2] = VERSION;
-        header[3] = if self.big_endian { BIG_ENDIAN_FLAG } else { 0 };
-        header[4..8].copy_from_slice(&self.encoding.to_le_bytes());
-        header[8..12].copy_from_slice(&ctx.to_le_bytes());
-        header[12..16].copy_from_slice(&tag.to_le_bytes());
-        header[16..20].copy_from_slice(&body_len.to_le_bytes());
-        self.bytes[..HEADER].copy_from_slice(&header);
+        let mut flags = self.encoding as u8 & ENCODING_BITS;
+        if self.big_endian {
+            flags |= BIG_ENDIAN_FLAG;
+        }
+        let mut len = 3;
+        if ctx != BASE_CONTEXT {
+            flags |= CONTEXT_FLAG;
+            header[3..7].copy_from_slice(&ctx.to_le_bytes());
+            len = 7;
+        }
+        header[..3].copy_from_slice(&[MAGIC, VERSION, flags]);
+        let start = HEADER - len;
+        self.bytes[start..HEADER].copy_from_slice(&header[..len]);
         let body_end = self.bytes.len();
         if !self.in_place.is_empty() {
-            let mut out = Vec::with_capacity(HEADER + body_len as usize + self.runs.len() * RUN);
-            let mut from = 0;
+            let size = len + self.len() + self.runs.len() * RUN + TRAILER;
+            let mut out = Vec::with_capacity(size);
+            let mut from = start;
             for seg in &self.in_place {
                 out.extend_from_slice(&self.bytes[from..seg.at]);
                 // SAFETY: `pack` took the pointer on the promise that the
@@ -374,34 +388,37 @@ impl Buffer {
             return send(&out);
         }
         push_runs(&mut self.bytes, &self.runs);
-        let r = send(&self.bytes);
+        let r = send(&self.bytes[start..]);
         self.bytes.truncate(body_end);
         r
     }
 
-    /// The message's bytes, copied.
-    pub fn encode(&mut self, ctx: i32, tag: i32) -> Vec<u8> {
-        self.with_message(ctx, tag, <[u8]>::to_vec)
+    /// The message's bytes in context `ctx`, copied.
+    pub fn encode(&mut self, ctx: i32) -> Vec<u8> {
+        self.with_message(ctx, <[u8]>::to_vec)
     }
 
-    /// A received message's buffer, from `src`; one that does not decode
-    /// is kept, marked bad (its unpacks fail with `PvmBadMsg`), with tag
-    /// and context -1 so that only wildcards take it.
-    pub fn decode(bytes: Vec<u8>, src: i32) -> Buffer {
+    /// A received message's buffer, from `src` with `tag`; one that does
+    /// not decode is kept, marked bad (its unpacks fail with `PvmBadMsg`),
+    /// with context -1 so that only wildcards take it.
+    pub fn decode(bytes: Vec<u8>, src: i32, tag: i32) -> Buffer {
         let mut buffer = Buffer::new(DATA_RAW).expect("a known encoding");
         buffer.src = src;
+        buffer.tag = tag;
         match parse(&bytes) {
-            Some((encoding, big_endian, ctx, tag, runs, body_end)) => {
-                buffer.encoding = encoding;
-                buffer.big_endian = big_endian;
-                buffer.ctx = ctx;
-                buffer.tag = tag;
-                buffer.runs = runs;
-                buffer.body_end = body_end;
+            Some(p) => {
+                buffer.encoding = p.encoding;
+                buffer.big_endian = p.big_endian;
+                buffer.ctx = p.ctx;
+                buffer.runs = p.runs;
+                buffer.body_start = p.body.start;
+                buffer.body_end = p.body.end;
+                buffer.cursor = (0, 0, p.body.start);
                 buffer.bytes = bytes;
             }
             None => {
                 buffer.bad = true;
+                buffer.ctx = -1;
                 buffer.bytes = bytes;
             }
         }
@@ -409,44 +426,60 @@ impl Buffer {
     }
 }
 
+/// Appends the runs and their number (the trailer).
 fn push_runs(out: &mut Vec<u8>, runs: &[(Kind, u32)]) {
     for &(kind, count) in runs {
         out.push(kind as u8);
         out.extend_from_slice(&count.to_le_bytes());
     }
+    out.extend_from_slice(&(runs.len() as u32).to_le_bytes());
 }
 
-type Parsed = (i32, bool, i32, i32, Vec<(Kind, u32)>, usize);
+/// What a message's header and runs say.
+struct Parsed {
+    encoding: i32,
+    big_endian: bool,
+    ctx: i32,
+    runs: Vec<(Kind, u32)>,
+    body: std::ops::Range<usize>,
+}
 
 fn parse(bytes: &[u8]) -> Option<Parsed> {
-    let header = bytes.get(..HEADER)?;
-    if header[..2] != MAGIC || header[2] != VERSION {
+    let &[magic, version, flags, ..] = bytes else {
+        return None;
+    };
+    if magic != MAGIC || version != VERSION {
         return None;
     }
-    let word = |at: usize| i32::from_le_bytes(header[at..at + 4].try_into().expect("4 bytes"));
-    let (encoding, ctx, tag) = (word(4), word(8), word(12));
-    let body_len = u32::from_le_bytes(header[16..20].try_into().expect("4 bytes")) as usize;
-    let body_end = HEADER.checked_add(body_len)?;
-    let table = bytes.get(body_end..)?;
-    if table.len() % RUN != 0 {
+    let encoding = i32::from(flags & ENCODING_BITS);
+    if encoding > DATA_IN_PLACE {
         return None;
     }
-    let mut runs = Vec::with_capacity(table.len() / RUN);
-    for run in table.chunks_exact(RUN) {
+    let (ctx, body_start) = match flags & CONTEXT_FLAG != 0 {
+        true => (i32::from_le_bytes(bytes.get(3..7)?.try_into().ok()?), 7),
+        false => (BASE_CONTEXT, 3),
+    };
+    let trailer = bytes.len().checked_sub(TRAILER)?;
+    let runs = u32::from_le_bytes(bytes[trailer..].try_into().ok()?) as usize;
+    let table = trailer.checked_sub(runs.checked_mul(RUN)?)?;
+    if table < body_start {
+        return None;
+    }
+    let mut parsed = Vec::with_capacity(runs);
+    for run in bytes[table..trailer].chunks_exact(RUN) {
         let kind = Kind::from_code(run[0])?;
-        runs.push((
+        parsed.push((
             kind,
             u32::from_le_bytes(run[1..5].try_into().expect("4 bytes")),
         ));
     }
-    Some((
+    Some(Parsed {
         encoding,
-        header[3] & BIG_ENDIAN_FLAG != 0,
+        big_endian: flags & BIG_ENDIAN_FLAG != 0,
         ctx,
-        tag,
-        runs,
-        body_end,
-    ))
+        runs: parsed,
+        body: body_start..table,
+    })
 }
 
 #[cfg(test)]
@@ -476,7 +509,7 @@ mod tests {
             let d = [2.5f64];
             // SAFETY: one double.
             unsafe { b.pack(Kind::Double, d.as_ptr().cast(), 1, 1) }.unwrap();
-            let mut r = Buffer::decode(b.encode(3, 7), 0x40001);
+            let mut r = Buffer::decode(b.encode(3), 0x40001, 7);
             assert_eq!((r.ctx, r.tag, r.src, r.len()), (3, 7, 0x40001, 40 + 9 + 8));
             let mut got = [0i32; 10];
             // SAFETY: `got` has 10 ints.
@@ -509,7 +542,7 @@ mod tests {
     fn strides_pick_and_place_every_nth_element() {
         let mut b = Buffer::new(DATA_DEFAULT).unwrap();
         pack_ints(&mut b, &[1, 0, 2, 0, 3, 0], 2);
-        let mut r = Buffer::decode(b.encode(0, 0), 1);
+        let mut r = Buffer::decode(b.encode(0), 1, 0);
         let mut out = [9i32; 5];
         // SAFETY: stride 2 over 3 elements reaches index 4.
         unsafe { r.unpack(Kind::Int, out.as_mut_ptr().cast(), 3, 2) }.unwrap();
@@ -519,16 +552,16 @@ mod tests {
     #[test]
     fn garbage_and_lies_are_bad_messages_not_crashes() {
         for bytes in [vec![], b"PV".to_vec(), vec![0; 64]] {
-            let mut r = Buffer::decode(bytes, 1);
+            let mut r = Buffer::decode(bytes, 1, 0);
             assert_eq!(r.unpack_str(), Err(PVM_BAD_MSG));
         }
         // Runs that claim more than the body holds.
         let mut b = Buffer::new(DATA_RAW).unwrap();
         pack_ints(&mut b, &[1, 2], 1);
-        let mut bytes = b.encode(0, 0);
-        let run = bytes.len() - RUN;
+        let mut bytes = b.encode(0);
+        let run = bytes.len() - TRAILER - RUN;
         bytes[run + 1..run + 5].copy_from_slice(&u32::MAX.to_le_bytes());
-        let mut r = Buffer::decode(bytes, 1);
+        let mut r = Buffer::decode(bytes, 1, 0);
         let mut out = [0i32; 3];
         // SAFETY: three ints.
         let got = unsafe { r.unpack(Kind::Int, out.as_mut_ptr().cast(), 3, 1) };
@@ -536,8 +569,13 @@ mod tests {
         // A string whose length runs past the end.
         let mut b = Buffer::new(DATA_DEFAULT).unwrap();
         b.pack_str(b"abc").unwrap();
-        let mut bytes = b.encode(0, 0);
-        bytes[HEADER..HEADER + 4].copy_from_slice(&1000u32.to_be_bytes());
-        assert_eq!(Buffer::decode(bytes, 1).unpack_str(), Err(PVM_NO_DATA));
+        let mut bytes = b.encode(0);
+        bytes[3..7].copy_from_slice(&1000u32.to_be_bytes());
+        assert_eq!(Buffer::decode(bytes, 1, 0).unpack_str(), Err(PVM_NO_DATA));
+        // A trailer that claims more runs than the message holds.
+        let mut bytes = Buffer::new(DATA_RAW).unwrap().encode(0);
+        let at = bytes.len() - TRAILER;
+        bytes[at..].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(Buffer::decode(bytes, 1, 0).unpack_str(), Err(PVM_BAD_MSG));
     }
 }

@@ -117,7 +117,7 @@ unsafe fn send_items(
     let address = tid::address(to).ok_or(PVM_BAD_PARAM)?;
     task::with(|t| {
         let ep = &t.ep;
-        b.with_message(GROUP_CONTEXT, tag, |m| ep.send(address, tag as u32, m))
+        b.with_message(GROUP_CONTEXT, |m| ep.send(address, tag as u32, m))
             .map_err(send_error)
     })
 }
@@ -316,7 +316,7 @@ pub unsafe extern "C" fn pvm_bcast(name: *const c_char, tag: c_int) -> c_int {
                 .collect();
             let ctx = t.ctx;
             let (ep, buffer) = t.sender()?;
-            match buffer.with_message(ctx, tag, |m| ep.mcast(&to, tag as u32, m.to_vec())) {
+            match buffer.with_message(ctx, |m| ep.mcast(&to, tag as u32, m.to_vec())) {
                 Ok(()) | Err(threadwire::McastError::PeerLost { .. }) => Ok(0),
                 Err(_) => Err(PVM_SYS_ERR),
             }

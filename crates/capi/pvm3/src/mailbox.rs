@@ -363,7 +363,7 @@ pub unsafe extern "C" fn pvm_putinfo(name: *const c_char, buf: c_int, flags: c_i
         let name = unsafe { text(name) }?.to_string();
         task::with(|t| {
             let ctx = t.ctx;
-            let bytes = t.buffer(buf)?.encode(ctx, 0);
+            let bytes = t.buffer(buf)?.encode(ctx);
             let home = home(&name);
             let r = Request {
                 op: PUT,
@@ -417,7 +417,7 @@ pub unsafe extern "C" fn pvm_recvinfo(name: *const c_char, index: c_int, flags: 
                     }
                     c if c < 0 => Err(c),
                     _ => {
-                        let mut b = Buffer::decode(bytes, owner);
+                        let mut b = Buffer::decode(bytes, owner, 0);
                         b.src = owner;
                         let id = t.insert(b);
                         t.make_rbuf(id);

@@ -332,7 +332,7 @@ fn send_to(t: &mut task::Task, to: c_int, tag: c_int) -> Result<c_int, c_int> {
     let ctx = t.ctx;
     let (ep, buffer) = t.sender()?;
     buffer
-        .with_message(ctx, tag, |bytes| ep.send(address, tag as u32, bytes))
+        .with_message(ctx, |bytes| ep.send(address, tag as u32, bytes))
         .map_err(send_error)?;
     Ok(0)
 }
@@ -374,7 +374,7 @@ pub unsafe extern "C" fn pvm_mcast(tids: *const c_int, count: c_int, tag: c_int)
             }
             let ctx = t.ctx;
             let (ep, buffer) = t.sender()?;
-            match buffer.with_message(ctx, tag, |bytes| ep.mcast(&to, tag as u32, bytes.to_vec())) {
+            match buffer.with_message(ctx, |bytes| ep.mcast(&to, tag as u32, bytes.to_vec())) {
                 Ok(()) => Ok(0),
                 Err(threadwire::McastError::NoSuchEndpoint { .. }) => Err(PVM_BAD_PARAM),
                 // Those that are gone miss it, as under PVM.
@@ -406,7 +406,7 @@ pub unsafe extern "C" fn pvm_psend(
             if tag < 0 || address.node >= t.node().nodes() {
                 return Err(PVM_BAD_PARAM);
             }
-            let bytes = b.encode(t.ctx, tag);
+            let bytes = b.encode(t.ctx);
             t.ep.send(address, tag as u32, bytes).map_err(send_error)?;
             Ok(0)
         })

@@ -377,7 +377,8 @@ impl Task {
     fn arrived(&mut self, message: threadwire::Message) -> Option<Buffer> {
         let from = tid::of(message.source()).unwrap_or(0);
         if message.tag() < NOTIFY_TAG {
-            return Some(Buffer::decode(message.into_vec(), from));
+            let tag = message.tag() as i32;
+            return Some(Buffer::decode(message.into_vec(), from, tag));
         }
         let tag = message.tag();
         let note = threadwire::Notification::from_message(message).ok()?;
@@ -394,7 +395,7 @@ impl Task {
         let about = [about];
         // SAFETY: one int.
         unsafe { b.pack(crate::buffer::Kind::Int, about.as_ptr().cast(), 1, 1) }.ok()?;
-        let mut r = Buffer::decode(b.encode(sub.ctx, sub.tag), from);
+        let mut r = Buffer::decode(b.encode(sub.ctx), from, sub.tag);
         r.src = from;
         if sub.kind == NOTIFY_TASK_EXIT || sub.kind == NOTIFY_HOST_DELETE {
             // One message per task or host asked about: the subscription
