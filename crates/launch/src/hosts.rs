@@ -204,34 +204,6 @@ impl Host {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn host_files_parse_and_garbage_is_named() {
-        let hosts =
-            parse_host_file("# two hosts\nlocal\nnetns:twh0  # a namespace\n\nssh:node-1\n")
-                .unwrap();
-        assert_eq!(
-            hosts,
-            [
-                Host::Local,
-                Host::Netns("twh0".into()),
-                Host::Ssh("node-1".into())
-            ]
-        );
-        let e = parse_host_file("local\nnetns:a b\n").unwrap_err();
-        assert!(e.to_string().contains("line 2"), "{e}");
-        assert!(parse_host_file("# nothing\n").is_err());
-        assert!("ssh:".parse::<Host>().is_err());
-        assert!("netns:x;rm -rf".parse::<Host>().is_err());
-        for h in hosts {
-            assert_eq!(h.to_string().parse::<Host>().unwrap(), h);
-        }
-    }
-}
-
 /// Makes `cmd` start in network namespace `name` (`/var/run/netns/NAME`,
 /// as `ip netns add` makes it): the child enters it between fork and exec
 /// (`setns`). Starting the node through `ip netns exec` instead cost one
@@ -258,5 +230,33 @@ fn enter_namespace(cmd: &mut Command, name: &str) {
             },
             Err(errno) => Err(std::io::Error::from_raw_os_error(*errno)),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_files_parse_and_garbage_is_named() {
+        let hosts =
+            parse_host_file("# two hosts\nlocal\nnetns:twh0  # a namespace\n\nssh:node-1\n")
+                .unwrap();
+        assert_eq!(
+            hosts,
+            [
+                Host::Local,
+                Host::Netns("twh0".into()),
+                Host::Ssh("node-1".into())
+            ]
+        );
+        let e = parse_host_file("local\nnetns:a b\n").unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
+        assert!(parse_host_file("# nothing\n").is_err());
+        assert!("ssh:".parse::<Host>().is_err());
+        assert!("netns:x;rm -rf".parse::<Host>().is_err());
+        for h in hosts {
+            assert_eq!(h.to_string().parse::<Host>().unwrap(), h);
+        }
     }
 }
