@@ -130,6 +130,19 @@ fn exported_entry_points_spawn_as_thread_tasks() {
     assert!(ran.stdout.contains("export passed"), "{}", ran.show());
 }
 
+#[test]
+fn a_task_told_of_the_command_line_programs_exit_is_told_when_it_ends() {
+    if !can_build() {
+        return;
+    }
+    // Its node lingers as the home of names until spawned tasks end; its
+    // task's end is told at once, or this would wait forever.
+    let ran = pvm(compile("notify_parent"), &[]);
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    assert!(ran.stdout.contains("parent ends"), "{}", ran.show());
+    assert!(ran.stderr.contains("child notified"), "{}", ran.show());
+}
+
 /// A Debian example, or `None` after saying it skips.
 fn example(name: &str) -> Option<PathBuf> {
     let p = Path::new("/usr/bin").join(name);

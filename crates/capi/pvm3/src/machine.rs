@@ -415,6 +415,13 @@ pub unsafe extern "C" fn pvm_notify(
             for event in events {
                 let key = NOTIFY_TAG + t.next_subscription % task::SUBSCRIPTION_KEYS;
                 t.next_subscription += 1;
+                if let Notify::NodeExit(node) = event {
+                    if let Some(ended) = spawn::watch(t, node, key) {
+                        // Its task has ended already: told at once.
+                        t.told(tag, ctx, ended);
+                        continue;
+                    }
+                }
                 let handle = match t.ep.notify(event, key) {
                     Ok(h) => Some(h),
                     // Its own node: it cannot see itself exit.

@@ -44,10 +44,36 @@ pub const CONTEXT: &str = "THREADWIRE_PVM_CONTEXT";
 pub const PATH: &str = "THREADWIRE_PVM_PATH";
 /// The active message that ends a node's process (`pvm_kill`).
 const KILL: &str = "threadwire.pvm.kill";
+/// The active message by which a task asks a founding node's first task
+/// to tell it of that task's exit itself (`task` rule 4).
+const WATCH: &str = "threadwire.pvm.watch";
+
+/// The tasks to tell when this node's first task ends: address and the
+/// threadwire tag of their subscription.
+static WATCHERS: std::sync::Mutex<Vec<(Address, u32)>> = std::sync::Mutex::new(Vec::new());
+/// The tid of this node's first task once it has ended (0 before).
+static ENDED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
 /// What every node serves for the others' PVM calls.
 pub fn serve(node: &Node) {
     crate::mailbox::serve(node);
+    let _ = node.register_inline(WATCH, |am| {
+        let bytes = am.payload().to_vec();
+        if let [a, b, c, d, e, f, g, h, i, j, k, l] = bytes[..] {
+            let node = u32::from_le_bytes([a, b, c, d]);
+            let thread = u32::from_le_bytes([e, f, g, h]);
+            let key = u32::from_le_bytes([i, j, k, l]);
+            let mut watchers = WATCHERS.lock().unwrap_or_else(|e| e.into_inner());
+            // Under the lock that `tell_watchers` takes: a watcher is
+            // either told by it or answered that the task has ended.
+            let ended = ENDED.load(std::sync::atomic::Ordering::Acquire);
+            if ended == 0 {
+                watchers.push((Address::new(node, thread), key));
+            }
+            drop(watchers);
+            let _ = am.reply(ended.to_le_bytes().to_vec());
+        }
+    });
     let _ = node.register_inline(KILL, |_| {
         // As pvmd does: SIGTERM, which the program may catch.
         // SAFETY: kill(2) on this process has no memory effects.
@@ -215,6 +241,43 @@ pub fn siblings(task: &Task) -> Vec<i32> {
     (first..end)
         .filter_map(|n| tid::of(Address::new(n, 0)))
         .collect()
+}
+
+/// Asks node `node`'s first task to tell this task of its exit itself
+/// with threadwire tag `key`: the tid of that task if it has ended
+/// already (the caller tells itself), else `None`.
+pub fn watch(task: &Task, node: u32, key: u32) -> Option<i32> {
+    let handler = task.node().handler(WATCH).ok()?;
+    let me = task.ep.address();
+    let mut payload = me.node.to_le_bytes().to_vec();
+    payload.extend_from_slice(&me.thread.to_le_bytes());
+    payload.extend_from_slice(&key.to_le_bytes());
+    let reply = task
+        .ep
+        .am_request(node, &handler, payload)
+        .wait()
+        .ok()?
+        .to_vec();
+    let ended = i32::from_le_bytes(reply.get(..4)?.try_into().ok()?);
+    (ended > 0).then_some(ended)
+}
+
+/// A founding node's first task ends (`task` rule 4): every task that
+/// asked is sent the message of its `pvm_notify`, the tid that ended.
+pub fn tell_watchers(task: &Task) {
+    let watchers = {
+        let mut w = WATCHERS.lock().unwrap_or_else(|e| e.into_inner());
+        ENDED.store(task.tid, std::sync::atomic::Ordering::Release);
+        std::mem::take(&mut *w)
+    };
+    for (to, key) in watchers {
+        let mut b = crate::buffer::Buffer::new(DATA_DEFAULT).expect("a known encoding");
+        let about = [task.tid];
+        // SAFETY: one int.
+        if unsafe { b.pack(crate::buffer::Kind::Int, about.as_ptr().cast(), 1, 1) }.is_ok() {
+            let _ = task.ep.send(to, key, b.encode(BASE_CONTEXT));
+        }
+    }
 }
 
 /// `pvm_kill`: ends the process of the node that runs `target`.

@@ -21,7 +21,9 @@
 //!    its thread ends (the program exits), the node waits until every
 //!    node that joined the job has left, and only then finalizes, so that
 //!    the names outlive the program at the command line as long as
-//!    anyone can ask for them.
+//!    anyone can ask for them. Tasks that asked to be told of its task's
+//!    exit (`pvm_notify`) are told when its task ends, not when the node
+//!    does (`spawn::tell_watchers`).
 
 use crate::buffer::Buffer;
 use crate::consts::*;
@@ -371,6 +373,20 @@ impl Task {
         Ok(Step::Again)
     }
 
+    /// Queues the message of a `pvm_notify` whose event has happened
+    /// already: `about` (a tid or a host's), with `tag` in `ctx`.
+    pub fn told(&mut self, tag: i32, ctx: i32, about: i32) {
+        let mut b = Buffer::new(DATA_DEFAULT).expect("a known encoding");
+        let about = [about];
+        // SAFETY: one int.
+        if unsafe { b.pack(crate::buffer::Kind::Int, about.as_ptr().cast(), 1, 1) }.is_ok() {
+            let mut r = Buffer::decode(b.encode(ctx), about[0], tag);
+            r.src = about[0];
+            let id = self.insert(r);
+            self.queue.push_back(id);
+        }
+    }
+
     /// A message from the mailbox as a PVM message: a PVM message's
     /// buffer, or a notification turned into the message the task asked
     /// for; `None` for a notification no longer wanted.
@@ -381,8 +397,18 @@ impl Task {
             return Some(Buffer::decode(message.into_vec(), from, tag));
         }
         let tag = message.tag();
-        let note = threadwire::Notification::from_message(message).ok()?;
         let sub = self.subscriptions.get(&tag)?;
+        if sub.kind == NOTIFY_TASK_EXIT && message.payload().to_vec().first() == Some(&b'P') {
+            // A founding node's first task telling its end itself (rule 4):
+            // already the PVM message; the node's own exit, later, finds
+            // the subscription spent.
+            let (ctx, pvm_tag) = (sub.ctx, sub.tag);
+            let mut r = Buffer::decode(message.into_vec(), from, pvm_tag);
+            r.ctx = ctx;
+            self.subscriptions.remove(&tag);
+            return Some(r);
+        }
+        let note = threadwire::Notification::from_message(message).ok()?;
         let mut b = Buffer::new(DATA_DEFAULT).expect("a known encoding");
         let about = match note {
             threadwire::Notification::NodeExit { node, .. } => {
@@ -520,7 +546,10 @@ pub fn exit() -> bool {
     let mut task = unsafe { Box::from_raw(task) };
     crate::mailbox::release_own(&mut task);
     match task.ep.address().thread == 0 && founding(task.ep.address().node) {
-        true => DEFERRED.with(|d| d.set(Box::into_raw(task))),
+        true => {
+            crate::spawn::tell_watchers(&task);
+            DEFERRED.with(|d| d.set(Box::into_raw(task)))
+        }
         false => end(task),
     }
     true
