@@ -393,6 +393,16 @@ impl Buffer {
         r
     }
 
+    /// The message of a `pvm_notify`: one int, `about` (the tid or host
+    /// that the event concerns), encoded in context `ctx`.
+    pub fn notice(about: i32, ctx: i32) -> Vec<u8> {
+        let mut b = Buffer::new(DATA_DEFAULT).expect("a known encoding");
+        let about = [about];
+        // SAFETY: one int, from a live array.
+        unsafe { b.pack(Kind::Int, about.as_ptr().cast(), 1, 1) }.expect("one int packs");
+        b.encode(ctx)
+    }
+
     /// The message's bytes in context `ctx`, copied.
     pub fn encode(&mut self, ctx: i32) -> Vec<u8> {
         self.with_message(ctx, <[u8]>::to_vec)

@@ -165,15 +165,10 @@ fn answer(ep: &Endpoint, source: Address, request: Payload) -> Payload {
     };
     let mut p = Packer::new(threadwire::Encoding::Portable);
     p.pack(code).pack(owner).pack_bytes(&body);
-    let mut bytes = p.finish().to_vec();
-    // The listing's items follow the answer's in the same packed form.
-    bytes.extend_from_slice(&listing.finish().to_vec());
-    Payload::from_wire(
-        Packer::new(threadwire::Encoding::Portable)
-            .finish()
-            .format(),
-        bytes,
-    )
+    // The listing's items follow the answer's, in the same packed form.
+    let mut answer = p.finish();
+    answer.push_bytes(listing.finish().into_vec());
+    answer
 }
 
 /// A put's direct index (`PvmMboxDirectIndex`), if it names one.
@@ -313,13 +308,7 @@ fn glob(pattern: &str, name: &str) -> bool {
 
 /// The founding node that is `name`'s home (step 1).
 fn home(name: &str) -> u32 {
-    let founders = std::env::var(threadwire::env::FOUNDERS)
-        .or_else(|_| std::env::var(threadwire::env::NODES))
-        .ok()
-        .and_then(|n| n.parse::<u32>().ok())
-        .unwrap_or(1)
-        .max(1);
-    threadwire::group::named::home_of(name, founders)
+    threadwire::group::named::home_of(name, task::founders())
 }
 
 /// Step 2: sends `r` to `home` and returns its answer: code, owner,
@@ -473,7 +462,7 @@ pub unsafe extern "C" fn pvm_getmboxinfo(
     call_quietly("pvm_getmboxinfo", || {
         // SAFETY: the caller vouches for the string.
         let pattern = unsafe { text(pattern) }?.to_string();
-        let founders: Vec<u32> = (0..).take_while(|&n| home_of_any(n)).collect();
+        let founders = 0..task::founders();
         task::with(|t| {
             let mut listing = Listing::default();
             let mut rows: Vec<ClassRow> = Vec::new();
@@ -521,17 +510,6 @@ pub unsafe extern "C" fn pvm_getmboxinfo(
             Ok(0)
         })
     })
-}
-
-/// Whether `node` is a founding node (a possible home).
-fn home_of_any(node: u32) -> bool {
-    let founders = std::env::var(threadwire::env::FOUNDERS)
-        .or_else(|_| std::env::var(threadwire::env::NODES))
-        .ok()
-        .and_then(|n| n.parse::<u32>().ok())
-        .unwrap_or(1)
-        .max(1);
-    node < founders
 }
 
 #[cfg(test)]

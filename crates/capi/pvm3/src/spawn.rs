@@ -229,13 +229,7 @@ pub fn siblings(task: &Task) -> Vec<i32> {
     {
         Some(n) if me.thread == 0 => (started_with.saturating_sub(n), started_with),
         // Started from the command line: the job's founders.
-        None if me.thread == 0 => {
-            let founders = std::env::var(threadwire::env::FOUNDERS)
-                .ok()
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(started_with);
-            (0, founders)
-        }
+        None if me.thread == 0 => (0, crate::task::founders()),
         _ => return vec![task.tid],
     };
     (first..end)
@@ -271,12 +265,8 @@ pub fn tell_watchers(task: &Task) {
         std::mem::take(&mut *w)
     };
     for (to, key) in watchers {
-        let mut b = crate::buffer::Buffer::new(DATA_DEFAULT).expect("a known encoding");
-        let about = [task.tid];
-        // SAFETY: one int.
-        if unsafe { b.pack(crate::buffer::Kind::Int, about.as_ptr().cast(), 1, 1) }.is_ok() {
-            let _ = task.ep.send(to, key, b.encode(BASE_CONTEXT));
-        }
+        let notice = crate::buffer::Buffer::notice(task.tid, BASE_CONTEXT);
+        let _ = task.ep.send(to, key, notice);
     }
 }
 

@@ -376,15 +376,9 @@ impl Task {
     /// Queues the message of a `pvm_notify` whose event has happened
     /// already: `about` (a tid or a host's), with `tag` in `ctx`.
     pub fn told(&mut self, tag: i32, ctx: i32, about: i32) {
-        let mut b = Buffer::new(DATA_DEFAULT).expect("a known encoding");
-        let about = [about];
-        // SAFETY: one int.
-        if unsafe { b.pack(crate::buffer::Kind::Int, about.as_ptr().cast(), 1, 1) }.is_ok() {
-            let mut r = Buffer::decode(b.encode(ctx), about[0], tag);
-            r.src = about[0];
-            let id = self.insert(r);
-            self.queue.push_back(id);
-        }
+        let r = Buffer::decode(Buffer::notice(about, ctx), about, tag);
+        let id = self.insert(r);
+        self.queue.push_back(id);
     }
 
     /// A message from the mailbox as a PVM message: a PVM message's
@@ -409,7 +403,6 @@ impl Task {
             return Some(r);
         }
         let note = threadwire::Notification::from_message(message).ok()?;
-        let mut b = Buffer::new(DATA_DEFAULT).expect("a known encoding");
         let about = match note {
             threadwire::Notification::NodeExit { node, .. } => {
                 tid::of(Address::new(node, 0)).unwrap_or(0)
@@ -418,11 +411,7 @@ impl Task {
             | threadwire::Notification::HostRemoved { host, .. } => tid::of_host(host as usize),
             _ => return None,
         };
-        let about = [about];
-        // SAFETY: one int.
-        unsafe { b.pack(crate::buffer::Kind::Int, about.as_ptr().cast(), 1, 1) }.ok()?;
-        let mut r = Buffer::decode(b.encode(sub.ctx), from, sub.tag);
-        r.src = from;
+        let r = Buffer::decode(Buffer::notice(about, sub.ctx), from, sub.tag);
         if sub.kind == NOTIFY_TASK_EXIT || sub.kind == NOTIFY_HOST_DELETE {
             // One message per task or host asked about: the subscription
             // is spent (its handle, dropped, cancels nothing further).
@@ -571,15 +560,21 @@ thread_local! {
     static DEFERRED: Cell<*mut Task> = const { Cell::new(std::ptr::null_mut()) };
 }
 
-/// Whether `node` started with the job (from the command line) rather
-/// than joining it (spawned): the job's names live on founding nodes.
-fn founding(node: u32) -> bool {
-    let founders = std::env::var(threadwire::env::FOUNDERS)
+/// The nodes the job started with (from the command line): a joined
+/// node's `THREADWIRE_FOUNDERS`, a founder's `THREADWIRE_NODES`.
+pub fn founders() -> u32 {
+    std::env::var(threadwire::env::FOUNDERS)
         .or_else(|_| std::env::var(threadwire::env::NODES))
         .ok()
         .and_then(|n| n.parse::<u32>().ok())
-        .unwrap_or(1);
-    node < founders
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// Whether `node` started with the job rather than joining it
+/// (spawned): the job's names live on founding nodes.
+fn founding(node: u32) -> bool {
+    node < founders()
 }
 
 /// Tag of the exits a lingering founder waits for.

@@ -53,17 +53,19 @@ pub fn is_exported(name: &str) -> bool {
 
 /// Step 2: starts `count` threads running `name`; their tids.
 pub fn spawn(t: &Task, name: &str, args: &[String], count: u32) -> Result<Vec<c_int>, c_int> {
-    let mut p = Packer::new(Encoding::Portable);
-    p.pack(t.tid).pack(args.len() as u32);
-    for a in args {
-        p.pack_str(a);
-    }
-    let payload = p.finish().to_vec();
+    let packed = || {
+        let mut p = Packer::new(Encoding::Portable);
+        p.pack(t.tid).pack(args.len() as u32);
+        for a in args {
+            p.pack_str(a);
+        }
+        p.finish()
+    };
     let node = t.ep.address().node;
     (0..count)
         .map(|_| {
             let handle =
-                t.ep.spawn_remote_os(node, name, payload.clone())
+                t.ep.spawn_remote_os(node, name, packed())
                     .map_err(|_| PVM_OUT_OF_RES)?;
             tid::of(handle.address()).ok_or(PVM_OUT_OF_RES)
         })
@@ -74,12 +76,7 @@ pub fn spawn(t: &Task, name: &str, args: &[String], count: u32) -> Result<Vec<c_
 fn run(ep: &Endpoint, args: Payload, name: &str, entry: Entry) {
     let mut words = Vec::new();
     let mut parent = PVM_NO_PARENT;
-    if let Ok(mut u) = Payload::from_wire(
-        Packer::new(Encoding::Portable).finish().format(),
-        args.to_vec(),
-    )
-    .unpack()
-    {
+    if let Ok(mut u) = args.unpack() {
         parent = u.unpack::<i32>().unwrap_or(PVM_NO_PARENT);
         let n = u.unpack::<u32>().unwrap_or(0);
         for _ in 0..n {
