@@ -53,6 +53,7 @@ pub mod proxy;
 pub mod pvm;
 mod rendezvous;
 mod spec;
+mod start;
 mod watch;
 
 pub use event::{Event, JobReport, LaunchError, OutputStream};
