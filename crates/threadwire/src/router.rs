@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex, OnceLock};
 use threadwire_transport::shm::setup::Pair;
 use threadwire_transport::shm::{ShmChannel, ShmConfig};
-use threadwire_transport::{Channel, Frame};
+use threadwire_transport::{Channel, Corking, Frame, TcpChannel};
 use threadwire_wire::mcast::{decode_list, McastListError};
 use threadwire_wire::{FrameHeader, FrameKind, Payload};
 
@@ -116,6 +116,10 @@ pub(crate) struct Router {
     /// Thread numbers given out so far ([`crate::Node::threads_started`]);
     /// here so that the driver can tell the launcher (control step 10).
     pub(crate) threads: AtomicU32,
+    /// Watches this node's connections for corking, once a timer thread
+    /// uncorks idle ones (`progress::liveness`, step 5): connections made
+    /// before, or without it, never cork.
+    pub(crate) corking: OnceLock<Arc<Corking>>,
 }
 
 impl Router {
@@ -156,6 +160,7 @@ impl Router {
             announced: (0..capacity).map(|_| AtomicU32::new(0)).collect(),
             revoked: Default::default(),
             threads: AtomicU32::new(0),
+            corking: OnceLock::new(),
         }
     }
 
@@ -587,6 +592,9 @@ impl Router {
     /// offered over it (set-up step 1).
     /// `false` if the pair had a connection already (`c` is closed).
     pub(crate) fn connected(&self, peer: u32, c: threadwire_transport::TcpChannel) -> bool {
+        if let Some(watch) = self.corking.get() {
+            c.watch_corking(watch.clone());
+        }
         if !self.peers[peer as usize].set_tcp(c) {
             return false;
         }
@@ -595,6 +603,36 @@ impl Router {
             self.check_forced_shm(peer);
         }
         true
+    }
+
+    /// Uncorks every corked connection (transport's `cork`, step 4): a
+    /// thread is about to wait, perhaps for an answer to what they hold.
+    /// One load when none is corked.
+    #[inline]
+    pub(crate) fn uncork(&self) {
+        if self.corking.get().is_some_and(|w| w.any()) {
+            self.each_tcp(|c| {
+                c.uncork();
+            });
+        }
+    }
+
+    /// Uncorks the corked connections that sent nothing since the last
+    /// look (`progress::liveness`, step 5).
+    pub(crate) fn uncork_idle(&self) {
+        if self.corking.get().is_some_and(|w| w.any()) {
+            self.each_tcp(|c| {
+                c.uncork_if_idle();
+            });
+        }
+    }
+
+    fn each_tcp(&self, mut f: impl FnMut(&TcpChannel)) {
+        for peer in &self.peers[..self.nodes() as usize] {
+            if let Some(c) = peer.tcp().and_then(Channel::as_tcp) {
+                f(c);
+            }
+        }
     }
 
     /// With `THREADWIRE_CHANNEL=shm`, a pair that settled on TCP is a

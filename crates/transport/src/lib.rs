@@ -42,4 +42,6 @@ mod tcp;
 
 #[cfg(not(loom))]
 pub use channel::Channel;
-pub use tcp::{quiet, ChannelError, Frame, Quiet, ReadOutcome, SendOutcome, TcpChannel};
+pub use tcp::{
+    quiet, ChannelError, Corking, Frame, Quiet, ReadOutcome, SendOutcome, TcpChannel, CORK_AFTER,
+};

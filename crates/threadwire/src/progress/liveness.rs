@@ -44,6 +44,15 @@
 //!    every operation pending on it ends with `PeerLost`, subscribers are
 //!    told, and its connection is closed — a stopped node that resumes
 //!    finds itself cut off, and its peers' ends of stream tell it so.
+//! 5. The thread also uncorks connections that stopped streaming
+//!    (`threadwire_transport`'s `cork` module, step 4): it watches the
+//!    node's connections for corking ([`Router::corking`], set here, so
+//!    that a node without this thread never corks), a connection that
+//!    corks wakes it, and while any is corked it wakes every millisecond
+//!    and uncorks those that sent nothing since its last look — the last
+//!    frames of a stream whose sender went on computing leave within
+//!    about two milliseconds. (A thread of the node that starts to wait
+//!    uncorks every connection at once: `progress`, step 11.)
 //!
 //! A peer that falls silent at time `s` sent its last byte by `s`; the
 //! first tick after `s + T − 5/4 tick` finds it, so by `s + T − tick/4`:
@@ -100,12 +109,14 @@ use crate::router::Router;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use threadwire_fiber::{Parker, Unparker};
-use threadwire_transport::{Channel, TcpChannel};
+use threadwire_transport::{Channel, Corking, TcpChannel};
 
 /// Ticks per peer timeout (step 1).
 const TICKS: u32 = 8;
+/// How often idle corked connections are looked for (step 5).
+const CORK_LOOK: Duration = Duration::from_millis(1);
 
 /// What the liveness thread watches: the node, seen as its router and its
 /// engine.
@@ -145,21 +156,39 @@ impl Liveness {
             return Ok(());
         };
         let name = format!("n{}-liveness", me.router().id);
-        drop(me);
         let signal = self.signal.clone();
+        let woken = self.signal.clone();
+        let corking = Corking::new(move || {
+            if let Some(u) = woken.unparker.get() {
+                u.unpark();
+            }
+        });
+        let _ = me.router().corking.set(corking.clone());
+        drop(me);
         let tick = timeout / TICKS;
         let handle = std::thread::Builder::new().name(name).spawn(move || {
             let parker = Parker::new();
             let _ = signal.unparker.set(parker.unparker());
+            let mut next_check = Instant::now() + tick;
             while !signal.stop.load(Ordering::SeqCst) {
-                parker.park_timeout(tick);
+                // Step 5: while a connection is corked, a look every
+                // millisecond.
+                let wait = next_check.saturating_duration_since(Instant::now());
+                match corking.any() {
+                    true => parker.park_timeout(wait.min(CORK_LOOK)),
+                    false => parker.park_timeout(wait),
+                }
                 if signal.stop.load(Ordering::SeqCst) {
                     return;
                 }
                 let Some(node) = node.upgrade() else {
                     return;
                 };
-                check(node.router(), node.engine(), timeout);
+                node.router().uncork_idle();
+                if Instant::now() >= next_check {
+                    check(node.router(), node.engine(), timeout);
+                    next_check = Instant::now() + tick;
+                }
             }
         })?;
         *lock(&self.thread) = Some(handle);

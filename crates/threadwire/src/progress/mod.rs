@@ -63,6 +63,12 @@
 //!     quiet peers, finds silent ones, and polls the engine a few times a
 //!     second when nobody else does ([`liveness`], steps 1–4).
 //!
+//! 11. A thread that starts to wait, on a thread or in a fiber, and a fiber
+//!     worker that goes idle first uncork this node's corked connections
+//!     ([`Router::uncork`]; `threadwire_transport`'s `cork` module): what
+//!     it waits for may answer the frames Nagle's algorithm holds there.
+//!     One load when none is corked.
+//!
 //! No thread spins when nothing is pending: idle waits end in the kernel.
 
 mod driver;
@@ -265,6 +271,7 @@ impl ProgressEngine {
     /// wakes its mailbox's owner); see [`wait_polling`](Self::wait_polling)
     /// otherwise.
     pub(crate) fn wait_until(&self, router: &Router, origin: Origin, done: impl FnMut() -> bool) {
+        router.uncork();
         if threadwire_fiber::in_fiber() {
             return self.wait_in_fiber(done, None, None);
         }
@@ -280,6 +287,7 @@ impl ProgressEngine {
         mut done: impl FnMut() -> bool,
         deadline: Instant,
     ) -> bool {
+        router.uncork();
         let mut held = false;
         let mut check = || {
             held = done();
@@ -295,6 +303,7 @@ impl ProgressEngine {
     /// Like [`wait_until`](Self::wait_until), for a condition that nothing
     /// wakes (queued bytes draining): a fiber re-checks it periodically.
     pub(crate) fn wait_polling(&self, router: &Router, origin: Origin, done: impl FnMut() -> bool) {
+        router.uncork();
         if threadwire_fiber::in_fiber() {
             return self.wait_in_fiber(done, Some(Duration::from_millis(1)), None);
         }
@@ -426,6 +435,7 @@ impl ProgressEngine {
     /// An idle fiber worker's sleep: inside `epoll_wait` if the driver is
     /// free (step 2), otherwise as a candidate (step 3).
     pub(crate) fn idle_sleep(&self, router: &Router, parker: &Parker, timeout: Option<Duration>) {
+        router.uncork();
         let idle = self.idle_timeout();
         let timeout = timeout.map_or(idle, |t| t.min(idle));
         if self.comm_thread.load(Ordering::Relaxed) {

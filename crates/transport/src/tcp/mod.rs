@@ -39,21 +39,28 @@
 //! reader nothing, and it goes on counting bytes that arrive while nobody
 //! reads them.
 //!
+//! A connection that streams small frames corks (`cork`, steps 1–4):
+//! its frames share packets until its owner uncorks it.
+//!
 //! A connection whose two ends are on this host uses Reno congestion
 //! control, whatever the system's default (`SAME_HOST_CONGESTION_CONTROL`
 //! says why).
 
+mod cork;
 mod reader;
 mod writer;
+
+pub use cork::{Corking, CORK_AFTER};
 
 use mio::net::TcpStream;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{fence, Ordering};
-use std::sync::{Mutex, TryLockError};
+use std::sync::{Arc, Mutex, TryLockError};
 use std::time::Duration;
 use threadwire_wire::{FrameError, FrameHeader, Payload};
 
+use cork::Cork;
 use reader::FrameReader;
 use writer::{Handoff, WriteQueue};
 
@@ -125,6 +132,7 @@ pub struct TcpChannel {
     /// Frames of senders that found the writer busy (combining step 2).
     handoff: Handoff,
     reader: Mutex<FrameReader>,
+    cork: Cork,
 }
 
 impl TcpChannel {
@@ -149,6 +157,7 @@ impl TcpChannel {
             writer: Mutex::new(WriteQueue::default()),
             handoff: Handoff::default(),
             reader: Mutex::new(FrameReader::new(max_frame)),
+            cork: Cork::default(),
         })
     }
 
@@ -190,6 +199,7 @@ impl TcpChannel {
             self.handoff.push(header.encode(), payload);
             fence(Ordering::SeqCst);
             self.write_handed_over();
+            self.cork.sent(&self.stream, header.len);
             return Ok(SendOutcome::Queued);
         };
         // Step 1.
@@ -197,7 +207,35 @@ impl TcpChannel {
         let outcome = queue.send(&self.stream, header.encode(), payload);
         drop(queue);
         self.write_handed_over();
+        if outcome.is_ok() {
+            self.cork.sent(&self.stream, header.len);
+        }
         outcome
+    }
+
+    /// Lets the channel cork while it streams, counted by `watch`
+    /// (`cork`, step 2); a channel never watched never corks. Only the
+    /// first watch given counts.
+    pub fn watch_corking(&self, watch: Arc<Corking>) {
+        self.cork.watch(watch);
+    }
+
+    /// Uncorks the channel (`cork`, step 4): what Nagle's algorithm holds
+    /// leaves at once. `true` if it was corked; costs one load otherwise.
+    #[inline]
+    pub fn uncork(&self) -> bool {
+        self.cork.uncork(&self.stream)
+    }
+
+    /// Uncorks the channel if it sent nothing since the last call
+    /// (`cork`, step 4): a timer's look at a stream that may have ended.
+    pub fn uncork_if_idle(&self) -> bool {
+        self.cork.uncork_if_idle(&self.stream)
+    }
+
+    /// Whether the channel is corked.
+    pub fn is_corked(&self) -> bool {
+        self.cork.is_corked()
     }
 
     /// Writes queued frames until the socket is full. `Ok(true)` when the
@@ -244,7 +282,12 @@ impl TcpChannel {
 
     /// Reads available frames and hands each to `on_frame`.
     pub fn receive(&self, on_frame: impl FnMut(Frame)) -> Result<ReadOutcome, ChannelError> {
-        lock(&self.reader).receive(&self.stream, on_frame)
+        let outcome = lock(&self.reader).receive(&self.stream, on_frame);
+        if !matches!(outcome, Ok(ReadOutcome::Empty)) {
+            // `cork`, step 3.
+            self.cork.heard();
+        }
+        outcome
     }
 
     /// Registers `len` bytes at `buffer` for the bulk frame
@@ -314,6 +357,7 @@ impl TcpChannel {
     /// still queued is dropped by the time this returns (so the owner of
     /// borrowed bytes in one may stop waiting for them).
     pub fn close(&self) {
+        self.cork.uncork(&self.stream);
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
         let mut queue = lock(&self.writer);
         queue.absorb(&self.handoff);

@@ -209,3 +209,110 @@ fn quiet_counts_from_the_last_data() {
         "{sent:?} {received:?}"
     );
 }
+
+/// Whether the kernel holds `TCP_NODELAY` set on `c`'s socket.
+fn nodelay(c: &TcpChannel) -> bool {
+    c.stream.nodelay().unwrap()
+}
+
+fn small(tag: u32) -> (FrameHeader, Payload) {
+    let h = FrameHeader::data(1, 2, tag, Format::OPAQUE, 8);
+    (h, Payload::from_vec(tag.to_le_bytes().repeat(2)))
+}
+
+fn send_small(c: &TcpChannel, tags: std::ops::Range<u32>) {
+    for tag in tags {
+        let (h, p) = small(tag);
+        c.send(&h, p).map_err(|(e, _)| e).unwrap();
+    }
+}
+
+/// A watch that counts the corks it is told of.
+fn watch() -> (Arc<Corking>, Arc<std::sync::atomic::AtomicUsize>) {
+    let told = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let t = told.clone();
+    let watch = Corking::new(move || {
+        t.fetch_add(1, Ordering::SeqCst);
+    });
+    (watch, told)
+}
+
+#[test]
+fn a_watched_stream_corks_and_uncorks_on_demand() {
+    let (a, b, _) = pair(1 << 20);
+    let (w, told) = watch();
+    a.watch_corking(w.clone());
+    assert!(nodelay(&a), "a channel starts with TCP_NODELAY");
+    send_small(&a, 0..CORK_AFTER - 1);
+    assert!(!a.is_corked() && nodelay(&a), "not yet a stream");
+    send_small(&a, CORK_AFTER - 1..CORK_AFTER);
+    assert!(a.is_corked() && !nodelay(&a), "corked after {CORK_AFTER}");
+    assert!(w.any());
+    assert_eq!(told.load(Ordering::SeqCst), 1);
+    // Frames sent while corked arrive, in order, once uncorked.
+    send_small(&a, CORK_AFTER..200);
+    assert!(a.uncork());
+    assert!(!a.uncork(), "uncorked once");
+    assert!(nodelay(&a) && !w.any());
+    let got = pump(&a, &b, 200).unwrap();
+    for (i, f) in got.iter().enumerate() {
+        assert_eq!(f.header.tag, i as u32);
+        assert_eq!(f.payload, (i as u32).to_le_bytes().repeat(2));
+    }
+}
+
+#[test]
+fn bare_headers_and_answers_keep_a_channel_uncorked() {
+    let (a, b, _) = pair(1 << 20);
+    let (w, _) = watch();
+    a.watch_corking(w.clone());
+    // Doorbells and heartbeats are bare headers: never a stream.
+    let bell = FrameHeader::control(threadwire_wire::FrameKind::Doorbell, 0, 0);
+    for _ in 0..3 * CORK_AFTER {
+        a.send(&bell, Payload::from_vec(Vec::new()))
+            .map_err(|(e, _)| e)
+            .unwrap();
+    }
+    assert!(!a.is_corked());
+    // A conversation: the peer answers before the count runs out.
+    for round in 0..4 {
+        send_small(&a, 0..CORK_AFTER - 1);
+        let (h, p) = small(round);
+        b.send(&h, p).map_err(|(e, _)| e).unwrap();
+        pump(&b, &a, 1).unwrap();
+        assert!(!a.is_corked(), "round {round}");
+    }
+    // An unwatched channel never corks.
+    send_small(&b, 0..3 * CORK_AFTER);
+    assert!(!b.is_corked() && nodelay(&b));
+    assert!(!w.any());
+}
+
+#[test]
+fn an_idle_corked_channel_uncorks_at_the_second_look() {
+    let (a, _b, _) = pair(1 << 20);
+    let (w, _) = watch();
+    a.watch_corking(w.clone());
+    send_small(&a, 0..CORK_AFTER);
+    assert!(a.is_corked());
+    assert!(!a.uncork_if_idle(), "it sent since it corked");
+    send_small(&a, 0..1);
+    assert!(!a.uncork_if_idle(), "it sent since the last look");
+    assert!(a.uncork_if_idle(), "nothing sent since the last look");
+    assert!(nodelay(&a) && !w.any());
+}
+
+#[test]
+fn closing_or_dropping_a_corked_channel_releases_the_count() {
+    let (a, b, _) = pair(1 << 20);
+    let (w, _) = watch();
+    a.watch_corking(w.clone());
+    b.watch_corking(w.clone());
+    send_small(&a, 0..CORK_AFTER);
+    send_small(&b, 0..CORK_AFTER);
+    assert!(a.is_corked() && b.is_corked());
+    a.close();
+    assert!(!a.is_corked() && w.any());
+    drop(b);
+    assert!(!w.any());
+}
