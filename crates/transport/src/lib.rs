@@ -39,6 +39,7 @@ pub mod handshake;
 mod loom;
 pub mod shm;
 mod tcp;
+pub mod udp;
 
 #[cfg(not(loom))]
 pub use channel::Channel;

@@ -1,0 +1,96 @@
+//! The reliable UDP channel's protocol: one pair's ordered byte stream
+//! over authenticated datagrams, after QUIC's loss recovery and
+//! congestion control (RFC 9002), sized for a LAN.
+//!
+//! [`Connection`] is the protocol without I/O (its caller reads and
+//! writes the socket and keeps time), so that loss, reordering,
+//! duplication and forgery are tested deterministically. The frames of
+//! the wire crate travel in its stream exactly as over TCP.
+//!
+//! # The protocol
+//!
+//! Datagrams carry a header (sender, receiver, the pair's session, a
+//! packet number), frames and a 16-byte tag (`packet` has the layout).
+//!
+//! 1. **Receiving a datagram.** It is refused, changing nothing but a
+//!    counter, unless it names this pair and session, its tag proves the
+//!    pair's key for that direction ([`Keys::derive`]: from the job secret
+//!    and both sides' fresh nonces, exchanged over the pair's
+//!    authenticated connection), its packet number was not received
+//!    before (a replay, or the network's duplicate: answered with an
+//!    acknowledgement), and every frame in it parses. Packet numbers never
+//!    repeat, so a recorded datagram cannot be replayed into this session
+//!    or another.
+//! 2. **Sending.** Bytes written join the stream at the next offset.
+//!    Every datagram takes a new packet number and as much of the lowest
+//!    unsent (or lost) stream data as fits, below the peer's flow-control
+//!    limit, while the congestion window has room; an acknowledgement due
+//!    rides along.
+//! 3. **Acknowledging.** A datagram with stream data or a ping makes an
+//!    acknowledgement due, sent with the next datagram — the caller polls
+//!    for datagrams after each batch it reads, so acknowledgements wait
+//!    for no timer. It lists the highest 32 ranges of packet numbers
+//!    received, cumulative and selective at once, and the receive limit.
+//! 4. **Loss.** A packet is lost once one sent three numbers later is
+//!    acknowledged, or once the loss delay (9/8 of the larger of the
+//!    latest and smoothed round trips, at least 1 ms) has passed since it
+//!    was sent while a later one is acknowledged (RFC 9002, 6.1). Its
+//!    stream data not acknowledged otherwise is sent again, in a new
+//!    packet. Round trips are sampled on the largest newly acknowledged
+//!    packet; before the first sample 2 ms is assumed (RFC 9002's 333 ms
+//!    is the Internet's: GASNet's UDP conduit waits 100 ms for its first
+//!    retransmission).
+//! 5. **Probes.** With packets unacknowledged and no loss to find, a
+//!    probe timeout (smoothed round trip + max(4 × variation, 1 ms),
+//!    doubled at each expiry) sends a datagram that must be acknowledged —
+//!    data if any waits, else a ping — so that a lost tail is found by the
+//!    loss rules of step 4 one round trip later.
+//! 6. **Flow control.** The receiver accepts stream bytes below the limit
+//!    `read + window` and refuses a datagram beyond it as a breach; it
+//!    sends its limit in every acknowledgement, and makes one due when
+//!    its reader has taken half a window since the last limit sent. A
+//!    sender blocked at the limit with nothing in flight probes (step 5)
+//!    so that a lost update costs a timeout, never a deadlock. Memory per
+//!    peer is bounded by the window on the receiving side.
+//! 7. **Reassembly.** Stream pieces may arrive in any order and overlap;
+//!    the parts not received before are kept, and the in-order prefix is
+//!    handed to the reader.
+//! 8. **Loss of the peer.** With data unacknowledged, a peer not heard
+//!    from for [`Config::lost_after`] is lost: the connection stops.
+//!
+//! Congestion control is NewReno in bytes (RFC 9002, 7; `recovery`):
+//! slow start from ten datagrams, then one datagram more per window
+//! acknowledged; a loss halves the window at most once per round trip.
+
+mod connection;
+mod packet;
+mod ranges;
+mod recovery;
+
+pub use connection::{Config, Connection};
+#[doc(hidden)]
+pub use packet::seal_datagram;
+pub use packet::{Keys, PacketError};
+
+/// Counters of one pair's datagrams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UdpStats {
+    /// Datagrams sent.
+    pub sent: u64,
+    /// Datagrams received and accepted.
+    pub received: u64,
+    /// Packets declared lost (their data sent again).
+    pub lost: u64,
+    /// Probe timeouts that fired.
+    pub probes: u64,
+    /// Datagrams refused as already received.
+    pub duplicates: u64,
+    /// Datagrams refused for a tag that does not prove the key.
+    pub forged: u64,
+    /// Datagrams refused otherwise: not ours, another pair or session,
+    /// malformed.
+    pub refused: u64,
+}
+
+#[cfg(test)]
+mod tests;
