@@ -79,16 +79,23 @@
 
 mod build;
 mod command;
+mod delay;
 mod error;
+mod helper;
+mod impair;
 mod inspect;
 mod link;
+mod load;
 mod plan;
 mod scoped;
 
 pub use build::{down, up};
 pub use command::unavailable;
+pub use delay::LIMIT as DELAY_QUEUE_LIMIT;
 pub use error::NetError;
-pub use inspect::current;
+pub use helper::serve_helper;
+pub use impair::{Delay, Load, Loss, ParseImpairmentError};
+pub use inspect::{current, delay_queue_drops};
 pub use link::{Link, ParseLinkError};
 pub use plan::{Host, Net, NetConfig};
 pub use scoped::ScopedNet;
