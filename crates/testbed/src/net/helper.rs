@@ -259,6 +259,12 @@ pub(super) fn stop<'a>(
 /// impairments calls it when run with those arguments, and names itself
 /// in [`NetConfig::helper`](super::NetConfig::helper).
 pub fn serve_helper(args: &[String], handshake: &mut dyn Write) -> Result<(), NetError> {
+    // `up` starts helpers with SIGINT, SIGTERM and SIGHUP held, and a
+    // child inherits its parent's mask: let them through, so that `stop`'s
+    // SIGTERM ends this process at once.
+    let signals = crate::signals::signal_set();
+    // SAFETY: `signals` is an initialised set; SIG_UNBLOCK is a valid `how`.
+    unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &signals, std::ptr::null_mut()) };
     let result = serve(args, &mut *handshake);
     if let Err(e) = &result {
         // Read by `start` only before `ready`; after it, nobody listens.

@@ -32,7 +32,9 @@ impl Loss {
     /// 0.1, the nearest 2^-31 step), to the ppm.
     pub(super) fn from_probability(probability: f64) -> Option<Loss> {
         let ppm = (probability * 1e6).round();
-        (1.0..1e6).contains(&ppm).then_some(Loss { ppm: ppm as u32 })
+        (1.0..1e6)
+            .contains(&ppm)
+            .then_some(Loss { ppm: ppm as u32 })
     }
 }
 
