@@ -267,6 +267,15 @@ fn delay() {
         [0, 0]
     );
 
+    // A program that is no helper: `up` says so and leaves nothing.
+    let err = net::up(&NetConfig {
+        helper: Some(PathBuf::from("/bin/true")),
+        ..delayed.clone()
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("said no `ready`"), "{err}");
+    assert_eq!(leftovers(prefix), Vec::<String>::new());
+
     // Without the delay: no queue, no rule.
     net::up(&plain).unwrap();
     assert_eq!(helper_count(prefix), 0, "{:?}", leftovers(prefix));

@@ -60,6 +60,10 @@ pub fn up(cfg: &NetConfig) -> Result<Net, NetError> {
 pub(super) fn up_locked(cfg: &NetConfig, _locked: &Registry) -> Result<Net, NetError> {
     require_root("creating")?;
     let net = plan(cfg)?;
+    let impaired = net.loss.is_some() || net.delay.is_some() || net.load.is_some();
+    if impaired && !crate::process::on_path("iptables") {
+        return Err(NetErrorKind::NoIptables.into());
+    }
     let helper = match net.delay.is_some() || net.load.is_some() {
         true => Some(helper::program(cfg.helper.as_deref())?),
         false => None,

@@ -31,6 +31,10 @@ pub(super) enum NetErrorKind {
     LoadUnshaped,
     #[error("bad host count {0} with --load: use at most 252 hosts (.253 is the load's source)")]
     LoadHostCount(u32),
+    #[error(
+        "--loss, --delay and --load need iptables, which is not installed (apt install iptables)"
+    )]
+    NoIptables,
     #[error("cannot start `{line}`")]
     HelperSpawn { line: String, source: io::Error },
     #[error("`{line}` did not start: {message}")]

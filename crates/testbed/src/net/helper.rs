@@ -15,7 +15,8 @@
 //! 1. [`start`] spawns it and reads one line from its standard output:
 //!    `ready` once it has bound its queue or opened its socket, else
 //!    `error: …`, so that `up` returns only with the impairment working,
-//!    or an error saying why not.
+//!    or an error saying why not. A helper silent for 10 s is killed (a
+//!    program that is no helper).
 //! 2. The helper runs until killed. It is not waited for: `threadwire net
 //!    up` exits at once, and the helper is then init's.
 //! 3. [`stop`] finds the helpers in a net's namespaces (`ip netns pids`,
@@ -25,12 +26,12 @@
 //!    children (a `ScopedNet` in a long-lived program).
 
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::net::Ipv4Addr;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::command::run;
@@ -40,6 +41,8 @@ use crate::process::{wait_all_exited, Pidfd};
 
 /// How long a helper has to end after SIGTERM, and again after SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);
+/// How long a helper has to say `ready`: its setup is a few system calls.
+const READY_WAIT: Duration = Duration::from_secs(10);
 
 /// A helper's kind, the word after `net`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,25 +127,47 @@ pub(super) fn start(program: &Path, namespace: &str, args: &[String]) -> Result<
             line: line.clone(),
             source,
         })?;
-    let mut first = String::new();
-    if let Some(stdout) = child.stdout.take() {
-        // Bounded: the helper answers once its setup, a few system calls,
-        // is done, or it exits and the pipe closes.
-        let _ = BufReader::new(stdout).read_line(&mut first);
-    }
+    let first = match child.stdout.take() {
+        Some(stdout) => first_line(stdout, Instant::now() + READY_WAIT),
+        None => String::new(),
+    };
     if first.trim_end() == "ready" {
         // Not waited for (step 2); `stop` reaps it if it is still ours.
         drop(child);
         return Ok(());
     }
+    // A program that is no helper may run on: it has had its time.
+    let _ = child.kill();
     let status = child
         .wait()
         .map_or_else(|e| e.to_string(), |s| s.to_string());
     let message = match first.trim_end().strip_prefix("error: ") {
         Some(error) => error.to_string(),
-        None => format!("it exited ({status}) without a word"),
+        None => format!(
+            "it said no `ready` within {} s ({status})",
+            READY_WAIT.as_secs()
+        ),
     };
     Err(NetErrorKind::Helper { line, message }.into())
+}
+
+/// The first line `stdout` gives before `deadline`, or what came of it:
+/// empty if it closed or stayed silent.
+fn first_line(mut stdout: ChildStdout, deadline: Instant) -> String {
+    let mut line = Vec::new();
+    let mut buf = [0u8; 256];
+    while !line.contains(&b'\n') {
+        match crate::poll::readable(&[stdout.as_fd()], Some(deadline)) {
+            Ok(ready) if ready[0] => {}
+            _ => break,
+        }
+        match stdout.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => line.extend_from_slice(&buf[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&line);
+    text.lines().next().unwrap_or("").to_string()
 }
 
 /// The helpers of `prefix` in `namespace`: each one's pid and arguments
