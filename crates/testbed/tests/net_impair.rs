@@ -35,9 +35,10 @@ const CHILD: &str = "THREADWIRE_NET_IMPAIR_CHILD";
 /// its start.
 const MARKS: &str = "THREADWIRE_NET_IMPAIR_MARKS";
 
-const TESTS: [(&str, fn()); 4] = [
+const TESTS: [(&str, fn()); 5] = [
     ("loss_is_near_what_was_asked_and_spares_loopback", loss),
     ("delay_shows_in_round_trips_and_up_again_replaces", delay),
+    ("a_full_delay_queue_drops_and_counts", full_queue),
     ("load_runs_on_every_receive_link_and_goes_with_down", load),
     ("an_interrupted_up_stops_its_helpers", interrupted_up),
 ];
@@ -124,8 +125,14 @@ fn in_namespace<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
 }
 
 /// Sends `count` datagrams from `from` (in namespace `from_ns`) to a
-/// socket at `to` in namespace `to_ns`, and says how many arrived.
-fn datagrams_through(from_ns: &str, from: Ipv4Addr, to_ns: &str, to: Ipv4Addr, count: u32) -> u32 {
+/// socket at `to` in namespace `to_ns`, and says how many arrived before
+/// `quiet` passed without one.
+fn datagrams_through(
+    (from_ns, from): (&str, Ipv4Addr),
+    (to_ns, to): (&str, Ipv4Addr),
+    count: u32,
+    quiet: Duration,
+) -> u32 {
     let receiver = in_namespace(to_ns, || UdpSocket::bind((to, 0))).unwrap();
     // Room for every datagram, so that the socket drops none itself.
     let size: libc::c_int = 16 << 20;
@@ -140,9 +147,7 @@ fn datagrams_through(from_ns: &str, from: Ipv4Addr, to_ns: &str, to: Ipv4Addr, c
         )
     };
     assert_eq!(rc, 0, "SO_RCVBUFFORCE: {}", std::io::Error::last_os_error());
-    receiver
-        .set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
+    receiver.set_read_timeout(Some(quiet)).unwrap();
     let target = receiver.local_addr().unwrap();
     let sender = in_namespace(from_ns, || UdpSocket::bind((from, 0))).unwrap();
     for i in 0..count {
@@ -150,8 +155,8 @@ fn datagrams_through(from_ns: &str, from: Ipv4Addr, to_ns: &str, to: Ipv4Addr, c
     }
     let mut buf = [0u8; 16];
     let mut arrived = 0;
-    // The last datagram was sent before the first read: 500 ms of silence
-    // means no more are coming.
+    // The last datagram was sent before the first read: silence for
+    // longer than any delay means no more are coming.
     while receiver.recv(&mut buf).is_ok() {
         arrived += 1;
     }
@@ -171,12 +176,13 @@ fn loss() {
         unreachable!()
     };
     let sent = 2000;
-    let arrived = datagrams_through(&h0.name, h0.addr, &h1.name, h1.addr, sent);
+    let quiet = Duration::from_millis(500);
+    let arrived = datagrams_through((&h0.name, h0.addr), (&h1.name, h1.addr), sent, quiet);
     let lost = f64::from(sent - arrived) / f64::from(sent) * 100.0;
     eprintln!("10% loss asked, {lost:.1}% of {sent} datagrams lost h0 -> h1");
     assert!((5.0..=15.0).contains(&lost), "{lost:.1}% lost");
     let lo = Ipv4Addr::LOCALHOST;
-    let looped = datagrams_through(&h1.name, lo, &h1.name, lo, sent);
+    let looped = datagrams_through((&h1.name, lo), (&h1.name, lo), sent, quiet);
     assert_eq!(looped, sent, "loopback inside a host lost datagrams");
     net::down(prefix).unwrap();
     assert_eq!(leftovers(prefix), Vec::<String>::new());
@@ -281,6 +287,32 @@ fn delay() {
     assert_eq!(helper_count(prefix), 0, "{:?}", leftovers(prefix));
     let rules = output("ip", &["netns", "exec", "twimp2h0", "iptables", "-S"]);
     assert!(!rules.contains("NFQUEUE"), "{rules}");
+    net::down(prefix).unwrap();
+    assert_eq!(leftovers(prefix), Vec::<String>::new());
+}
+
+fn full_queue() {
+    let prefix = "twimp5";
+    let _down = Down(prefix);
+    let cfg = NetConfig {
+        delay: Some("500ms".parse().unwrap()),
+        ..config(prefix, 2, Link::Unshaped)
+    };
+    let net = net::up(&cfg).unwrap();
+    let [h0, h1] = &net.hosts[..] else {
+        unreachable!()
+    };
+    // Sent in far less than 500 ms: the queue fills, the rest is dropped.
+    let sent = net::DELAY_QUEUE_LIMIT + 1000;
+    let quiet = Duration::from_millis(1500);
+    let arrived = datagrams_through((&h0.name, h0.addr), (&h1.name, h1.addr), sent, quiet);
+    let drops = net::delay_queue_drops(&net).unwrap();
+    eprintln!("{sent} datagrams into a 500 ms queue: {arrived} arrived, {drops:?} dropped");
+    assert!(
+        arrived >= net::DELAY_QUEUE_LIMIT && arrived < sent,
+        "{arrived}"
+    );
+    assert_eq!(drops, [0, u64::from(sent - arrived)]);
     net::down(prefix).unwrap();
     assert_eq!(leftovers(prefix), Vec::<String>::new());
 }

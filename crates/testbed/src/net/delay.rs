@@ -21,7 +21,12 @@
 //!    its ACCEPT verdict in arrival order.
 //!
 //! Memory is bounded: at most [`LIMIT`] packets are held, each as the
-//! kernel's copy and, here, one page of netlink buffer: 16 MiB at most.
+//! kernel's copy and, here, one page of netlink buffer: 16 MiB at most
+//! (measured: 22 MB resident with 4096 held, 5 MB idle).
+//!
+//! Throughput: a packet costs a `recv` and a verdict, two system calls;
+//! measured, a TCP stream over `gige` with a 1 ms delay moved 953 Mbit/s
+//! (956 without), the two queues taking 15% and 30% of a core.
 //!
 //! Precision, measured with `ping -U` between two hosts (user-space times:
 //! plain `ping` reads the kernel's arrival stamp, taken before the queue),
