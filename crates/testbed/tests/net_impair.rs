@@ -279,7 +279,7 @@ fn delay() {
         ..delayed.clone()
     })
     .unwrap_err();
-    assert!(err.to_string().contains("said no `ready`"), "{err}");
+    assert!(err.to_string().contains("no `ready` from it"), "{err}");
     assert_eq!(leftovers(prefix), Vec::<String>::new());
 
     // Without the delay: no queue, no rule.

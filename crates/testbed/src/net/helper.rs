@@ -144,7 +144,7 @@ pub(super) fn start(program: &Path, namespace: &str, args: &[String]) -> Result<
     let message = match first.trim_end().strip_prefix("error: ") {
         Some(error) => error.to_string(),
         None => format!(
-            "it said no `ready` within {} s ({status})",
+            "no `ready` from it before it ended or {} s passed ({status})",
             READY_WAIT.as_secs()
         ),
     };
