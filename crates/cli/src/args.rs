@@ -5,7 +5,7 @@ use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use threadwire_bench::report::Format;
-use threadwire_testbed::net::Link;
+use threadwire_testbed::net::{Delay, Link, Load, Loss};
 
 #[derive(Parser)]
 #[command(
@@ -120,14 +120,52 @@ pub enum VmRequest {
 #[derive(Subcommand)]
 pub enum Net {
     /// Create K hosts (namespaces PREFIXh0…) on a bridge, each link shaped to
-    /// the given rate; replaces an existing net of the same prefix.
+    /// the given rate, and optionally lossy, slow or loaded; replaces an
+    /// existing net of the same prefix.
+    #[command(after_help = "\
+Impairments act on what each host receives on eth0 (never on loopback), so
+a path between two hosts has them once each way, and so does the path
+between a host and this machine (a launcher on the bridge address):
+
+  --loss 1         each host drops 1% of the packets it receives at random
+                   (iptables' statistic match); a round trip loses ~2%
+  --delay 5ms/1ms  each host holds what it receives 5 ms ± 1 ms (uniform,
+                   never reordered) in a delay queue, a helper process
+                   reading NFQUEUE 0 in the namespace: a ping's round trip
+                   grows by ~10 ms. At most 4096 packets held per host,
+                   more are dropped (counted by the kernel, see `net show`);
+                   if the queue process dies, packets pass undelayed
+                   (--queue-bypass)
+  --load 0.5       a source in namespace PREFIXload (10.77.N.253) sends
+                   every host UDP at half its link's rate, which competes
+                   with the job's packets on the host's receive link and is
+                   dropped on arrival; needs a shaped --link
+
+`net down` stops the helper processes and removes all of it; so does a
+Ctrl-C during `net up`. Needs iptables for --loss, --delay and --load.
+
+Examples:
+  threadwire net up --hosts 4 --link fast100 --loss 0.5
+  threadwire net up --link atm155 --delay 5ms/1ms --load 0.2")]
     Up {
         /// Number of hosts.
         #[arg(long, default_value_t = 2)]
         hosts: u32,
-        /// ethernet10, fast100, atm155, gige or none.
+        /// ethernet10, fast100, atm155 (its 135.6 Mbit/s payload rate),
+        /// gige or none.
         #[arg(long, default_value = "none")]
         link: Link,
+        /// Percent of received packets each host drops at random (1, 0.5).
+        #[arg(long, value_name = "P")]
+        loss: Option<Loss>,
+        /// One-way delay each host adds to what it receives, with an
+        /// optional jitter (5ms, 5ms/1ms; us, ms or s).
+        #[arg(long, value_name = "D[/J]")]
+        delay: Option<Delay>,
+        /// Background UDP on each host's receive link, as a fraction of
+        /// the link's rate (0.2, 0.5, 0.9); needs a shaped --link.
+        #[arg(long, value_name = "F")]
+        load: Option<Load>,
         #[command(flatten)]
         prefix: Prefix,
     },
@@ -135,6 +173,20 @@ pub enum Net {
     Down(Prefix),
     /// Describe the net of this prefix.
     Show(Prefix),
+    /// A host's delay queue, started by `net up --delay`.
+    #[command(hide = true)]
+    DelayQueue(Helper),
+    /// The load's source, started by `net up --load`.
+    #[command(hide = true)]
+    LoadSource(Helper),
+}
+
+/// A helper's arguments, as `net up` writes them
+/// (threadwire_testbed::net::serve_helper).
+#[derive(Args)]
+pub struct Helper {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
 }
 
 #[derive(Args)]

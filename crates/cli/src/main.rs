@@ -81,15 +81,30 @@ fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Net(Net::Up {
             hosts,
             link,
+            loss,
+            delay,
+            load,
             prefix,
         }) => {
-            let prefix = prefix.prefix;
             let config = threadwire_testbed::net::NetConfig {
-                hosts,
-                link,
-                prefix,
+                prefix: prefix.prefix,
+                loss,
+                delay,
+                load,
+                ..threadwire_testbed::net::NetConfig::new(hosts, link)
             };
-            render::net(&threadwire_testbed::net::up(&config)?);
+            let net = threadwire_testbed::net::up(&config)?;
+            render::net(&net, &threadwire_testbed::net::delay_queue_drops(&net)?);
+            exit(0)
+        }
+        Command::Net(Net::DelayQueue(helper)) => {
+            let args = [&["delay-queue".to_string()], &helper.args[..]].concat();
+            threadwire_testbed::net::serve_helper(&args, &mut std::io::stdout())?;
+            exit(0)
+        }
+        Command::Net(Net::LoadSource(helper)) => {
+            let args = [&["load-source".to_string()], &helper.args[..]].concat();
+            threadwire_testbed::net::serve_helper(&args, &mut std::io::stdout())?;
             exit(0)
         }
         Command::Net(Net::Down(Prefix { prefix })) => {
@@ -99,7 +114,7 @@ fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Net(Net::Show(Prefix { prefix })) => {
             match threadwire_testbed::net::current(&prefix)? {
                 Some(net) => {
-                    render::net(&net);
+                    render::net(&net, &threadwire_testbed::net::delay_queue_drops(&net)?);
                     exit(0)
                 }
                 None => {

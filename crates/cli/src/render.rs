@@ -113,11 +113,32 @@ pub fn aside(ev: &Event) {
 }
 
 /// A net of emulated hosts, and the host file that runs a job on it.
-pub fn net(net: &threadwire_testbed::net::Net) {
+pub fn net(net: &threadwire_testbed::net::Net, delay_queue_drops: &[u64]) {
     println!(
         "bridge {} {} — link {}",
         net.bridge, net.bridge_addr, net.link
     );
+    let mut impairments = Vec::new();
+    if let Some(loss) = net.loss {
+        impairments.push(format!("loss {loss} (random, of what each host receives)"));
+    }
+    if let Some(delay) = net.delay {
+        let dropped: u64 = delay_queue_drops.iter().sum();
+        impairments.push(format!(
+            "delay {delay} (each host's receive side; {dropped} packets dropped over the \
+             queues' limit of {})",
+            threadwire_testbed::net::DELAY_QUEUE_LIMIT
+        ));
+    }
+    if let Some(load) = net.load {
+        impairments.push(format!(
+            "load {load} of the rate on each host's receive link (UDP from {}load)",
+            net.prefix
+        ));
+    }
+    for line in impairments {
+        println!("impairment: {line}");
+    }
     for h in &net.hosts {
         println!("host {} {}", h.name, h.addr);
     }

@@ -268,6 +268,70 @@ fn nodes_on_namespace_hosts_share_memory_inside_and_use_tcp_between() {
     }
 }
 
+/// `net up --loss --delay --load` starts the delay queues and the load's
+/// source as `threadwire net …` helpers, `net show` lists the
+/// impairments, and `net down` stops the helpers. Needs root, network
+/// namespaces and iptables; skips saying why without them.
+#[test]
+fn net_up_with_impairments_starts_helpers_that_down_stops() {
+    const PREFIX: &str = "twn2";
+    let helpers = || {
+        let ps = run(std::process::Command::new("ps").args(["-eo", "args"]));
+        ps.stdout
+            .lines()
+            .filter(|l| l.contains(&format!(" net delay-queue {PREFIX} ")))
+            .chain(
+                ps.stdout
+                    .lines()
+                    .filter(|l| l.contains(&format!(" net load-source {PREFIX} "))),
+            )
+            .count()
+    };
+    let args = [
+        "net",
+        "up",
+        "--hosts",
+        "2",
+        "--link",
+        "fast100",
+        "--loss",
+        "1",
+        "--delay",
+        "1ms/0.2ms",
+        "--load",
+        "0.2",
+        "--prefix",
+        PREFIX,
+    ];
+    let up = run(threadwire().args(args));
+    if up.code() != Some(0) {
+        eprintln!(
+            "SKIPPED: cannot create impaired hosts here: {}",
+            up.stderr.trim()
+        );
+        return;
+    }
+    let _guard = NetGuard(PREFIX);
+    assert_eq!(helpers(), 3, "{}", up.show());
+    let show = run(threadwire().args(["net", "show", "--prefix", PREFIX]));
+    for line in [
+        "impairment: loss 1%",
+        "impairment: delay 1ms/200us",
+        "impairment: load 0.2",
+    ] {
+        assert!(show.stdout.contains(line), "no {line:?}\n{}", show.show());
+    }
+    let down = run(threadwire().args(["net", "down", "--prefix", PREFIX]));
+    assert_eq!(down.code(), Some(0), "{}", down.show());
+    assert_eq!(helpers(), 0);
+    let refused = run(threadwire().args(["net", "up", "--load", "0.5", "--prefix", PREFIX]));
+    assert!(
+        refused.stderr.contains("needs a shaped link"),
+        "{}",
+        refused.show()
+    );
+}
+
 /// `run --verbose` shows every node's join (with its channels) and its
 /// leave, as the launcher's event log.
 #[test]

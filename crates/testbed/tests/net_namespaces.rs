@@ -297,7 +297,7 @@ fn measure_every_link() {
         let net = net::up(&config(prefix, 2, link)).unwrap();
         let mbit = tcp_mbit(&net.hosts[0], &net.hosts[1], Duration::from_secs(3));
         let share = link.rate_mbit().map_or(String::new(), |r| {
-            format!(" ({:.1}% of {r})", mbit / f64::from(r) * 100.0)
+            format!(" ({:.1}% of {r})", mbit / r * 100.0)
         });
         eprintln!("{link:>10}: {mbit:8.1} Mbit/s{share}");
         net::down(prefix).unwrap();

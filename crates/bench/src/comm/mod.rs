@@ -183,7 +183,7 @@ impl Options {
 /// unshaped paths.
 fn estimated_one_way_seconds(path: Path, size: usize) -> f64 {
     match path.link().and_then(|l| l.rate_mbit()) {
-        Some(mbit) => size as f64 * 8.0 / (f64::from(mbit) * 1e6 * PAYLOAD_SHARE),
+        Some(mbit) => size as f64 * 8.0 / (mbit * 1e6 * PAYLOAD_SHARE),
         None => 0.0,
     }
 }

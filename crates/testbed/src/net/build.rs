@@ -3,12 +3,13 @@
 //! module docs).
 
 use std::net::Ipv4Addr;
+use std::path::Path;
 
 use super::command::{require_root, run};
 use super::error::NetErrorKind;
 use super::inspect::{inet_addr, namespaces, root_links};
-use super::plan::{check_prefix, plan, Names};
-use super::{Link, Net, NetConfig, NetError};
+use super::plan::{check_prefix, plan, Names, LOAD_SOURCE_OCTET};
+use super::{delay, helper, load, Link, Net, NetConfig, NetError};
 use crate::interrupt::Registry;
 use crate::signals::HeldSignals;
 
@@ -35,8 +36,18 @@ const TBF_LATENCY_MS: u32 = 50;
 ///    and on a shaped link, with R its rate, B = max(32 KiB, R/1000 bytes: 1 ms of data)
 ///    and L = 50 ms:
 ///    `tc -n h qdisc replace dev eth0 root tbf rate Rmbit burst B latency L`,
-///    `tc qdisc replace dev pv{i} root tbf rate Rmbit burst B latency L`.
-/// 6. If a command fails or a held signal arrives (or the interrupt thread
+///    `tc qdisc replace dev pv{i} root tbf rate Rkbit burst B latency L`.
+/// 6. With a load (module docs, "Impairments"): the namespace `pload`, a
+///    veth pair `pvl` / `eth0` on the bridge as in step 5, unshaped, with
+///    `10.77.N.253/24`.
+/// 7. Per host, with `ipt` = `ip netns exec h iptables -w -A INPUT -i eth0`:
+///    with a load, `ipt -s 10.77.N.253 -p udp --dport 9 -j DROP`; with a
+///    loss P%, `ipt -m statistic --mode random --probability P/100 -j DROP`;
+///    with a delay, `ipt -j NFQUEUE --queue-num 0 --queue-bypass`.
+/// 8. With a delay, start a delay queue in each host; with a load, the
+///    load's source in `pload` (each `up` waits for its `ready`, module
+///    docs of `helper.rs`).
+/// 9. If a command fails or a held signal arrives (or the interrupt thread
 ///    took one, [`crate::interrupt`]), remove everything as in step 2 and
 ///    return the error; a held signal is then let through.
 ///
@@ -49,10 +60,18 @@ pub fn up(cfg: &NetConfig) -> Result<Net, NetError> {
 pub(super) fn up_locked(cfg: &NetConfig, _locked: &Registry) -> Result<Net, NetError> {
     require_root("creating")?;
     let net = plan(cfg)?;
+    let impaired = net.loss.is_some() || net.delay.is_some() || net.load.is_some();
+    if impaired && !crate::process::on_path("iptables") {
+        return Err(NetErrorKind::NoIptables.into());
+    }
+    let helper = match net.delay.is_some() || net.load.is_some() {
+        true => Some(helper::program(cfg.helper.as_deref())?),
+        false => None,
+    };
     let held = HeldSignals::hold();
     remove(&net.prefix)?;
     check_subnet_free(&net)?;
-    let built = build(&net, &held);
+    let built = build(&net, helper.as_deref(), &held);
     match built {
         Ok(()) => Ok(net),
         Err(cause) => match remove(&net.prefix) {
@@ -74,11 +93,17 @@ pub(super) fn up_locked(cfg: &NetConfig, _locked: &Registry) -> Result<Net, NetE
 /// 1. Check for root and a valid prefix, running nothing otherwise; take
 ///    the interrupt registry's lock and hold back SIGINT, SIGTERM and
 ///    SIGHUP until the end (module docs).
-/// 2. `ip link del pv{i}` for every root-namespace link named `pv<digits>`:
-///    deleting one end of a veth pair deletes both, at once (deleting a
-///    namespace only frees its interfaces later, asynchronously).
-/// 3. `ip netns del ph{i}` for every namespace named `ph<digits>`.
-/// 4. `ip link del pbr` if the bridge exists.
+/// 2. Stop the helpers (delay queues, the load's source) in the
+///    namespaces `ph<digits>` and `pload`: SIGTERM, then SIGKILL after
+///    2 s (`helper.rs`). A namespace with a process in it lives on after
+///    `ip netns del`, so they go first.
+/// 3. `ip link del pv{i}` for every root-namespace link named `pv<digits>`,
+///    and `pvl`: deleting one end of a veth pair deletes both, at once
+///    (deleting a namespace only frees its interfaces later,
+///    asynchronously).
+/// 4. `ip netns del` every namespace named `ph<digits>`, and `pload`; their
+///    iptables rules go with them.
+/// 5. `ip link del pbr` if the bridge exists.
 ///
 /// Every step is attempted even if an earlier one failed; the first error
 /// is returned. Ok if nothing existed, so `down` is safe to re-run.
@@ -94,12 +119,10 @@ pub(super) fn down_locked(prefix: &str, _locked: &Registry) -> Result<(), NetErr
     remove(prefix)
 }
 
-/// [`up`], steps 4 and 5.
-fn build(net: &Net, held: &HeldSignals) -> Result<(), NetError> {
+/// [`up`], steps 4 to 8.
+fn build(net: &Net, helper: Option<&Path>, held: &HeldSignals) -> Result<(), NetError> {
     let step = |cmd: &str, args: &[&str]| -> Result<(), NetError> {
-        if let Some(signal) = held.pending().or_else(crate::interrupt::signal) {
-            return Err(NetErrorKind::Interrupted(signal).into());
-        }
+        not_interrupted(held)?;
         run(cmd, args).map(drop)
     };
     let names = Names::new(&net.prefix);
@@ -109,10 +132,10 @@ fn build(net: &Net, held: &HeldSignals) -> Result<(), NetError> {
     step("ip", &["link", "add", bridge, "type", "bridge"])?;
     step("ip", &["addr", "add", &bridge_cidr, "dev", bridge])?;
     step("ip", &["link", "set", bridge, "up"])?;
-    let shaping = net.link.rate_mbit().map(|mbit| {
+    let shaping = net.link.rate_kbit().map(|kbit| {
         (
-            format!("{mbit}mbit"),
-            Link::burst_bytes(mbit).to_string(),
+            format!("{kbit}kbit"),
+            Link::burst_bytes(kbit).to_string(),
             format!("{TBF_LATENCY_MS}ms"),
         )
     });
@@ -145,26 +168,131 @@ fn build(net: &Net, held: &HeldSignals) -> Result<(), NetError> {
             step("tc", &outside)?;
         }
     }
+    build_impairments(net, helper, held)
+}
+
+/// An error if a held signal has arrived, or the interrupt thread took one.
+fn not_interrupted(held: &HeldSignals) -> Result<(), NetError> {
+    match held.pending().or_else(crate::interrupt::signal) {
+        Some(signal) => Err(NetErrorKind::Interrupted(signal).into()),
+        None => Ok(()),
+    }
+}
+
+/// [`up`], steps 6 to 8.
+fn build_impairments(net: &Net, helper: Option<&Path>, held: &HeldSignals) -> Result<(), NetError> {
+    let step = |cmd: &str, args: &[&str]| -> Result<(), NetError> {
+        not_interrupted(held)?;
+        run(cmd, args).map(drop)
+    };
+    let names = Names::new(&net.prefix);
+    let [a, b, c, _] = net.bridge_addr.octets();
+    let source_addr = Ipv4Addr::new(a, b, c, LOAD_SOURCE_OCTET);
+    let source = names.load_source();
+    if net.load.is_some() {
+        let veth = names.load_veth();
+        let cidr = format!("{source_addr}/24");
+        let s = source.as_str();
+        step("ip", &["netns", "add", s])?;
+        step(
+            "ip",
+            &[
+                "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", s,
+            ],
+        )?;
+        step("ip", &["link", "set", &veth, "master", &net.bridge])?;
+        step("ip", &["link", "set", &veth, "up"])?;
+        step("ip", &["-n", s, "link", "set", "lo", "up"])?;
+        step("ip", &["-n", s, "addr", "add", &cidr, "dev", "eth0"])?;
+        step("ip", &["-n", s, "link", "set", "eth0", "up"])?;
+    }
+    let source_addr = source_addr.to_string();
+    let port = load::PORT.to_string();
+    let probability = net.loss.map(|l| l.probability());
+    let queue = delay::QUEUE.to_string();
+    for host in &net.hosts {
+        let rule = |tail: &[&str]| {
+            let mut args = vec![
+                "netns", "exec", &host.name, "iptables", "-w", "-A", "INPUT", "-i", "eth0",
+            ];
+            args.extend(tail);
+            step("ip", &args)
+        };
+        if net.load.is_some() {
+            rule(&[
+                "-s",
+                &source_addr,
+                "-p",
+                "udp",
+                "--dport",
+                &port,
+                "-j",
+                "DROP",
+            ])?;
+        }
+        if let Some(p) = &probability {
+            rule(&[
+                "-m",
+                "statistic",
+                "--mode",
+                "random",
+                "--probability",
+                p,
+                "-j",
+                "DROP",
+            ])?;
+        }
+        if net.delay.is_some() {
+            rule(&["-j", "NFQUEUE", "--queue-num", &queue, "--queue-bypass"])?;
+        }
+    }
+    let Some(program) = helper else {
+        return Ok(());
+    };
+    let start = |namespace: &str, args: &[String]| {
+        not_interrupted(held)?;
+        helper::start(program, namespace, args)
+    };
+    if let Some(delay) = net.delay {
+        let args = helper::delay_queue_args(&net.prefix, delay);
+        for host in &net.hosts {
+            start(&host.name, &args)?;
+        }
+    }
+    if let (Some(load), Some(kbit)) = (net.load, net.link.rate_kbit()) {
+        let addrs: Vec<Ipv4Addr> = net.hosts.iter().map(|h| h.addr).collect();
+        start(
+            &source,
+            &helper::load_source_args(&net.prefix, load, kbit, &addrs),
+        )?;
+    }
     Ok(())
 }
 
-/// [`down`], steps 2 to 4, without the checks.
+/// [`down`], steps 2 to 5, without the checks.
 fn remove(prefix: &str) -> Result<(), NetError> {
     let names = Names::new(prefix);
-    let links = root_links()?;
     let mut first_error = None;
     let mut note = |result: Result<(), NetError>| {
         if let Err(e) = result {
             first_error.get_or_insert(e);
         }
     };
-    for veth in links.iter().filter(|l| names.veth_index(l).is_some()) {
+    let load_source = names.load_source();
+    let ours: Vec<String> = namespaces()?
+        .into_iter()
+        .filter(|n| names.host_index(n).is_some() || *n == load_source)
+        .collect();
+    note(helper::stop(prefix, &ours));
+    let links = root_links()?;
+    let load_veth = names.load_veth();
+    for veth in links
+        .iter()
+        .filter(|l| names.veth_index(l).is_some() || **l == load_veth)
+    {
         note(delete_link(veth));
     }
-    for ns in namespaces()?
-        .iter()
-        .filter(|n| names.host_index(n).is_some())
-    {
+    for ns in &ours {
         note(run("ip", &["netns", "del", ns]).map(drop));
     }
     if links.contains(&names.bridge) {

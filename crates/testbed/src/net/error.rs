@@ -24,6 +24,30 @@ pub(super) enum NetErrorKind {
     Prefix(String),
     #[error("bad host count {0}: use 1 to {MAX_HOSTS} (one /24 subnet)")]
     HostCount(u32),
+    #[error(
+        "--load needs a shaped link (ethernet10, fast100, atm155 or gige): \
+         an unshaped veth has no rate to load"
+    )]
+    LoadUnshaped,
+    #[error("bad host count {0} with --load: use at most 252 hosts (.253 is the load's source)")]
+    LoadHostCount(u32),
+    #[error(
+        "--loss, --delay and --load need iptables, which is not installed (apt install iptables)"
+    )]
+    NoIptables,
+    #[error("cannot start `{line}`")]
+    HelperSpawn { line: String, source: io::Error },
+    #[error("`{line}` did not start: {message}")]
+    Helper { line: String, message: String },
+    #[error(
+        "no program for the net's helpers: this process ({0}) is not `threadwire`; \
+         set NetConfig::helper"
+    )]
+    NoHelper(String),
+    #[error("bad helper arguments {0:?} (`net delay-queue` and `net load-source` are started by `net up`)")]
+    HelperArgs(Vec<String>),
+    #[error("{what}")]
+    Io { what: String, source: io::Error },
     #[error("cannot run `{line}`")]
     Spawn { line: String, source: io::Error },
     #[error("`{line}` failed ({status}): {stderr}")]

@@ -14,7 +14,12 @@ pub enum Link {
     Ethernet10,
     /// 100 Mbit/s Fast Ethernet.
     Fast100,
-    /// 155 Mbit/s ATM (OC-3).
+    /// 155 Mbit/s ATM (OC-3) as ATM carries data: 135.632 Mbit/s of
+    /// cells' payload. SONET's framing leaves 26/27 of the 155.52 Mbit/s
+    /// line rate to cells, and each 53-byte cell carries 48 bytes:
+    /// 155.52 × 26/27 × 48/53 = 135.632 Mbit/s (AAL5's trailer and the
+    /// padding of a packet's last cell, a few percent more, are not
+    /// counted).
     Atm155,
     /// 1 Gbit/s Ethernet.
     Gige,
@@ -43,13 +48,31 @@ impl Link {
         }
     }
 
-    /// The shaped rate in Mbit/s (10^6 bit/s), `None` when unshaped.
-    pub fn rate_mbit(&self) -> Option<u32> {
+    /// The shaped rate in kbit/s (10^3 bit/s, `tc`'s `kbit`), `None` when
+    /// unshaped.
+    pub fn rate_kbit(&self) -> Option<u32> {
         match self {
-            Link::Ethernet10 => Some(10),
-            Link::Fast100 => Some(100),
-            Link::Atm155 => Some(155),
-            Link::Gige => Some(1000),
+            Link::Ethernet10 => Some(10_000),
+            Link::Fast100 => Some(100_000),
+            Link::Atm155 => Some(135_632),
+            Link::Gige => Some(1_000_000),
+            Link::Unshaped => None,
+        }
+    }
+
+    /// The shaped rate in Mbit/s (10^6 bit/s), `None` when unshaped.
+    pub fn rate_mbit(&self) -> Option<f64> {
+        self.rate_kbit().map(|k| f64::from(k) / 1000.0)
+    }
+
+    /// The name's rate as `tc` spells it (`100mbit`), which the command
+    /// line takes too; `155mbit` for ATM, its line rate.
+    fn nominal(self) -> Option<&'static str> {
+        match self {
+            Link::Ethernet10 => Some("10mbit"),
+            Link::Fast100 => Some("100mbit"),
+            Link::Atm155 => Some("155mbit"),
+            Link::Gige => Some("1000mbit"),
             Link::Unshaped => None,
         }
     }
@@ -73,8 +96,8 @@ impl Link {
     /// `tests/net_namespaces.rs`): 95.4–96.3% of the rate on every link,
     /// which is all there is: tbf counts whole 1514-byte frames, of which
     /// 1448 bytes are payload (95.6%).
-    pub(super) fn burst_bytes(rate_mbit: u32) -> u64 {
-        let rate_bytes = u64::from(rate_mbit) * 1_000_000 / 8;
+    pub(super) fn burst_bytes(rate_kbit: u32) -> u64 {
+        let rate_bytes = u64::from(rate_kbit) * 1000 / 8;
         (rate_bytes / 1000).max(TBF_MIN_BURST)
     }
 
@@ -82,7 +105,7 @@ impl Link {
     pub(super) fn from_rate(bits_per_second: u64) -> Option<Link> {
         Link::ALL
             .into_iter()
-            .find(|l| l.rate_mbit().map(|m| u64::from(m) * 1_000_000) == Some(bits_per_second))
+            .find(|l| l.rate_kbit().map(|k| u64::from(k) * 1000) == Some(bits_per_second))
     }
 }
 
@@ -105,10 +128,9 @@ impl FromStr for Link {
     type Err = ParseLinkError;
     /// A link's name, or its rate as `100mbit` (`tc`'s spelling).
     fn from_str(s: &str) -> Result<Link, ParseLinkError> {
-        let rate = |l: &Link| l.rate_mbit().map(|m| format!("{m}mbit"));
         Link::ALL
             .into_iter()
-            .find(|l| l.name() == s || rate(l).as_deref() == Some(&s.to_ascii_lowercase()))
+            .find(|l| l.name() == s || l.nominal() == Some(&s.to_ascii_lowercase()))
             .ok_or_else(|| ParseLinkError(s.to_string()))
     }
 }
@@ -124,19 +146,26 @@ mod tests {
             assert_eq!(link.name().parse::<Link>(), Ok(link));
             assert_eq!(link.to_string(), link.name());
         }
-        assert_eq!("fast100".parse::<Link>().unwrap().rate_mbit(), Some(100));
+        assert_eq!(
+            "fast100".parse::<Link>().unwrap().rate_kbit(),
+            Some(100_000)
+        );
+        assert_eq!("155mbit".parse::<Link>(), Ok(Link::Atm155));
         assert_eq!("100mbit".parse::<Link>(), Ok(Link::Fast100));
         assert_eq!("1000Mbit".parse::<Link>(), Ok(Link::Gige));
         assert_eq!(Link::Unshaped.rate_mbit(), None);
+        // ATM's payload rate: 155.52 × 26/27 × 48/53 Mbit/s.
+        let atm = 155.52 * 26.0 / 27.0 * 48.0 / 53.0;
+        assert!((Link::Atm155.rate_mbit().unwrap() - atm).abs() < 0.001);
         let err = "token-ring".parse::<Link>().unwrap_err();
         assert!(err.to_string().contains("\"token-ring\""), "{err}");
     }
 
     #[test]
     fn bursts_hold_a_millisecond_of_data_or_the_floor() {
-        assert_eq!(Link::burst_bytes(10), 32 * 1024);
-        assert_eq!(Link::burst_bytes(100), 32 * 1024);
-        assert_eq!(Link::burst_bytes(1000), 125_000);
+        assert_eq!(Link::burst_bytes(10_000), 32 * 1024);
+        assert_eq!(Link::burst_bytes(100_000), 32 * 1024);
+        assert_eq!(Link::burst_bytes(1_000_000), 125_000);
     }
 
     #[test]
@@ -152,7 +181,7 @@ mod tests {
             Some(Link::Gige)
         );
         assert_eq!(
-            tbf_rate(&show("155Mbit")).and_then(Link::from_rate),
+            tbf_rate(&show("135632Kbit")).and_then(Link::from_rate),
             Some(Link::Atm155)
         );
         assert_eq!(

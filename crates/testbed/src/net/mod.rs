@@ -1,5 +1,6 @@
 //! Emulated hosts: network namespaces joined by a Linux bridge, each host's
-//! link shaped to a classic rate (`threadwire net up` / `net down`).
+//! link shaped to a classic rate and, if asked, lossy, delayed or loaded
+//! (`threadwire net up` / `net down`).
 //!
 //! A net with prefix `p` and K hosts is, with `N` the prefix's subnet
 //! number (below):
@@ -18,6 +19,33 @@
 //! namespace (what the host sends) and on the root-side `pv{i}` (what it
 //! receives), so both directions of every host's link run at the rate.
 //!
+//! **Impairments** ([`NetConfig::loss`], [`NetConfig::delay`],
+//! [`NetConfig::load`]; none by default) act on what a host receives on
+//! its `eth0`, by rules in the namespace's iptables `INPUT` chain (so
+//! loopback traffic is untouched, and the rules go with the namespace).
+//! A path between two hosts thus has each impairment once each way; so
+//! does the path between a host and this machine (a launcher on the
+//! bridge address). `netem` would do it all, but not every kernel has it.
+//!
+//! - Loss P%: `-m statistic --mode random --probability P/100 -j DROP`.
+//! - Delay D ± J: `-j NFQUEUE --queue-num 0 --queue-bypass`, and a delay
+//!   queue per host, a helper process that gives each packet its verdict
+//!   D ± J after it arrived (`delay.rs` has its numbered steps, its memory
+//!   bound and its precision). If it dies, packets pass undelayed.
+//! - Load F: a namespace `pload` with `10.77.N.253` on the bridge, whose
+//!   helper, the load's source, sends every host UDP at F of the link's
+//!   rate (`load.rs`). The frames cross the host's receive link, the
+//!   token bucket on `pv{i}`, where they compete with the job's packets,
+//!   and the host drops them (`-s 10.77.N.253 -p udp --dport 9 -j DROP`,
+//!   before the other rules). A bridge forwards traffic between two other
+//!   hosts on their own links, so only traffic sent *to* a host loads it.
+//!   Needs a shaped link, and at most 252 hosts.
+//!
+//! The helpers are the hidden subcommands `threadwire net delay-queue` and
+//! `net load-source` (or another program that calls [`serve_helper`],
+//! named in [`NetConfig::helper`]), run detached in their namespaces;
+//! `helper.rs` says how they are started, found and stopped.
+//!
 //! **Subnet.** `N` is the 32-bit FNV-1a hash of the prefix, modulo 250,
 //! plus 1 (so 1..=250): deterministic, so [`down`] and [`current`] need
 //! nothing but the prefix, and nets with different prefixes (parallel
@@ -27,14 +55,18 @@
 //!
 //! **Names.** A prefix is 1 to 11 ASCII letters or digits, so that
 //! `p` + `v252` fits Linux's 15-byte interface names. Only names of the
-//! exact forms `ph<digits>`, `pv<digits>` and `pbr` belong to a net, so
-//! prefix `tw` never touches the namespaces of prefix `tw2` (`tw2h0` is
-//! not `tw` + `h` + digits).
+//! exact forms `ph<digits>`, `pv<digits>`, `pbr`, and with a load `pload`
+//! (a namespace) and `pvl` (its veth), belong to a net, so prefix `tw`
+//! never touches the namespaces of prefix `tw2` (`tw2h0` is not `tw`,
+//! `h` and digits). Helper processes belong to it if they run in its
+//! namespaces with the command line `… net delay-queue p …` or
+//! `… net load-source p …`.
 //!
 //! **Interruption.** While [`up`] or [`down`] changes the system, the
 //! calling thread holds back SIGINT, SIGTERM and SIGHUP, and the `ip` and
-//! `tc` children run in their own process group, so a terminal's Ctrl-C
-//! reaches only this process and kills no command half-way. [`up`] looks
+//! `tc` children (and the helpers) run in their own process group, so a
+//! terminal's Ctrl-C reaches only this process and kills no command
+//! half-way. [`up`] looks
 //! for a held signal before every command; on one it removes what it built,
 //! returns an error, and lets the signal through as it returns (by default
 //! ending the process, with nothing left behind). [`down`] always finishes
@@ -66,29 +98,43 @@
 //! 4. Make the bridge and give it `.254`.
 //! 5. Per host: the namespace, the veth pair, addresses, the default route
 //!    and, on a shaped link, a token bucket at each end.
-//! 6. On a failed command or a signal, remove everything as in step 2.
+//! 6. With a load: the namespace `pload` on the bridge.
+//! 7. Per host, the impairments' iptables rules.
+//! 8. The helpers: a delay queue per host, the load's source; each must
+//!    say it is ready before `up` goes on.
+//! 9. On a failed command or a signal, remove everything as in step 2.
 //!
-//! [`down`]: 1. the same checks and holds; 2. delete the root-side veths;
-//! 3. delete the namespaces; 4. delete the bridge; every step tried even
-//! if one before failed.
+//! [`down`]: 1. the same checks and holds; 2. stop the helpers; 3. delete
+//! the root-side veths; 4. delete the namespaces (and their rules); 5.
+//! delete the bridge; every step tried even if one before failed.
 //!
-//! The parts: `link.rs` (the rates and token buckets), `plan.rs` (config,
-//! names, subnet), `build.rs` ([`up`], [`down`]), `inspect.rs`
-//! ([`current`] and the listings it reads), `command.rs` (running `ip` and
-//! `tc`), `scoped.rs` ([`ScopedNet`]), `error.rs` ([`NetError`]).
+//! The parts: `link.rs` (the rates and token buckets), `impair.rs` (loss,
+//! delay and load as values), `plan.rs` (config, names, subnet), `build.rs`
+//! ([`up`], [`down`]), `helper.rs` (starting, finding and stopping the
+//! helpers, [`serve_helper`]), `delay.rs` (the delay queue), `load.rs` (the
+//! load's source), `inspect.rs` ([`current`] and the listings it reads),
+//! `command.rs` (running `ip` and `tc`), `scoped.rs` ([`ScopedNet`]),
+//! `error.rs` ([`NetError`]).
 
 mod build;
 mod command;
+mod delay;
 mod error;
+mod helper;
+mod impair;
 mod inspect;
 mod link;
+mod load;
 mod plan;
 mod scoped;
 
 pub use build::{down, up};
 pub use command::unavailable;
+pub use delay::LIMIT as DELAY_QUEUE_LIMIT;
 pub use error::NetError;
-pub use inspect::current;
+pub use helper::serve_helper;
+pub use impair::{Delay, Load, Loss, ParseImpairmentError};
+pub use inspect::{current, delay_queue_drops};
 pub use link::{Link, ParseLinkError};
 pub use plan::{Host, Net, NetConfig};
 pub use scoped::ScopedNet;

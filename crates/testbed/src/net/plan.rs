@@ -2,14 +2,17 @@
 //! subnet a prefix gives it ("Subnet" and "Names" in the module docs).
 
 use std::net::Ipv4Addr;
+use std::path::PathBuf;
 
 use super::error::NetErrorKind;
-use super::{Link, NetError};
+use super::{Delay, Link, Load, Loss, NetError};
 
 /// The longest prefix: `p` + `v252` must fit in 15 bytes.
 pub(super) const MAX_PREFIX_LEN: usize = 11;
 /// Host `i` is `10.77.N.{i+1}`; `.254` is the bridge.
 pub(super) const MAX_HOSTS: u32 = 253;
+/// The load's source takes `.253` (module docs, "Impairments").
+pub(super) const LOAD_SOURCE_OCTET: u8 = 253;
 
 /// What [`up`](super::up) builds.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,15 +23,31 @@ pub struct NetConfig {
     pub link: Link,
     /// Start of every name the net creates (module docs), `tw` by default.
     pub prefix: String,
+    /// Random loss of what each host receives; none by default.
+    pub loss: Option<Loss>,
+    /// Delay of what each host receives; none by default.
+    pub delay: Option<Delay>,
+    /// Background traffic on each host's receive link, which must then be
+    /// shaped; none by default.
+    pub load: Option<Load>,
+    /// The program that serves `net delay-queue` and `net load-source`
+    /// (module docs, "Impairments"): the `threadwire` binary, or one that
+    /// passes those arguments to [`serve_helper`](super::serve_helper).
+    /// `None`, the default, is this process's own executable.
+    pub helper: Option<PathBuf>,
 }
 
 impl NetConfig {
-    /// `hosts` hosts on `link`, with prefix `tw`.
+    /// `hosts` hosts on `link`, with prefix `tw` and no impairments.
     pub fn new(hosts: u32, link: Link) -> NetConfig {
         NetConfig {
             hosts,
             link,
             prefix: "tw".to_string(),
+            loss: None,
+            delay: None,
+            load: None,
+            helper: None,
         }
     }
 }
@@ -57,6 +76,12 @@ pub struct Net {
     pub hosts: Vec<Host>,
     /// Every host's link.
     pub link: Link,
+    /// Random loss of what each host receives.
+    pub loss: Option<Loss>,
+    /// Delay of what each host receives.
+    pub delay: Option<Delay>,
+    /// Background traffic on each host's receive link.
+    pub load: Option<Load>,
 }
 
 impl Net {
@@ -90,6 +115,16 @@ impl Names {
 
     pub(super) fn veth(&self, i: u32) -> String {
         format!("{}v{i}", self.prefix)
+    }
+
+    /// The namespace of the load's source.
+    pub(super) fn load_source(&self) -> String {
+        format!("{}load", self.prefix)
+    }
+
+    /// The root-side veth of the load's source.
+    pub(super) fn load_veth(&self) -> String {
+        format!("{}vl", self.prefix)
     }
 
     pub(super) fn host_index(&self, name: &str) -> Option<u32> {
@@ -136,6 +171,14 @@ pub(super) fn plan(cfg: &NetConfig) -> Result<Net, NetError> {
     if !(1..=MAX_HOSTS).contains(&cfg.hosts) {
         return Err(NetErrorKind::HostCount(cfg.hosts).into());
     }
+    if cfg.load.is_some() {
+        if cfg.link.rate_kbit().is_none() {
+            return Err(NetErrorKind::LoadUnshaped.into());
+        }
+        if cfg.hosts >= u32::from(LOAD_SOURCE_OCTET) {
+            return Err(NetErrorKind::LoadHostCount(cfg.hosts).into());
+        }
+    }
     let names = Names::new(&cfg.prefix);
     let n = subnet_octet(&cfg.prefix);
     let hosts = (0..cfg.hosts)
@@ -151,6 +194,9 @@ pub(super) fn plan(cfg: &NetConfig) -> Result<Net, NetError> {
         bridge_addr: Ipv4Addr::new(10, 77, n, 254),
         hosts,
         link: cfg.link,
+        loss: cfg.loss,
+        delay: cfg.delay,
+        load: cfg.load,
     })
 }
 
@@ -177,7 +223,12 @@ mod tests {
         assert_eq!(tw.host_index("twh0"), Some(0));
         assert_eq!(tw.host_index("twh12"), Some(12));
         assert_eq!(tw.veth_index("twv3"), Some(3));
-        for other in ["tw2h0", "twh", "twh1x", "twbr", "twvh0", "twt1h0", "eth0"] {
+        let extra = [tw.load_source(), tw.load_veth()];
+        assert_eq!(extra, ["twload", "twvl"]);
+        for other in ["tw2h0", "twh", "twh1x", "twbr", "twvh0", "twt1h0", "eth0"]
+            .into_iter()
+            .chain(extra.iter().map(String::as_str))
+        {
             assert_eq!(tw.host_index(other), None, "{other}");
             assert_eq!(tw.veth_index(other), None, "{other}");
         }
@@ -197,6 +248,15 @@ mod tests {
             let err = plan(&NetConfig::new(hosts, Link::Gige)).unwrap_err();
             assert!(err.to_string().starts_with("bad host count"), "{err}");
         }
+        let loaded = |hosts, link| NetConfig {
+            load: Some("0.5".parse().unwrap()),
+            ..NetConfig::new(hosts, link)
+        };
+        let err = plan(&loaded(2, Link::Unshaped)).unwrap_err();
+        assert!(err.to_string().contains("needs a shaped link"), "{err}");
+        let err = plan(&loaded(253, Link::Gige)).unwrap_err();
+        assert!(err.to_string().contains("at most 252 hosts"), "{err}");
+        assert!(plan(&loaded(252, Link::Gige)).is_ok());
         let net = plan(&NetConfig::new(253, Link::Gige)).unwrap();
         let n = subnet_octet("tw");
         assert_eq!(net.bridge, "twbr");
