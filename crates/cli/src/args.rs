@@ -219,8 +219,10 @@ pub struct PvmArgs {
     /// Address of this host that the tasks reach the launcher at.
     #[arg(long, value_name = "ADDR")]
     pub bind: Option<std::net::IpAddr>,
-    /// Channel between tasks of one host: auto (shared memory), tcp or shm.
-    #[arg(long, value_parser = ["auto", "tcp", "shm"])]
+    /// Channel between tasks: auto (shared memory on one host, TCP
+    /// between hosts), tcp, shm, or udp (the reliable UDP channel between
+    /// every pair).
+    #[arg(long, value_parser = ["auto", "tcp", "shm", "udp"])]
     pub channel: Option<String>,
     /// Print tasks' joins and leaves and changes to the machine.
     #[arg(short, long)]
@@ -277,9 +279,10 @@ pub struct JobArgs {
     /// Start a communication thread in every node (THREADWIRE_PROGRESS=thread).
     #[arg(long)]
     pub progress_thread: bool,
-    /// Channel between nodes on one host: auto (shared memory), tcp or shm
-    /// (THREADWIRE_CHANNEL).
-    #[arg(long, value_parser = ["auto", "tcp", "shm"])]
+    /// Channel between nodes: auto (shared memory on one host, TCP between
+    /// hosts), tcp, shm, or udp (the reliable UDP channel between every
+    /// pair) (THREADWIRE_CHANNEL).
+    #[arg(long, value_parser = ["auto", "tcp", "shm", "udp"])]
     pub channel: Option<String>,
     /// Print each node's join with the channel it uses to each peer, each
     /// node's leave, and every change its nodes make to the machine (nodes

@@ -230,11 +230,16 @@ pub enum ChannelChoice {
     Tcp,
     /// Shared memory; `init` fails if a peer cannot share memory.
     Shm,
+    /// The reliable UDP channel between every pair, nodes of one host
+    /// included (each pair's TCP connection sets it up and tells of the
+    /// peer's death); shared-memory collectives' host stage off, as with
+    /// `Tcp`.
+    Udp,
 }
 
-/// A channel name that is not `auto`, `tcp` or `shm`.
+/// A channel name that is not `auto`, `tcp`, `shm` or `udp`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown channel {name:?} (auto, tcp or shm)")]
+#[error("unknown channel {name:?} (auto, tcp, shm or udp)")]
 pub struct ParseChannelChoiceError {
     name: String,
 }
@@ -247,6 +252,7 @@ impl FromStr for ChannelChoice {
             "auto" | "" => Ok(ChannelChoice::Auto),
             "tcp" => Ok(ChannelChoice::Tcp),
             "shm" => Ok(ChannelChoice::Shm),
+            "udp" => Ok(ChannelChoice::Udp),
             other => Err(ParseChannelChoiceError {
                 name: other.to_string(),
             }),

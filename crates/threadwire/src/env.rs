@@ -41,7 +41,7 @@
 //! | `THREADWIRE_WORKERS`     | fiber worker threads of a node (default: the host's cores ÷ the job's nodes on it, rounded up) |
 //! | `THREADWIRE_LOG`         | log filter of the stderr log `Config::log(true)` installs (default `warn`) |
 //! | `THREADWIRE_MALLOC_TUNE` | `0`: leave glibc's mmap and trim thresholds alone (default: large buffers stay in the heap) |
-//! | `THREADWIRE_CHANNEL`     | `auto` (default: shared memory to nodes on this host, TCP to others), `tcp` or `shm` (for measurement) |
+//! | `THREADWIRE_CHANNEL`     | `auto` (default: shared memory to nodes on this host, TCP to others), `tcp` or `shm` (for measurement), `udp` (the reliable UDP channel between every pair) |
 //! | `THREADWIRE_SHM_CMA`     | `1` (default) lets large frames between nodes on one host go by one cross-memory copy where the kernel allows it; `0` sends them in chunks through the rings |
 //! | `THREADWIRE_SHM_CMA_MIN` | payload bytes from which frames go by cross-memory copy (default 524288) |
 //! | `THREADWIRE_SHM_CHUNK`   | bytes per ring record for frames sent in chunks (default 65536) |

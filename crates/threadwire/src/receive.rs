@@ -335,12 +335,10 @@ impl Receive {
                         .register(node, ptr, want, done.clone())
                 };
                 let peer = &router.peers[node as usize];
-                if peer.shm().is_none() {
-                    if let Some(tcp) = peer.tcp().and_then(|c| c.as_tcp()) {
-                        // SAFETY: as for the registration above; the
-                        // withdrawal in `Drop` unplaces it too.
-                        unsafe { tcp.place(id, ptr, want) };
-                    }
+                if let Some(tcp) = peer.data_tcp() {
+                    // SAFETY: as for the registration above; the
+                    // withdrawal in `Drop` unplaces it too.
+                    unsafe { tcp.place(id, ptr, want) };
                 }
                 let returns = router.rendezvous.budget.take_returns(node);
                 let cts = codec::encode_cts(a.send_id, id, want, returns);

@@ -36,6 +36,8 @@ pub(crate) enum ProtocolError {
     #[error(transparent)]
     ShmSetup(#[from] ShmSetupError),
     #[error(transparent)]
+    UdpSetup(#[from] crate::peer::UdpSetupFailure),
+    #[error(transparent)]
     McastList(#[from] McastListError),
     #[error(transparent)]
     Named(#[from] crate::group::named::protocol::DecodeError),
@@ -120,6 +122,9 @@ pub(crate) struct Router {
     /// uncorks idle ones (`progress::liveness`, step 5): connections made
     /// before, or without it, never cork.
     pub(crate) corking: OnceLock<Arc<Corking>>,
+    /// This node's UDP socket, with `THREADWIRE_CHANNEL=udp`
+    /// (`peer::udp_setup`).
+    pub(crate) udp: OnceLock<crate::peer::UdpNode>,
 }
 
 impl Router {
@@ -161,6 +166,7 @@ impl Router {
             revoked: Default::default(),
             threads: AtomicU32::new(0),
             corking: OnceLock::new(),
+            udp: OnceLock::new(),
         }
     }
 
@@ -247,6 +253,13 @@ impl Router {
                     self.shm_peers.fetch_add(1, Ordering::AcqRel);
                 }
                 self.check_forced_shm(peer);
+                if peer >= self.nodes() {
+                    self.admit_joined();
+                }
+                Ok(())
+            }
+            FrameKind::Udp => {
+                self.peers[peer as usize].on_udp_setup(self.id, self.udp.get(), frame)?;
                 if peer >= self.nodes() {
                     self.admit_joined();
                 }
@@ -525,6 +538,9 @@ impl Router {
             if let Some(c) = p.tcp() {
                 c.close();
             }
+            if let Some(c) = p.udp() {
+                c.close();
+            }
         }
         self.named.lost(self, peer);
         self.rendezvous.lose(&lost);
@@ -599,8 +615,13 @@ impl Router {
             return false;
         }
         if self.id > peer {
-            self.peers[peer as usize].offer_shm(&self.setup_context(peer));
-            self.check_forced_shm(peer);
+            match self.channel_choice {
+                ChannelChoice::Udp => self.peers[peer as usize].offer_udp(self.id, self.udp.get()),
+                _ => {
+                    self.peers[peer as usize].offer_shm(&self.setup_context(peer));
+                    self.check_forced_shm(peer);
+                }
+            }
         }
         true
     }
@@ -625,6 +646,41 @@ impl Router {
                 c.uncork_if_idle();
             });
         }
+    }
+
+    /// Fires the UDP channels' timers due by `now` (a peer found silent
+    /// is lost) and returns when the next is due.
+    pub(crate) fn udp_timers(&self, now: std::time::Instant) -> Option<std::time::Instant> {
+        self.udp.get()?;
+        let mut next: Option<std::time::Instant> = None;
+        for (j, peer) in self.peers[..self.nodes() as usize].iter().enumerate() {
+            let Some(c) = peer.udp() else {
+                continue;
+            };
+            // A peer that said goodbye may still miss acknowledgements
+            // of ours: its channel runs on until the peer's process ends.
+            let Some(due) = c.timeout() else {
+                continue;
+            };
+            if due <= now {
+                if let Err(e) = c.on_timeout(now) {
+                    self.lose_peer(j as u32, LossCause::Failed(Failure::Channel(e.to_string())));
+                    continue;
+                }
+            }
+            if let Some(due) = c.timeout() {
+                next = Some(next.map_or(due, |n| n.min(due)));
+            }
+        }
+        next
+    }
+
+    /// Whether a UDP channel has a timer running (data unacknowledged).
+    pub(crate) fn udp_waiting(&self) -> bool {
+        self.udp.get().is_some()
+            && self.peers[..self.nodes() as usize]
+                .iter()
+                .any(|p| p.udp().is_some_and(|c| c.timeout().is_some()))
     }
 
     fn each_tcp(&self, mut f: impl FnMut(&TcpChannel)) {

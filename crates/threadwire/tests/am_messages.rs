@@ -12,11 +12,12 @@ mod support;
 use threadwire_launch::FailurePolicy;
 
 /// Shared memory with cross-memory pulls, shared memory pushing through
-/// the rings, and TCP.
-const CHANNELS: [(&str, &str, &str); 3] = [
+/// the rings, TCP, and the reliable UDP channel.
+const CHANNELS: [(&str, &str, &str); 4] = [
     ("shm", "shm", "1"),
     ("shm-rings", "shm", "0"),
     ("tcp", "tcp", "1"),
+    ("udp", "udp", "1"),
 ];
 
 fn run(nodes: u32, mode: &str, budget: Option<&str>) {

@@ -16,7 +16,26 @@ fn all_to_all(nodes: u32, threads: u32, per_pair: u64, progress: &str) {
     all_to_all_with(nodes, threads, per_pair, progress, &[]);
 }
 
-fn all_to_all_with(nodes: u32, threads: u32, per_pair: u64, progress: &str, env: &[(&str, &str)]) {
+/// The routes each node reported last, `routes[node][peer]`.
+fn routes(out: &support::JobOutput) -> Vec<Vec<String>> {
+    let mut routes = vec![Vec::new(); out.stdout.len()];
+    for e in &out.events {
+        if let threadwire_launch::Event::Channels { node, routes: r }
+        | threadwire_launch::Event::Routes { node, routes: r } = e
+        {
+            routes[*node as usize] = r.clone();
+        }
+    }
+    routes
+}
+
+fn all_to_all_with(
+    nodes: u32,
+    threads: u32,
+    per_pair: u64,
+    progress: &str,
+    env: &[(&str, &str)],
+) -> support::JobOutput {
     let seed = seed();
     let mut spec = support::job(nodes, "node-alltoall")
         .args([threads.to_string(), per_pair.to_string(), seed.to_string()])
@@ -61,6 +80,7 @@ fn all_to_all_with(nodes: u32, threads: u32, per_pair: u64, progress: &str, env:
         .map(|s| s.bytes_received)
         .sum();
     assert_eq!(sent, received, "bytes sent and received across the job");
+    out
 }
 
 #[test]
@@ -97,4 +117,20 @@ fn three_nodes_over_shared_memory_in_chunks() {
 #[test]
 fn three_nodes_over_tcp() {
     all_to_all_with(3, 2, 30, "poll", &[(threadwire::env::CHANNEL, "tcp")]);
+}
+
+/// The same over the reliable UDP channel between every pair.
+#[test]
+fn three_nodes_of_three_threads_over_udp() {
+    for progress in ["poll", "thread"] {
+        let out = all_to_all_with(3, 3, 40, progress, &[(threadwire::env::CHANNEL, "udp")]);
+        for (node, r) in routes(&out).iter().enumerate() {
+            assert_eq!(r.len(), 3, "n{node}'s routes:\n{}", out.transcript());
+            for (peer, route) in r.iter().enumerate() {
+                if peer != node {
+                    assert_eq!(route, "udp", "n{node} to n{peer}:\n{}", out.transcript());
+                }
+            }
+        }
+    }
 }

@@ -5,6 +5,7 @@
 //! [`Doorbell`](crate::shm::Doorbell)).
 
 use crate::shm::ShmChannel;
+use crate::udp::UdpChannel;
 use crate::{ChannelError, Frame, ReadOutcome, SendOutcome, TcpChannel};
 use std::sync::Arc;
 use threadwire_wire::{FrameHeader, Payload};
@@ -20,6 +21,9 @@ pub enum Channel {
     Tcp(Arc<TcpChannel>),
     /// Two rings in memory shared with a node of this host.
     Shm(ShmChannel),
+    /// The reliable UDP channel, beside the pair's TCP connection (which
+    /// set it up and tells of the peer's death).
+    Udp(Arc<UdpChannel>),
 }
 
 impl Channel {
@@ -35,6 +39,7 @@ impl Channel {
         match self {
             Channel::Tcp(c) => c.send(header, payload),
             Channel::Shm(c) => Ok(c.send(header, payload)),
+            Channel::Udp(c) => c.send(header, payload),
         }
     }
 
@@ -43,6 +48,7 @@ impl Channel {
         match self {
             Channel::Tcp(c) => c.flush(),
             Channel::Shm(c) => Ok(c.flush()),
+            Channel::Udp(c) => c.flush(),
         }
     }
 
@@ -51,6 +57,7 @@ impl Channel {
         match self {
             Channel::Tcp(c) => c.queued_bytes(),
             Channel::Shm(c) => c.queued_bytes(),
+            Channel::Udp(c) => c.queued_bytes(),
         }
     }
 
@@ -61,6 +68,7 @@ impl Channel {
         match self {
             Channel::Tcp(c) => c.receive(on_frame),
             Channel::Shm(c) => c.receive(on_frame).map_err(ChannelError::from),
+            Channel::Udp(c) => c.receive(on_frame),
         }
     }
 
@@ -69,6 +77,7 @@ impl Channel {
     pub fn close(&self) {
         match self {
             Channel::Tcp(c) => c.close(),
+            Channel::Udp(c) => c.close(),
             Channel::Shm(_) => {}
         }
     }
@@ -78,6 +87,7 @@ impl Channel {
         match self {
             Channel::Tcp(_) => "tcp",
             Channel::Shm(_) => "shm",
+            Channel::Udp(_) => "udp",
         }
     }
 
@@ -85,7 +95,7 @@ impl Channel {
     pub fn as_shm(&self) -> Option<&ShmChannel> {
         match self {
             Channel::Shm(c) => Some(c),
-            Channel::Tcp(_) => None,
+            _ => None,
         }
     }
 
@@ -93,7 +103,15 @@ impl Channel {
     pub fn as_tcp(&self) -> Option<&Arc<TcpChannel>> {
         match self {
             Channel::Tcp(c) => Some(c),
-            Channel::Shm(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The UDP channel, if this is one.
+    pub fn as_udp(&self) -> Option<&Arc<UdpChannel>> {
+        match self {
+            Channel::Udp(c) => Some(c),
+            _ => None,
         }
     }
 }

@@ -116,6 +116,10 @@ pub enum FrameKind {
     /// protocol. The bytes move as for [`Rts`](Self::Rts): a `Cts` and
     /// `Bulk`, or a cross-memory read and `Fin`.
     AmRts = 16,
+    /// Setting up the reliable UDP channel between two nodes, on their
+    /// TCP connection (payload defined by the transport; `aux` says which
+    /// message).
+    Udp = 17,
 }
 
 impl FrameKind {
@@ -137,6 +141,7 @@ impl FrameKind {
             14 => Some(FrameKind::Heartbeat),
             15 => Some(FrameKind::AmAt),
             16 => Some(FrameKind::AmRts),
+            17 => Some(FrameKind::Udp),
             _ => None,
         }
     }

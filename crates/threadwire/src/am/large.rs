@@ -282,11 +282,9 @@ fn start(router: &Router, mut message: Pending) -> Started {
             // buffer if it can be told now; this may run inside its own
             // frame's handling (it is locked then), and the `Bulk` frame
             // then comes in a buffer of its own and is copied.
-            if peer.shm().is_none() {
-                if let Some(tcp) = peer.tcp().and_then(|c| c.as_tcp()) {
-                    // SAFETY: as for the registration above.
-                    unsafe { tcp.try_place(id, ptr, len) };
-                }
+            if let Some(tcp) = peer.data_tcp() {
+                // SAFETY: as for the registration above.
+                unsafe { tcp.try_place(id, ptr, len) };
             }
             state.fetching.insert(id, Fetching { message, buffer, done });
             drop(state);

@@ -223,6 +223,7 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
         settings.workers,
     ));
     shared.router.am.bind(&shared);
+    crate::peer::start_udp(&shared.router, &shared.engine, my_addr.ip(), &creds)?;
     shared
         .router
         .notify

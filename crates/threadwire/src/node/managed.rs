@@ -107,6 +107,7 @@ fn bootstrap_inited(
     let router = Router::new(node, JobSize::fixed(nodes), creds.job_id, &settings);
     let shared = Arc::new(NodeShared::new(router, engine, Some(my_addr), settings.workers));
     shared.router.am.bind(&shared);
+    crate::peer::start_udp(&shared.router, &shared.engine, my_addr.ip(), &creds)?;
     if let Some(timeout) = settings.peer_timeout.filter(|_| nodes > 1) {
         shared.liveness.start(Arc::downgrade(&shared), timeout)?;
     }

@@ -13,15 +13,20 @@
 //! the rings; the TCP connection carries only the doorbells the
 //! shared-memory channel rings itself, and tells of the peer's death. With
 //! `THREADWIRE_CHANNEL=tcp` no region is offered; with `shm` a pair that
-//! cannot share memory fails `init`.
+//! cannot share memory fails `init`. With `udp` the higher node offers its
+//! UDP socket instead ([`udp_setup`], steps 1–4), and every frame goes on
+//! the pair's reliable UDP channel; the TCP connection again carries only
+//! set-up, heartbeats and the news of the peer's end.
 
 mod book;
 pub(crate) mod dial;
 mod shm_setup;
+mod udp_setup;
 
 pub(crate) use book::{AddressBook, LauncherBook};
 pub(crate) use dial::{Dialer, SharedDialer};
 pub(crate) use shm_setup::{SetupContext, ShmSetupError};
+pub(crate) use udp_setup::{start_udp, UdpNode, UdpSetupFailure};
 
 use crate::error::PeerLost;
 use crate::lock;
@@ -47,6 +52,10 @@ pub(crate) struct Peer {
     /// The shared-memory channel once set up (a [`Channel::Shm`]); the
     /// data channel from then on.
     shm: OnceLock<Channel>,
+    /// The UDP channel once made (a [`Channel::Udp`]); the data channel
+    /// from the set-up's end (`udp_setup`).
+    udp: OnceLock<Channel>,
+    udp_setup: Mutex<udp_setup::UdpState>,
     setup: Mutex<SetupState>,
     setup_done: AtomicBool,
     lost: OnceLock<PeerLost>,
@@ -63,6 +72,8 @@ impl Peer {
             dialer,
             tcp: OnceLock::new(),
             shm: OnceLock::new(),
+            udp: OnceLock::new(),
+            udp_setup: Mutex::new(udp_setup::UdpState::Idle),
             setup: Mutex::new(SetupState::Idle),
             setup_done: AtomicBool::new(false),
             lost: OnceLock::new(),
@@ -83,6 +94,15 @@ impl Peer {
         self.send(&bye, Payload::from_vec(Vec::new()))
             .map(|_| true)
             .map_err(|(e, _)| e)
+    }
+
+    /// Sends a set-up frame on the pair's TCP connection; the error is
+    /// `None` when there is none.
+    fn send_on_tcp(&self, header: &FrameHeader, bytes: Vec<u8>) -> Result<(), Option<ChannelError>> {
+        let c = self.tcp().ok_or(None)?;
+        c.send(header, Payload::from_vec(bytes))
+            .map(|_| ())
+            .map_err(|(e, _)| Some(e))
     }
 
     /// The pair's TCP connection.
@@ -113,11 +133,23 @@ impl Peer {
         self.shm.get().and_then(Channel::as_shm)
     }
 
-    /// The channel frames to the peer go on: shared memory once set up,
-    /// else TCP.
+    /// The channel frames to the peer go on: shared memory or UDP once
+    /// set up, else TCP.
     #[inline]
     fn data_channel(&self) -> Option<&Channel> {
-        self.shm.get().or_else(|| self.tcp.get())
+        self.shm
+            .get()
+            .or_else(|| self.udp.get())
+            .or_else(|| self.tcp.get())
+    }
+
+    /// The pair's TCP connection when it carries the data (no shared
+    /// memory, no UDP): the one a rendezvous may read into place.
+    pub(crate) fn data_tcp(&self) -> Option<&Arc<TcpChannel>> {
+        match (self.shm.get(), self.udp.get()) {
+            (None, None) => self.tcp().and_then(Channel::as_tcp),
+            _ => None,
+        }
     }
 
     pub(crate) fn lost(&self) -> Option<&PeerLost> {
@@ -222,6 +254,7 @@ impl Peer {
     pub(crate) fn queued_bytes(&self) -> usize {
         self.tcp.get().map_or(0, Channel::queued_bytes)
             + self.shm.get().map_or(0, Channel::queued_bytes)
+            + self.udp.get().map_or(0, Channel::queued_bytes)
     }
 
     /// The data channel in words, for `threadwire run --verbose`.
@@ -232,6 +265,7 @@ impl Peer {
         match self.shm() {
             Some(s) if s.uses_cross_memory() => "shm (large messages by cross-memory copy)",
             Some(_) => "shm (large messages in chunks)",
+            None if self.udp().is_some() => "udp",
             None => "tcp",
         }
     }

@@ -22,7 +22,6 @@ use crate::lock;
 use threadwire_transport::shm::setup::{self, AttachError, Attached, Offering, Pair, Setup};
 use threadwire_transport::shm::{Doorbell, ShmChannel, ShmConfig};
 use threadwire_transport::{Channel, ChannelError, Frame};
-use threadwire_wire::Payload;
 
 /// Where a pair stands in the shared-memory setup.
 pub(super) enum SetupState {
@@ -70,13 +69,8 @@ enum Decline {
 impl Peer {
     fn send_setup(&self, message: &Setup) -> Result<(), ShmSetupError> {
         let (header, bytes) = message.encode();
-        match self.tcp() {
-            Some(c) => c
-                .send(&header, Payload::from_vec(bytes))
-                .map(|_| ())
-                .map_err(|(e, _)| ShmSetupError::Send(e)),
-            None => Err(ShmSetupError::NotConnected),
-        }
+        self.send_on_tcp(&header, bytes)
+            .map_err(|e| e.map_or(ShmSetupError::NotConnected, ShmSetupError::Send))
     }
 
     fn finish_setup(&self, state: &mut SetupState, outcome: Option<String>) {

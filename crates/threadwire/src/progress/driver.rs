@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use threadwire_transport::handshake::{AcceptProgress, Acceptor, Credentials};
 use threadwire_transport::shm::ShmChannel;
+use threadwire_transport::udp::{receive_datagrams, PacketError};
 use threadwire_transport::{ChannelError, Frame, ReadOutcome, TcpChannel};
 use threadwire_wire::FrameKind;
 
@@ -22,6 +23,7 @@ impl Tokens {
     pub(crate) const WAKER: mio::Token = mio::Token(0);
     const LISTENER: mio::Token = mio::Token(1);
     pub(crate) const CONTROL: mio::Token = mio::Token(2);
+    pub(crate) const UDP: mio::Token = mio::Token(3);
     const HANDSHAKE_BASE: usize = 16;
     const PEER_BASE: usize = 1 << 40;
 
@@ -35,6 +37,8 @@ impl Tokens {
 /// a ring message, and TCP (doorbells, other hosts, the launcher) can wait
 /// a few polls.
 const EPOLL_EVERY: u32 = 16;
+/// Datagrams read from the UDP socket per poll, at most.
+const UDP_BUDGET: usize = 256;
 /// How long a stranger may take to prove itself.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Handshakes in progress at once; more connections are refused at once.
@@ -60,6 +64,8 @@ pub(crate) struct Driver {
     shm_more: bool,
     /// Zero-timeout polls since the last `epoll_wait`.
     quick_polls: u32,
+    /// The UDP socket's last read stopped on its budget.
+    udp_more: bool,
 }
 
 impl Driver {
@@ -89,6 +95,7 @@ impl Driver {
             control_more: false,
             shm_more: false,
             quick_polls: 0,
+            udp_more: false,
         })
     }
 
@@ -96,12 +103,35 @@ impl Driver {
         self.poll.registry()
     }
 
+    /// Polls the node's UDP socket from now on (`Tokens::UDP`).
+    pub(crate) fn register_udp(&self, socket: &std::net::UdpSocket) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        self.poll.registry().register(
+            &mut mio::unix::SourceFd(&socket.as_raw_fd()),
+            Tokens::UDP,
+            mio::Interest::READABLE,
+        )
+    }
+
     /// Waits up to `timeout` for readiness and handles it. Returns whether
     /// any event or pending read was handled.
     pub(crate) fn poll(&mut self, router: &Router, timeout: Option<Duration>) -> bool {
         let shm = router.has_shm_peers();
         let mut progressed = shm && self.poll_rings(router);
-        let tcp_pending = !self.more.is_empty() || self.control_more;
+        let tcp_pending = !self.more.is_empty() || self.control_more || self.udp_more;
+        // The UDP channels' timers: due ones fire now, the next bounds
+        // the wait.
+        let udp_next = match router.udp.get() {
+            Some(_) => router.udp_timers(Instant::now()),
+            None => None,
+        };
+        let timeout = match udp_next {
+            Some(next) => {
+                let until = next.saturating_duration_since(Instant::now());
+                Some(timeout.map_or(until, |t| t.min(until)))
+            }
+            None => timeout,
+        };
         let mut timeout = if progressed || self.shm_more || tcp_pending {
             Some(Duration::ZERO)
         } else {
@@ -150,6 +180,9 @@ impl Driver {
             match token {
                 Tokens::WAKER => {}
                 Tokens::LISTENER => self.accept(router),
+                Tokens::UDP => {
+                    self.read_udp(router);
+                }
                 Tokens::CONTROL => {
                     if let (true, Some(c)) = (writable, router.control.get()) {
                         let _ = c.flush();
@@ -175,6 +208,9 @@ impl Driver {
         }
         if std::mem::take(&mut self.control_more) {
             self.read_control(router);
+        }
+        if std::mem::take(&mut self.udp_more) {
+            self.read_udp(router);
         }
         if !self.handshakes.is_empty() {
             self.expire_handshakes();
@@ -425,6 +461,7 @@ impl Driver {
             Ok(ReadOutcome::More) => self.more.push(peer),
             Err(ChannelError::Closed) => {
                 self.drain_ring(router, peer);
+                self.drain_udp(router, peer);
                 router.lose_peer(peer, LossCause::Failed(Failure::ClosedWithoutGoodbye))
             }
             Err(e) => {
@@ -432,10 +469,77 @@ impl Driver {
                     tracing::warn!("n{}: dropping connection to n{peer}: {e}", router.id);
                 }
                 self.drain_ring(router, peer);
+                self.drain_udp(router, peer);
                 router.lose_peer(peer, failure_cause(&e))
             }
         }
         true
+    }
+
+    /// The pair's TCP connection ended: the peer's process is gone. What
+    /// it sent over UDP before (its goodbye) is read first — its
+    /// datagrams may still wait in the socket — and its UDP channel
+    /// closed.
+    fn drain_udp(&mut self, router: &Router, peer: u32) {
+        if let Some(c) = router.peers[peer as usize].udp().cloned() {
+            self.read_udp(router);
+            c.close();
+        }
+    }
+
+    /// Reads the node's UDP socket: each datagram to its pair's channel,
+    /// then the frames completed to the router.
+    fn read_udp(&mut self, router: &Router) -> bool {
+        let Some(node) = router.udp.get() else {
+            return false;
+        };
+        let mut touched: Vec<u32> = Vec::new();
+        let read = receive_datagrams(&node.socket, UDP_BUDGET, |from, datagram| {
+            if from >= router.nodes() {
+                return;
+            }
+            let Some(c) = router.peers[from as usize].udp() else {
+                return;
+            };
+            match c.on_datagram(datagram) {
+                Ok(()) => {
+                    if touched.last() != Some(&from) && !touched.contains(&from) {
+                        touched.push(from);
+                    }
+                }
+                Err(PacketError::Malformed(why)) => {
+                    let why = format!("malformed UDP datagram: {why}");
+                    router.lose_peer(from, LossCause::Failed(Failure::Protocol(why)));
+                }
+                // Forged, replayed, foreign: counted by the channel.
+                Err(_) => {}
+            }
+        });
+        let n = match read {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!("n{}: reading the UDP socket: {e}", router.id);
+                0
+            }
+        };
+        self.udp_more = n == UDP_BUDGET;
+        for peer in touched {
+            let Some(c) = router.peers[peer as usize].udp() else {
+                continue;
+            };
+            let mut protocol_error = None;
+            let outcome = c.receive(|frame| {
+                if protocol_error.is_none() {
+                    protocol_error = router.on_frame(peer, frame).err();
+                }
+            });
+            if let Some(why) = protocol_error {
+                router.lose_peer(peer, LossCause::Failed(Failure::Protocol(why.to_string())));
+            } else if let Err(e) = outcome {
+                router.lose_peer(peer, failure_cause(&e));
+            }
+        }
+        n > 0
     }
 
     fn read_control(&mut self, router: &Router) {

@@ -181,6 +181,18 @@ impl Connection {
         self.consumed + self.config.window
     }
 
+    /// Asks the peer for an acknowledgement (a `PING` unless data goes
+    /// anyway): a keep-alive, which tells the peer this side lives and
+    /// brings back word that the peer does.
+    pub fn ping(&mut self) {
+        self.probe_due = true;
+    }
+
+    /// How long since the peer was last heard from (a datagram accepted).
+    pub fn quiet(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.last_heard)
+    }
+
     /// Whether the peer is taken for lost (step 8).
     pub fn is_lost(&self) -> bool {
         self.lost

@@ -62,15 +62,19 @@
 //! slow start from ten datagrams, then one datagram more per window
 //! acknowledged; a loss halves the window at most once per round trip.
 
+mod channel;
 mod connection;
 mod packet;
 mod ranges;
 mod recovery;
+mod setup;
 
+pub use channel::{receive_datagrams, UdpChannel};
 pub use connection::{Config, Connection};
 #[doc(hidden)]
 pub use packet::seal_datagram;
 pub use packet::{Keys, PacketError};
+pub use setup::{UdpSetup, UdpSetupError};
 
 /// Counters of one pair's datagrams.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -90,6 +94,9 @@ pub struct UdpStats {
     /// Datagrams refused otherwise: not ours, another pair or session,
     /// malformed.
     pub refused: u64,
+    /// Datagrams the socket would not send (a full buffer): lost, and
+    /// their data sent again.
+    pub unsent: u64,
 }
 
 #[cfg(test)]

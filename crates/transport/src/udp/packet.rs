@@ -85,6 +85,11 @@ impl Header {
     }
 }
 
+/// The sender a datagram's header names, if it has a header at all.
+pub(super) fn sender(datagram: &[u8]) -> Option<u32> {
+    Header::read(datagram).ok().map(|h| h.from)
+}
+
 /// Why a datagram was dropped.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -347,3 +347,72 @@ fn a_silent_peer_is_lost_after_the_timeout() {
     assert!(waited >= Duration::from_millis(300), "{waited:?}");
     assert!(sim.conns[0].stats().probes > 0);
 }
+
+/// Two channels on real loopback sockets: frames of every size both ways.
+#[test]
+fn channels_on_real_sockets_carry_frames() {
+    use std::net::UdpSocket;
+    use std::sync::Arc;
+    use threadwire_wire::{Format, FrameHeader, Payload};
+    let sockets: Vec<Arc<UdpSocket>> = (0..2)
+        .map(|_| {
+            let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+            s.set_nonblocking(true).unwrap();
+            Arc::new(s)
+        })
+        .collect();
+    let (ka, kb) = keys();
+    let addr = |i: usize| sockets[i].local_addr().unwrap();
+    let a = UdpChannel::new(
+        sockets[0].clone(),
+        addr(1),
+        (0, 1),
+        ka,
+        Config::default(),
+        1 << 30,
+    );
+    let b = UdpChannel::new(
+        sockets[1].clone(),
+        addr(0),
+        (1, 0),
+        kb,
+        Config::default(),
+        1 << 30,
+    );
+    let sizes = [0usize, 1, 1000, 1500, 70_000, 3 << 20];
+    for (i, &n) in sizes.iter().enumerate() {
+        let h = FrameHeader::data(1, 2, i as u32, Format::OPAQUE, n as u64);
+        a.send(&h, Payload::from_vec(stream(n, i as u8)))
+            .map_err(|(e, _)| e)
+            .unwrap();
+    }
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.len() < sizes.len() {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {} frames",
+            got.len(),
+            sizes.len()
+        );
+        for (me, other, sock) in [(&b, 0u32, 1usize), (&a, 1, 0)] {
+            receive_datagrams(&sockets[sock], 64, |from, d| {
+                assert_eq!(from, other);
+                let _ = me.on_datagram(d);
+            })
+            .unwrap();
+        }
+        b.receive(|f| got.push(f)).unwrap();
+        a.receive(|_| {}).unwrap();
+        let now = Instant::now();
+        for c in [&a, &b] {
+            if c.timeout().is_some_and(|t| t <= now) {
+                c.on_timeout(now).unwrap();
+            }
+        }
+    }
+    for (i, f) in got.iter().enumerate() {
+        assert_eq!(f.header.tag, i as u32);
+        assert_eq!(f.payload, stream(sizes[i], i as u8), "frame {i}");
+    }
+}

@@ -14,7 +14,10 @@ use super::*;
 fn mates(ep: &Endpoint, nodes: &[u32], my_pos: usize) -> Vec<usize> {
     let shared = &ep.node().shared;
     let router = &shared.router;
-    if router.channel_choice() == crate::config::ChannelChoice::Tcp {
+    if matches!(
+        router.channel_choice(),
+        crate::config::ChannelChoice::Tcp | crate::config::ChannelChoice::Udp
+    ) {
         return vec![my_pos];
     }
     let guess: Vec<usize> = (0..nodes.len())

@@ -1,0 +1,278 @@
+//! [`UdpChannel`]: a pair's [`Connection`] on the node's one UDP socket,
+//! carrying wire frames as the TCP channel does.
+//!
+//! Senders and the progress engine share the connection under one lock:
+//! a send appends its frame to the stream and sends what the congestion
+//! window allows at once, from the sender's thread; what it does not
+//! allow leaves when acknowledgements open the window, sent by whoever
+//! handles them. The engine reads the socket ([`receive_datagrams`]),
+//! hands each datagram to its pair's channel ([`UdpChannel::on_datagram`]),
+//! then takes the frames completed ([`UdpChannel::receive`]) and sends
+//! what is due, acknowledgements first ([`UdpChannel::flush`]). Timers
+//! ([`UdpChannel::timeout`], [`UdpChannel::on_timeout`]) are the caller's
+//! to keep.
+
+use super::{Config, Connection, Keys, PacketError, UdpStats};
+use crate::{ChannelError, Frame, ReadOutcome, SendOutcome};
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use threadwire_wire::{FrameHeader, Payload, HEADER_LEN};
+
+/// The largest datagram this channel reads (a UDP datagram's limit).
+const MAX_READ: usize = 65_536;
+
+/// One pair's reliable channel over the node's UDP socket.
+pub struct UdpChannel {
+    socket: Arc<UdpSocket>,
+    peer_addr: SocketAddr,
+    max_frame: u64,
+    state: Mutex<State>,
+}
+
+struct State {
+    conn: Connection,
+    /// Stream bytes read and not yet parsed into frames.
+    inbox: Vec<u8>,
+    /// A datagram being written.
+    scratch: Vec<u8>,
+    /// Datagrams the socket refused (a full send buffer): lost, and sent
+    /// again by the protocol.
+    refused: u64,
+    /// Closed by the owner: nothing more is sent or waited for.
+    closed: bool,
+}
+
+impl UdpChannel {
+    /// The channel to the peer at `peer_addr`, on this node's `socket`
+    /// (non-blocking); frames longer than `max_frame` are refused.
+    pub fn new(
+        socket: Arc<UdpSocket>,
+        peer_addr: SocketAddr,
+        ends: (u32, u32),
+        keys: Keys,
+        config: Config,
+        max_frame: u64,
+    ) -> UdpChannel {
+        let datagram = config.max_datagram;
+        UdpChannel {
+            socket,
+            peer_addr,
+            max_frame,
+            state: Mutex::new(State {
+                conn: Connection::new(ends.0, ends.1, keys, config, Instant::now()),
+                inbox: Vec::new(),
+                scratch: vec![0; datagram],
+                refused: 0,
+                closed: false,
+            }),
+        }
+    }
+
+    /// Sends one frame: it joins the stream at once (the channel keeps a
+    /// copy until the peer acknowledges it) and leaves as the congestion
+    /// window allows. Fails only when the peer is lost.
+    pub fn send(
+        &self,
+        header: &FrameHeader,
+        payload: Payload,
+    ) -> Result<SendOutcome, (ChannelError, Payload)> {
+        let mut st = lock(&self.state);
+        if st.conn.is_lost() || st.closed {
+            return Err((lost(), payload));
+        }
+        st.conn.write(&header.encode());
+        for segment in payload.segments() {
+            st.conn.write(segment);
+        }
+        drop(payload);
+        self.transmit(&mut st);
+        Ok(SendOutcome::Written)
+    }
+
+    /// Sends whatever is due now; `Ok(true)` when nothing waits for
+    /// acknowledgement.
+    pub fn flush(&self) -> Result<bool, ChannelError> {
+        let mut st = lock(&self.state);
+        if st.conn.is_lost() {
+            return Err(lost());
+        }
+        self.transmit(&mut st);
+        Ok(st.conn.unacknowledged() == 0)
+    }
+
+    /// Bytes sent and not yet acknowledged; none once the channel is
+    /// closed or its peer lost, as none will be.
+    pub fn queued_bytes(&self) -> usize {
+        let st = lock(&self.state);
+        match st.closed || st.conn.is_lost() {
+            true => 0,
+            false => st.conn.unacknowledged(),
+        }
+    }
+
+    /// Stops the channel: the peer is gone (its process ended, as its TCP
+    /// connection told), so nothing more is sent, retransmitted or waited
+    /// for. A peer ends only once it has everything it waited for, so
+    /// what it has not acknowledged by then it did not need.
+    pub fn close(&self) {
+        lock(&self.state).closed = true;
+    }
+
+    /// Takes one datagram from the peer (the engine's, after
+    /// [`receive_datagrams`]).
+    pub fn on_datagram(&self, datagram: &[u8]) -> Result<(), PacketError> {
+        lock(&self.state).conn.on_datagram(Instant::now(), datagram)
+    }
+
+    /// Hands each frame completed to `on_frame`, then sends what is due
+    /// (acknowledgements of what arrived, data the window now allows).
+    pub fn receive(&self, mut on_frame: impl FnMut(Frame)) -> Result<ReadOutcome, ChannelError> {
+        let mut frames = Vec::new();
+        let outcome = {
+            let mut st = lock(&self.state);
+            if st.conn.is_lost() {
+                return Err(lost());
+            }
+            let State { conn, inbox, .. } = &mut *st;
+            let n = conn.read(inbox);
+            let parsed = parse(inbox, self.max_frame, &mut frames);
+            self.transmit(&mut st);
+            parsed?;
+            match (n, frames.is_empty()) {
+                (0, true) => ReadOutcome::Empty,
+                _ => ReadOutcome::Drained,
+            }
+        };
+        // Outside the lock: a frame's handling may send on this channel.
+        frames.into_iter().for_each(&mut on_frame);
+        Ok(outcome)
+    }
+
+    /// Sends a keep-alive that the peer acknowledges
+    /// ([`Connection::ping`]).
+    pub fn ping(&self) {
+        let mut st = lock(&self.state);
+        if st.closed || st.conn.is_lost() {
+            return;
+        }
+        st.conn.ping();
+        self.transmit(&mut st);
+    }
+
+    /// How long since a datagram from the peer was last accepted.
+    pub fn quiet(&self) -> std::time::Duration {
+        lock(&self.state).conn.quiet(Instant::now())
+    }
+
+    /// When [`on_timeout`](Self::on_timeout) is next due.
+    pub fn timeout(&self) -> Option<Instant> {
+        let st = lock(&self.state);
+        match st.closed {
+            true => None,
+            false => st.conn.timeout(),
+        }
+    }
+
+    /// Fires the timers due at `now` and sends what they ask for; an
+    /// error when the peer is found lost.
+    pub fn on_timeout(&self, now: Instant) -> Result<(), ChannelError> {
+        let mut st = lock(&self.state);
+        st.conn.on_timeout(now);
+        if st.conn.is_lost() {
+            return Err(lost());
+        }
+        self.transmit(&mut st);
+        Ok(())
+    }
+
+    /// The pair's counters; `refused` includes datagrams the socket
+    /// refused to send.
+    pub fn stats(&self) -> UdpStats {
+        let st = lock(&self.state);
+        let mut s = *st.conn.stats();
+        s.unsent = st.refused;
+        s
+    }
+
+    fn transmit(&self, st: &mut State) {
+        let now = Instant::now();
+        let State {
+            conn,
+            scratch,
+            refused,
+            ..
+        } = st;
+        while let Some(len) = conn.poll_transmit(now, scratch) {
+            loop {
+                match self.socket.send_to(&scratch[..len], self.peer_addr) {
+                    Ok(_) => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        // A full send buffer, or the network refused it:
+                        // the datagram counts as lost and its data goes
+                        // again after the loss rules find it.
+                        tracing::trace!("udp send to {}: {e}", self.peer_addr);
+                        *refused += 1;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Reads datagrams from `socket` until it is empty or `budget` are read,
+/// handing each with the node number its header names (not yet
+/// authenticated: the pair's channel checks). Returns how many were read.
+pub fn receive_datagrams(
+    socket: &UdpSocket,
+    budget: usize,
+    mut on_datagram: impl FnMut(u32, &[u8]),
+) -> io::Result<usize> {
+    let mut buf = [0u8; MAX_READ];
+    let mut n = 0;
+    while n < budget {
+        match socket.recv_from(&mut buf) {
+            Ok((len, _)) => {
+                n += 1;
+                if let Some(from) = super::packet::sender(&buf[..len]) {
+                    on_datagram(from, &buf[..len]);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Moves every complete frame of `inbox` into `frames`.
+fn parse(inbox: &mut Vec<u8>, max_frame: u64, frames: &mut Vec<Frame>) -> Result<(), ChannelError> {
+    let mut at = 0;
+    while inbox.len() - at >= HEADER_LEN {
+        let raw: &[u8; HEADER_LEN] = inbox[at..at + HEADER_LEN]
+            .try_into()
+            .unwrap_or_else(|_| unreachable!());
+        let header = FrameHeader::decode(raw, max_frame)?;
+        let total = HEADER_LEN + header.len as usize;
+        if inbox.len() - at < total {
+            break;
+        }
+        let payload = inbox[at + HEADER_LEN..at + total].to_vec();
+        frames.push(Frame { header, payload });
+        at += total;
+    }
+    inbox.drain(..at);
+    Ok(())
+}
+
+fn lost() -> ChannelError {
+    io::Error::new(io::ErrorKind::TimedOut, "UDP peer stopped answering").into()
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
