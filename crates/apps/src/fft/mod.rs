@@ -276,7 +276,10 @@ fn worker(ep: &Endpoint, cfg: Config) -> Result<(), Error> {
         if workers == 0 {
             return Ok(());
         }
-        if !workers.is_power_of_two() || worker >= workers || cfg.points < 2 * workers {
+        let nodes = ep.node().nodes() as usize;
+        // Nodes are a power of two (checked in `run`): so is a fitting P.
+        let fits = workers.is_power_of_two() && workers >= nodes;
+        if !fits || worker >= workers || cfg.points < 2 * workers {
             return Err(Error::Protocol(format!("worker {worker} of {workers}")));
         }
         let layout = Layout {
@@ -285,7 +288,7 @@ fn worker(ep: &Endpoint, cfg: Config) -> Result<(), Error> {
             worker,
         };
         let twiddles = Twiddles::new(&layout);
-        let threads = workers / ep.node().nodes() as usize;
+        let threads = workers / nodes;
         ep.send(HOST, TAG_READY, Packer::new(Encoding::InPlace))?;
         let began = Instant::now();
         let mut compute = Duration::ZERO;
@@ -396,7 +399,8 @@ fn round(
         compute += times.unpack::<f64>()?;
         whole += times.unpack::<f64>()?;
     }
-    let mean = |secs: f64| Duration::from_secs_f64((secs / workers as f64).max(0.0));
+    // Times from the workers: a nonsensical one counts as zero, not a panic.
+    let mean = |secs: f64| Duration::try_from_secs_f64(secs / workers as f64).unwrap_or_default();
     let outputs = outputs
         .iter()
         .map(|y| bit_reversed(&y.to_complex()))
