@@ -2,6 +2,9 @@
 //! only, as a user would write them.
 //!
 //! - [`matmul`]: the host–node matrix multiply.
+//! - [`fft`]: the host–node DIF FFT of NCS' Table 3, one thread per node
+//!   against two.
 #![warn(missing_docs)]
 
+pub mod fft;
 pub mod matmul;

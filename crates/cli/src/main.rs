@@ -77,6 +77,42 @@ fn dispatch(cli: Cli) -> Result<Outcome> {
             let args = args.map(OsString::from).to_vec();
             exit(launch(&spec, std::env::current_exe()?, args)?)
         }
+        Command::Apps(App::Fft { job }) => {
+            let cfg = threadwire_apps::fft::Config {
+                points: job.points,
+                sets: job.sets,
+                threads: job.threads,
+                rounds: job.rounds,
+                ..Default::default()
+            };
+            if bench::under_launcher() {
+                if let Some(report) = threadwire_apps::fft::node(cfg)? {
+                    println!("{report}");
+                }
+                return exit(0);
+            }
+            cfg.check(job.nodes)?;
+            let spec = JobArgs {
+                nodes: job.nodes,
+                ..JobArgs::default()
+            };
+            let [points, sets, threads, rounds] =
+                [job.points, job.sets, job.threads as usize, job.rounds].map(|v| v.to_string());
+            let args = [
+                "apps",
+                "fft",
+                "--points",
+                &points,
+                "--sets",
+                &sets,
+                "--threads",
+                &threads,
+                "--rounds",
+                &rounds,
+            ];
+            let args = args.map(OsString::from).to_vec();
+            exit(launch(&spec, std::env::current_exe()?, args)?)
+        }
         Command::Bench(command) => bench::run(command),
         Command::Net(Net::Up {
             hosts,
