@@ -538,9 +538,9 @@ pub struct PingpongArgs {
     #[arg(long, value_delimiter = ',', conflicts_with = "max_power")]
     pub sizes: Option<Vec<usize>>,
     /// Paths to measure, comma-separated: `thread` (two fibers of one
-    /// node), `shm` and `tcp` (node to node, one job each).
+    /// node), `shm`, `tcp` and `udp` (node to node, one job each).
     #[arg(long, value_delimiter = ',', default_value = "thread,shm,tcp",
-          value_parser = ["thread", "shm", "tcp"])]
+          value_parser = ["thread", "shm", "tcp", "udp"])]
     pub paths: Vec<String>,
     /// Repetitions per size.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]

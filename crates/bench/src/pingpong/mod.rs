@@ -36,7 +36,7 @@ const PATHS_VAR: &str = "THREADWIRE_BENCH_PINGPONG_PATHS";
 pub struct Options {
     /// Sizes in bytes, ascending.
     pub sizes: Vec<usize>,
-    /// `thread`, `shm`, `tcp`: the paths to measure.
+    /// `thread`, `shm`, `tcp`, `udp`: the paths to measure.
     pub paths: Vec<String>,
     /// Repetitions and time per size.
     pub budget: Budget,
@@ -173,8 +173,11 @@ pub fn sweep(
     }
     let link = net.map(|n| n.link);
     if let Some(link) = link {
-        for row in rows.iter_mut().filter(|r| r.path == "tcp") {
-            row.path = format!("tcp/{link}");
+        for row in rows
+            .iter_mut()
+            .filter(|r| r.path == "tcp" || r.path == "udp")
+        {
+            row.path = format!("{}/{link}", row.path);
         }
     }
     let peers = match options.peers {

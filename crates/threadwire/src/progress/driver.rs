@@ -433,8 +433,14 @@ impl Driver {
     /// Reads what `peer` has sent, without asking epoll first; `true` if
     /// anything came, a whole frame or a part of one.
     pub(crate) fn poll_peer(&mut self, router: &Router, peer: u32) -> bool {
-        if router.peers[peer as usize].shm().is_some() {
+        let p = &router.peers[peer as usize];
+        if p.shm().is_some() {
             return self.read_ring(router, peer);
+        }
+        if p.udp().is_some() {
+            // The peer's frames come on the node's UDP socket, shared by
+            // every UDP peer: one read of it serves them all.
+            return self.read_udp(router);
         }
         self.read_peer(router, peer)
     }

@@ -34,6 +34,11 @@ impl Default for Config {
     }
 }
 
+/// How long an acknowledgement owed may wait for a datagram to ride on
+/// (step 3): a request's answer usually carries it. The engine's timers
+/// count whole milliseconds.
+const ACK_DELAY: Duration = Duration::from_millis(1);
+
 /// Received packet numbers kept as ranges, at most this many; older
 /// ones fall below the floor and are refused as duplicates (their data, if
 /// it was never acknowledged, is sent again in a newer packet).
@@ -73,7 +78,14 @@ pub struct Connection {
     // Receiving (steps 1, 6, 7).
     received: RangeSet,
     number_floor: u64,
+    /// An acknowledgement must go with the next datagram (step 3).
     ack_due: bool,
+    /// Ack-eliciting packets received since the last acknowledgement.
+    unacked_eliciting: u32,
+    /// When an acknowledgement owed goes alone, if no datagram carries it
+    /// sooner (step 3).
+    ack_deadline: Option<Instant>,
+    largest_received: Option<u64>,
     /// Stream offsets received (the delivered prefix included).
     stream_received: RangeSet,
     segments: BTreeMap<u64, Vec<u8>>,
@@ -112,6 +124,9 @@ impl Connection {
             received: RangeSet::default(),
             number_floor: 0,
             ack_due: false,
+            unacked_eliciting: 0,
+            ack_deadline: None,
+            largest_received: None,
             stream_received: RangeSet::default(),
             segments: BTreeMap::new(),
             delivered: 0,
@@ -239,15 +254,27 @@ impl Connection {
             }
         }
         self.last_heard = now;
+        let in_order = self.largest_received.is_none_or(|l| h.number == l + 1);
+        self.largest_received = Some(self.largest_received.map_or(h.number, |l| l.max(h.number)));
+        let mut eliciting = false;
         for frame in frames {
             match frame {
                 FrameRef::Stream { offset, data } => {
-                    self.ack_due = true;
+                    eliciting = true;
                     self.on_stream(offset, data)?;
                 }
                 FrameRef::Ack(ack) => self.on_ack(now, &ack)?,
-                FrameRef::Ping => self.ack_due = true,
+                FrameRef::Ping => eliciting = true,
             }
+        }
+        if eliciting {
+            // Step 3: at once for every second packet or a gap, else
+            // with the next datagram, or alone after the delay.
+            self.unacked_eliciting += 1;
+            if self.unacked_eliciting >= 2 || !in_order {
+                self.ack_due = true;
+            }
+            self.ack_deadline.get_or_insert(now + ACK_DELAY);
         }
         Ok(())
     }
@@ -363,15 +390,22 @@ impl Connection {
         if self.lost {
             return None;
         }
-        if let Some(t) = self.loss_time {
-            return Some(t);
+        let recovery = self.loss_time.or_else(|| self.probe_deadline());
+        match (recovery, self.ack_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
+    }
+
+    /// When the probe timer (or the peer's silence) is due: step 5.
+    fn probe_deadline(&self) -> Option<Instant> {
         let blocked = !self.pending.is_empty() && self.sent.is_empty();
         if self.sent.is_empty() && !blocked {
             return None;
         }
         let base = self.last_ack_eliciting.unwrap_or(self.last_heard);
-        let backoff = self.rtt.pto() * 2u32.saturating_pow(self.pto_count.min(16));
+        let pto = self.rtt.pto() + ACK_DELAY;
+        let backoff = pto * 2u32.saturating_pow(self.pto_count.min(16));
         let probe = base + backoff;
         Some(probe.min(self.last_heard + self.config.lost_after))
     }
@@ -390,7 +424,7 @@ impl Connection {
             self.lost = true;
             return;
         }
-        if self.timeout().is_some_and(|t| t <= now) {
+        if self.loss_time.is_none() && self.probe_deadline().is_some_and(|t| t <= now) {
             self.pto_count += 1;
             self.probe_due = true;
             self.stats.probes += 1;
@@ -411,7 +445,8 @@ impl Connection {
                 .pending
                 .first()
                 .is_some_and(|r| r.start < self.peer_max_data);
-        if !self.ack_due && !data && !self.probe_due {
+        let ack_owed = self.ack_due || self.ack_deadline.is_some_and(|t| t <= now);
+        if !ack_owed && !data && !self.probe_due {
             return None;
         }
         let number = self.next_number;
@@ -423,7 +458,7 @@ impl Connection {
             number,
         };
         let mut w = Writer::new(&mut buf[..max], &header);
-        if self.ack_due {
+        if self.ack_due || self.ack_deadline.is_some() {
             let ranges: Vec<_> = self
                 .received
                 .iter_desc()
@@ -435,6 +470,8 @@ impl Connection {
                 self.advertised = self.limit();
             }
             self.ack_due = false;
+            self.ack_deadline = None;
+            self.unacked_eliciting = 0;
         }
         let mut ranges = Vec::new();
         while data && w.room() > packet::STREAM_OVERHEAD {

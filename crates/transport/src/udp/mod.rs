@@ -26,11 +26,14 @@
 //!    unsent (or lost) stream data as fits, below the peer's flow-control
 //!    limit, while the congestion window has room; an acknowledgement due
 //!    rides along.
-//! 3. **Acknowledging.** A datagram with stream data or a ping makes an
-//!    acknowledgement due, sent with the next datagram — the caller polls
-//!    for datagrams after each batch it reads, so acknowledgements wait
-//!    for no timer. It lists the highest 32 ranges of packet numbers
-//!    received, cumulative and selective at once, and the receive limit.
+//! 3. **Acknowledging.** A datagram with stream data or a ping is
+//!    acknowledged by the next datagram this side sends — a request's
+//!    answer carries the request's acknowledgement — and by one of its
+//!    own at once when it is the second unacknowledged, or arrived out of
+//!    order (a gap to repair), else after 1 ms (QUIC's max_ack_delay,
+//!    which the peer's probe timeout adds). An acknowledgement lists the
+//!    highest 32 ranges of packet numbers received, cumulative and
+//!    selective at once, and the receive limit.
 //! 4. **Loss.** A packet is lost once one sent three numbers later is
 //!    acknowledged, or once the loss delay (9/8 of the larger of the
 //!    latest and smoothed round trips, at least 1 ms) has passed since it
@@ -41,8 +44,8 @@
 //!    is the Internet's: GASNet's UDP conduit waits 100 ms for its first
 //!    retransmission).
 //! 5. **Probes.** With packets unacknowledged and no loss to find, a
-//!    probe timeout (smoothed round trip + max(4 × variation, 1 ms),
-//!    doubled at each expiry) sends a datagram that must be acknowledged —
+//!    probe timeout (smoothed round trip + max(4 × variation, 1 ms) +
+//!    the 1 ms acknowledgement delay, doubled at each expiry) sends a datagram that must be acknowledged —
 //!    data if any waits, else a ping — so that a lost tail is found by the
 //!    loss rules of step 4 one round trip later.
 //! 6. **Flow control.** The receiver accepts stream bytes below the limit
