@@ -85,3 +85,96 @@ fn point_to_point_and_collectives_pass_over_udp_on_lossy_hosts() {
         assert_eq!(down.code(), Some(0), "{}", down.show());
     }
 }
+
+/// The UDP ports the processes named `program` have bound, from `ss`.
+fn udp_ports_of(program: &str) -> Vec<u16> {
+    let ss = run(std::process::Command::new("ss").args(["-Hulpn"]));
+    ss.stdout
+        .lines()
+        .filter(|l| l.contains(&format!("\"{program}\"")))
+        .filter_map(|l| {
+            l.split_whitespace()
+                .nth(3)?
+                .rsplit(':')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
+/// Garbage, header-shaped strangers and truncated datagrams thrown at
+/// both nodes' UDP sockets while they exchange messages: refused and
+/// counted, and the job ends well, every message intact.
+#[test]
+fn datagrams_of_strangers_do_not_disturb_a_running_job() {
+    if run(std::process::Command::new("ss").arg("-V")).code() != Some(0) {
+        eprintln!("SKIPPED: no `ss` (iproute2) to find the nodes' UDP ports");
+        return;
+    }
+    let job = std::thread::spawn(|| {
+        run(threadwire()
+            .args([
+                "run",
+                "-n",
+                "2",
+                "--channel",
+                "udp",
+                "--timeout",
+                "120",
+                "--",
+            ])
+            .arg(example("node-alltoall"))
+            .args(["2", "150", "11"]))
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut ports = Vec::new();
+    while ports.len() < 2 && std::time::Instant::now() < deadline && !job.is_finished() {
+        ports = udp_ports_of("node-alltoall");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("a UDP socket");
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut thrown = 0;
+    for round in 0..3000u32 {
+        if job.is_finished() {
+            break;
+        }
+        for &port in &ports {
+            let len = (next() % 1500) as usize;
+            let mut d: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if round % 3 == 0 && d.len() >= 24 {
+                // Shaped like ours: magic, version, sender 0 or 1.
+                d[..4].copy_from_slice(&[b'T', b'U', threadwire_wire::PROTOCOL_VERSION, 0]);
+                d[4..8].copy_from_slice(&((round / 3) % 2).to_le_bytes());
+                d[8..12].copy_from_slice(&(1 - (round / 3) % 2).to_le_bytes());
+            }
+            if socket.send_to(&d, ("127.0.0.1", port)).is_ok() {
+                thrown += 1;
+            }
+        }
+    }
+    let ran = job.join().expect("the job's thread");
+    assert_eq!(ran.code(), Some(0), "{}", ran.show());
+    for node in 0..2 {
+        assert!(
+            ran.stdout
+                .contains(&format!("[n{node}] alltoall n{node}: ok")),
+            "{}",
+            ran.show()
+        );
+    }
+    assert_eq!(
+        ports.len(),
+        2,
+        "the nodes' UDP ports were not found:\n{}",
+        ran.show()
+    );
+    assert!(thrown > 0, "nothing was thrown: the job ended first");
+}
