@@ -152,7 +152,12 @@ pub fn run_under_threadwire(
             cmd.arg("--")
                 .arg(Path::new(EXAMPLES).join(argv[0]))
                 .args(&argv[1..])
-                .current_dir(dir);
+                .current_dir(dir)
+                // A console directory of the example's own: `--join` then
+                // finds this example's job, never another threadwire job
+                // running on the machine meanwhile (one once took a
+                // dbwtest's partner).
+                .env("THREADWIRE_CONSOLE_DIR", dir.join("console"));
             cmd
         },
         dir,
