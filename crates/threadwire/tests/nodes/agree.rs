@@ -9,7 +9,8 @@
 //!   it, right after a barrier), while every survivor agrees on
 //!   `flag = (node != 2)`, then shrinks the group and runs an allreduce
 //!   in it, then agrees once more in the new group.
-//! - `revoke` (3 nodes): n2 kills itself after a barrier. n0 waits in a
+//! - `revoke` (3 nodes): n2 kills itself once n0 and n1 tell it they are
+//!   past a barrier. n0 waits in a
 //!   group receive from n1 that n1 will never send; n1 finds n2 lost in
 //!   a barrier and
 //!   revokes the group: n0's receives end with `Revoked`, a barrier
@@ -22,6 +23,9 @@ mod common;
 
 use std::time::Duration;
 use threadwire::{Group, Op};
+
+/// Tag of "past the first barrier", to n2 in the `revoke` mode.
+const PAST_BARRIER: u32 = 99;
 
 fn kill_self() -> ! {
     // SAFETY: kill(2) with our own pid; SIGKILL ends the process.
@@ -46,6 +50,13 @@ fn main() {
     // others' barrier: the agreement is what must cope.
     let here = world.barrier();
     assert!(mode == "dies" || here.is_ok(), "{here:?}");
+    if mode == "revoke" && me != 2 {
+        // n2 dies only once both others are past the barrier: killed
+        // sooner, its last barrier message could die with its
+        // connection (a reset) and fail theirs.
+        ep.send(threadwire::Address::new(2, 0), PAST_BARRIER, Vec::new())
+            .expect("tell n2");
+    }
     match mode.as_str() {
         "rounds" => {
             for round in 0..20u32 {
@@ -96,7 +107,13 @@ fn revoke(ep: &threadwire::Endpoint, world: &Group) {
     use threadwire::CollError;
     let me = ep.address().node;
     match me {
-        2 => kill_self(),
+        2 => {
+            for n in [0, 1] {
+                ep.recv(threadwire::Address::new(n, 0), PAST_BARRIER)
+                    .expect("n0 and n1 past the barrier");
+            }
+            kill_self()
+        }
         1 => {
             // The barrier fails once n2 is found lost.
             let e = world.barrier().expect_err("a barrier with n2 dead");
