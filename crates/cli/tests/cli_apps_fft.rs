@@ -107,26 +107,17 @@ fn bad_sizes_are_refused_before_the_job_starts() {
 #[test]
 fn apps_fft_verifies_on_namespace_hosts() {
     const PREFIX: &str = "twff";
-    let up = run(threadwire().args(["net", "up", "--hosts", "2", "--prefix", PREFIX]));
-    if up.code() != Some(0) {
-        eprintln!(
-            "SKIPPED: cannot create network namespaces here: {}",
-            up.stderr.trim()
-        );
+    let Some(hosts) = NamespaceHosts::up(PREFIX, 2, &[]) else {
         return;
-    }
-    let _guard = NetGuard(PREFIX);
-    let file = std::env::temp_dir().join(format!("threadwire-fft-hosts-{}", std::process::id()));
-    std::fs::write(&file, format!("netns:{PREFIX}h0\nnetns:{PREFIX}h1\n")).expect("host file");
+    };
     let ran = run(threadwire()
         .args(["run", "-n", "4", "--hosts"])
-        .arg(&file)
+        .arg(&hosts.file)
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_threadwire"))
         .args([
             "apps", "fft", "--points", "256", "--sets", "2", "--rounds", "1",
         ]));
-    let _ = std::fs::remove_file(&file);
     assert_eq!(ran.code(), Some(0), "{}", ran.show());
     assert!(
         ran.stdout.contains("verified against rustfft"),

@@ -227,24 +227,15 @@ fn a_killed_launcher_leaves_no_shared_memory_behind() {
 #[test]
 fn nodes_on_namespace_hosts_share_memory_inside_and_use_tcp_between() {
     const PREFIX: &str = "twn1";
-    let up = run(threadwire().args(["net", "up", "--hosts", "2", "--prefix", PREFIX]));
-    if up.code() != Some(0) {
-        eprintln!(
-            "SKIPPED: cannot create network namespaces here: {}",
-            up.stderr.trim()
-        );
+    let Some(hosts) = NamespaceHosts::up(PREFIX, 2, &[]) else {
         return;
-    }
-    let _guard = NetGuard(PREFIX);
-    let file = std::env::temp_dir().join(format!("threadwire-hosts-{}", std::process::id()));
-    std::fs::write(&file, format!("netns:{PREFIX}h0\nnetns:{PREFIX}h1\n")).expect("host file");
+    };
     let ran = run(threadwire()
         .args(["run", "-n", "4", "-v", "--hosts"])
-        .arg(&file)
+        .arg(&hosts.file)
         .arg("--")
         .arg(example("node-shm"))
         .arg("exchange"));
-    let _ = std::fs::remove_file(&file);
     assert_eq!(ran.code(), Some(0), "{}", ran.show());
     // Node i runs on host i % 2: n0 and n2 on h0, n1 and n3 on h1.
     for (line, why) in [

@@ -20,21 +20,9 @@ const NETS: [(&str, &[&str]); 4] = [
 fn point_to_point_and_collectives_pass_over_udp_on_lossy_hosts() {
     const PREFIX: &str = "twudp";
     for (name, impairments) in NETS {
-        let up = run(threadwire()
-            .args(["net", "up", "--hosts", "3", "--prefix", PREFIX])
-            .args(impairments));
-        if up.code() != Some(0) {
-            eprintln!(
-                "SKIPPED: cannot create impaired hosts here: {}",
-                up.stderr.trim()
-            );
+        let Some(hosts) = NamespaceHosts::up(PREFIX, 3, impairments) else {
             return;
-        }
-        let _guard = NetGuard(PREFIX);
-        let file =
-            std::env::temp_dir().join(format!("threadwire-udp-hosts-{}", std::process::id()));
-        let hosts: String = (0..3).map(|h| format!("netns:{PREFIX}h{h}\n")).collect();
-        std::fs::write(&file, hosts).expect("host file");
+        };
         let job = |program: &str, args: &[&str]| {
             run(threadwire()
                 .args([
@@ -48,7 +36,7 @@ fn point_to_point_and_collectives_pass_over_udp_on_lossy_hosts() {
                     "120",
                     "--hosts",
                 ])
-                .arg(&file)
+                .arg(&hosts.file)
                 .arg("--")
                 .arg(example(program))
                 .args(args))
@@ -80,9 +68,9 @@ fn point_to_point_and_collectives_pass_over_udp_on_lossy_hosts() {
                 coll.show()
             );
         }
-        let _ = std::fs::remove_file(&file);
         let down = run(threadwire().args(["net", "down", "--prefix", PREFIX]));
         assert_eq!(down.code(), Some(0), "{}", down.show());
+        drop(hosts);
     }
 }
 

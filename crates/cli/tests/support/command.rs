@@ -181,3 +181,50 @@ impl Drop for NetGuard {
         let _ = run(threadwire().args(["net", "down", "--prefix", self.0]));
     }
 }
+
+/// Emulated hosts for one test: `threadwire net up --hosts K --prefix P`
+/// with `extra` arguments, and a host file naming them; both removed
+/// however the test ends.
+pub struct NamespaceHosts {
+    /// The host file for `threadwire run --hosts`.
+    pub file: std::path::PathBuf,
+    _net: NetGuard,
+}
+
+impl NamespaceHosts {
+    /// The hosts, or `None` after saying why the test skips (no root, no
+    /// namespaces, no iptables for an impairment).
+    pub fn up(prefix: &'static str, hosts: u32, extra: &[&str]) -> Option<NamespaceHosts> {
+        let up = run(threadwire()
+            .args([
+                "net",
+                "up",
+                "--hosts",
+                &hosts.to_string(),
+                "--prefix",
+                prefix,
+            ])
+            .args(extra));
+        if up.code() != Some(0) {
+            eprintln!(
+                "SKIPPED: cannot create emulated hosts here: {}",
+                up.stderr.trim()
+            );
+            return None;
+        }
+        let net = NetGuard(prefix);
+        let file =
+            std::env::temp_dir().join(format!("threadwire-{prefix}-hosts-{}", std::process::id()));
+        let names: String = (0..hosts)
+            .map(|h| format!("netns:{prefix}h{h}\n"))
+            .collect();
+        std::fs::write(&file, names).expect("host file");
+        Some(NamespaceHosts { file, _net: net })
+    }
+}
+
+impl Drop for NamespaceHosts {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.file);
+    }
+}

@@ -509,7 +509,7 @@ impl Driver {
             };
             match c.on_datagram(datagram) {
                 Ok(()) => {
-                    if touched.last() != Some(&from) && !touched.contains(&from) {
+                    if !touched.contains(&from) {
                         touched.push(from);
                     }
                 }

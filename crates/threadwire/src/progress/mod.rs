@@ -73,6 +73,7 @@
 
 mod driver;
 mod liveness;
+mod upkeep;
 
 pub(crate) use driver::{Driver, Tokens};
 pub(crate) use liveness::{Liveness, Watched};
