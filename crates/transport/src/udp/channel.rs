@@ -231,15 +231,27 @@ pub fn receive_datagrams(
     budget: usize,
     mut on_datagram: impl FnMut(u32, &[u8]),
 ) -> io::Result<usize> {
+    read_datagrams(socket, budget, |datagram| {
+        if let Some(from) = super::packet::sender(datagram) {
+            on_datagram(from, datagram);
+        }
+    })
+}
+
+/// Reads datagrams from the non-blocking `socket` until it is empty or
+/// `budget` are read, handing each to `on_datagram`; how many were read.
+pub(super) fn read_datagrams(
+    socket: &UdpSocket,
+    budget: usize,
+    mut on_datagram: impl FnMut(&[u8]),
+) -> io::Result<usize> {
     let mut buf = [0u8; MAX_READ];
     let mut n = 0;
     while n < budget {
         match socket.recv_from(&mut buf) {
             Ok((len, _)) => {
                 n += 1;
-                if let Some(from) = super::packet::sender(&buf[..len]) {
-                    on_datagram(from, &buf[..len]);
-                }
+                on_datagram(&buf[..len]);
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -250,7 +262,11 @@ pub fn receive_datagrams(
 }
 
 /// Moves every complete frame of `inbox` into `frames`.
-fn parse(inbox: &mut Vec<u8>, max_frame: u64, frames: &mut Vec<Frame>) -> Result<(), ChannelError> {
+pub(super) fn parse(
+    inbox: &mut Vec<u8>,
+    max_frame: u64,
+    frames: &mut Vec<Frame>,
+) -> Result<(), ChannelError> {
     let mut at = 0;
     while inbox.len() - at >= HEADER_LEN {
         let raw: &[u8; HEADER_LEN] = inbox[at..at + HEADER_LEN]
@@ -273,6 +289,6 @@ fn lost() -> ChannelError {
     io::Error::new(io::ErrorKind::TimedOut, "UDP peer stopped answering").into()
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -518,7 +518,12 @@ impl Connection {
 }
 
 /// `len` bytes from `at` of the concatenation of `a` and `b`.
-fn slice_of<'s>(a: &'s [u8], b: &'s [u8], at: usize, len: usize) -> std::borrow::Cow<'s, [u8]> {
+pub(super) fn slice_of<'s>(
+    a: &'s [u8],
+    b: &'s [u8],
+    at: usize,
+    len: usize,
+) -> std::borrow::Cow<'s, [u8]> {
     if at + len <= a.len() {
         return std::borrow::Cow::Borrowed(&a[at..at + len]);
     }

@@ -67,6 +67,7 @@
 
 mod channel;
 mod connection;
+pub mod mcast;
 mod packet;
 mod ranges;
 mod recovery;

@@ -197,12 +197,33 @@ impl<'a> Writer<'a> {
 
     /// Appends the tag: the datagram's length.
     pub(super) fn seal(self, key: &Hmac<Sha256>) -> usize {
-        let mut mac = key.clone();
-        mac.update(&self.buf[..self.at]);
-        let tag = mac.finalize().into_bytes();
-        self.buf[self.at..self.at + TAG_LEN].copy_from_slice(&tag[..TAG_LEN]);
-        self.at + TAG_LEN
+        append_tag(self.buf, self.at, key)
     }
+}
+
+/// Writes after `buf[..len]` the tag of those bytes under `key`: the
+/// sealed datagram's length (the unicast and multicast datagrams' one
+/// authentication).
+pub(super) fn append_tag(buf: &mut [u8], len: usize, key: &Hmac<Sha256>) -> usize {
+    let mut mac = key.clone();
+    mac.update(&buf[..len]);
+    let tag = mac.finalize().into_bytes();
+    buf[len..len + TAG_LEN].copy_from_slice(&tag[..TAG_LEN]);
+    len + TAG_LEN
+}
+
+/// `datagram` without its tag, if the tag proves `key` (the caller has
+/// checked it is at least [`TAG_LEN`] long).
+pub(super) fn check_tag<'d>(
+    datagram: &'d [u8],
+    key: &Hmac<Sha256>,
+) -> Result<&'d [u8], PacketError> {
+    let body = datagram.len() - TAG_LEN;
+    let mut mac = key.clone();
+    mac.update(&datagram[..body]);
+    mac.verify_truncated_left(&datagram[body..])
+        .map_err(|_| PacketError::Forged)?;
+    Ok(&datagram[..body])
 }
 
 /// `body` (frames) as an authentic datagram from the owner of `keys`:
@@ -218,22 +239,13 @@ pub fn seal_datagram(keys: &Keys, from: u32, to: u32, number: u64, body: &[u8]) 
     };
     header.write(&mut buf);
     buf[HEADER_LEN..HEADER_LEN + body.len()].copy_from_slice(body);
-    let mut mac = keys.send.clone();
-    mac.update(&buf[..HEADER_LEN + body.len()]);
-    let tag = mac.finalize().into_bytes();
-    let at = HEADER_LEN + body.len();
-    buf[at..].copy_from_slice(&tag[..TAG_LEN]);
+    append_tag(&mut buf, HEADER_LEN + body.len(), &keys.send);
     buf
 }
 
 /// Checks `datagram`'s tag with `key`: its frames' bytes if authentic.
 pub(super) fn open<'d>(datagram: &'d [u8], key: &Hmac<Sha256>) -> Result<&'d [u8], PacketError> {
-    let body = datagram.len() - TAG_LEN;
-    let mut mac = key.clone();
-    mac.update(&datagram[..body]);
-    mac.verify_truncated_left(&datagram[body..])
-        .map_err(|_| PacketError::Forged)?;
-    Ok(&datagram[HEADER_LEN..body])
+    Ok(&check_tag(datagram, key)?[HEADER_LEN..])
 }
 
 /// The frames of an authentic datagram's body, in order; the first
@@ -305,13 +317,13 @@ fn parse(b: &[u8]) -> Result<(FrameRef<'_>, usize), PacketError> {
     }
 }
 
-fn u32_at(b: &[u8], at: usize) -> u32 {
+pub(super) fn u32_at(b: &[u8], at: usize) -> u32 {
     let mut x = [0; 4];
     x.copy_from_slice(&b[at..at + 4]);
     u32::from_le_bytes(x)
 }
 
-fn u64_at(b: &[u8], at: usize) -> u64 {
+pub(super) fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut x = [0; 8];
     x.copy_from_slice(&b[at..at + 8]);
     u64::from_le_bytes(x)
@@ -378,7 +390,7 @@ impl Keys {
     }
 }
 
-fn hmac_of(key: &[u8; 32]) -> Hmac<Sha256> {
+pub(super) fn hmac_of(key: &[u8; 32]) -> Hmac<Sha256> {
     // HMAC takes a key of any length.
     Hmac::<Sha256>::new_from_slice(key).unwrap_or_else(|_| unreachable!())
 }

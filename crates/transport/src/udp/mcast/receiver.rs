@@ -1,0 +1,154 @@
+//! The receiving side of one sender's stream, without I/O: reassembly
+//! within the window, NAKs of gaps and acknowledgements (steps 5–7 of
+//! the module docs).
+
+use super::super::ranges::RangeSet;
+use super::control::{Control, MAX_NAK_RANGES};
+use super::packet::Header;
+use super::{McastConfig, McastStats};
+use hmac::Hmac;
+use sha2::Sha256;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+pub(super) struct Receiver {
+    pub(super) key: Hmac<Sha256>,
+    pub(super) session: [u8; 16],
+    /// Bytes below this are in order (in `inbox` or handed on).
+    delivered: u64,
+    /// Out-of-order pieces above `delivered`, disjoint, and the offsets
+    /// they cover.
+    pieces: BTreeMap<u64, Vec<u8>>,
+    have: RangeSet,
+    /// In-order bytes not yet parsed into frames.
+    pub(super) inbox: Vec<u8>,
+    /// The highest end the sender told.
+    end: u64,
+    nak_at: Option<Instant>,
+    acked: u64,
+    ack_at: Option<Instant>,
+    /// A heartbeat asked for the acknowledgement again.
+    reack: bool,
+}
+
+impl Receiver {
+    pub(super) fn new(key: Hmac<Sha256>, session: [u8; 16], from: u64) -> Receiver {
+        Receiver {
+            key,
+            session,
+            delivered: from,
+            pieces: BTreeMap::new(),
+            have: RangeSet::default(),
+            inbox: Vec::new(),
+            end: from,
+            nak_at: None,
+            acked: from,
+            ack_at: None,
+            reack: false,
+        }
+    }
+
+    /// An authentic datagram's header and data.
+    pub(super) fn on_datagram(
+        &mut self,
+        now: Instant,
+        header: &Header,
+        data: &[u8],
+        config: &McastConfig,
+        stats: &mut McastStats,
+    ) {
+        self.end = self.end.max(header.end);
+        if data.is_empty() {
+            // A heartbeat: acknowledge again, in case the last was lost
+            // or the sender waits on it.
+            stats.received += 1;
+            self.reack = true;
+            self.update(now, config);
+            return;
+        }
+        let limit = self.delivered + config.window;
+        let (start, end) = (header.offset, header.offset + data.len() as u64);
+        if end > limit {
+            stats.beyond_window += 1;
+        }
+        let (lo, hi) = (start.max(self.delivered), end.min(limit));
+        let gaps = match lo < hi {
+            true => self.have.gaps_in(lo..hi),
+            false => Vec::new(),
+        };
+        if gaps.is_empty() {
+            if end <= limit {
+                stats.duplicates += 1;
+            }
+            self.update(now, config);
+            return;
+        }
+        stats.received += 1;
+        for g in gaps {
+            let piece = &data[(g.start - start) as usize..(g.end - start) as usize];
+            self.pieces.insert(g.start, piece.to_vec());
+            self.have.insert(g);
+        }
+        if let Some(r) = self.have.first().filter(|r| r.start == self.delivered) {
+            let keys: Vec<u64> = self.pieces.range(r.clone()).map(|(&k, _)| k).collect();
+            for k in keys {
+                if let Some(piece) = self.pieces.remove(&k) {
+                    self.inbox.extend_from_slice(&piece);
+                }
+            }
+            self.have.remove(r.clone());
+            self.delivered = r.end;
+        }
+        self.update(now, config);
+    }
+
+    /// Arms or disarms the NAK and acknowledgement timers.
+    fn update(&mut self, now: Instant, config: &McastConfig) {
+        match self.end > self.delivered {
+            true if self.nak_at.is_none() => self.nak_at = Some(now + config.nak_delay),
+            true => {}
+            false => self.nak_at = None,
+        }
+        if self.delivered - self.acked >= config.ack_every {
+            self.ack_at = Some(now);
+        } else if (self.delivered > self.acked || self.reack) && self.ack_at.is_none() {
+            self.ack_at = Some(now + config.ack_delay);
+        }
+    }
+
+    pub(super) fn timeout(&self) -> Option<Instant> {
+        [self.nak_at, self.ack_at].into_iter().flatten().min()
+    }
+
+    /// The control messages due at `now`.
+    pub(super) fn poll(
+        &mut self,
+        now: Instant,
+        config: &McastConfig,
+        stats: &mut McastStats,
+        out: &mut Vec<Control>,
+    ) {
+        if self.ack_at.is_some_and(|t| t <= now) {
+            self.ack_at = None;
+            self.reack = false;
+            self.acked = self.delivered;
+            out.push(Control::Ack {
+                offset: self.delivered,
+            });
+        }
+        if self.nak_at.is_some_and(|t| t <= now) {
+            let top = self.end.min(self.delivered + config.window);
+            let ranges: Vec<_> = self
+                .have
+                .gaps_in(self.delivered..top)
+                .into_iter()
+                .take(MAX_NAK_RANGES)
+                .collect();
+            self.nak_at = Some(now + config.nak_repeat);
+            if !ranges.is_empty() {
+                stats.naks_sent += 1;
+                out.push(Control::Nak { ranges });
+            }
+        }
+    }
+}
