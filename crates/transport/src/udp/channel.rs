@@ -204,23 +204,37 @@ impl UdpChannel {
             refused,
             ..
         } = st;
-        while let Some(len) = conn.poll_transmit(now, scratch) {
-            loop {
-                match self.socket.send_to(&scratch[..len], self.peer_addr) {
-                    Ok(_) => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        // A full send buffer, or the network refused it:
-                        // the datagram counts as lost and its data goes
-                        // again after the loss rules find it.
-                        tracing::trace!("udp send to {}: {e}", self.peer_addr);
-                        *refused += 1;
-                        break;
-                    }
+        *refused += send_datagrams(&self.socket, self.peer_addr, scratch, |buf| {
+            conn.poll_transmit(now, buf)
+        });
+    }
+}
+
+/// Sends to `to` each datagram `next` writes into `scratch` (its length),
+/// until it has none; how many the socket refused. A refused datagram —
+/// a full send buffer, or the network refused it — counts as lost: the
+/// protocol's loss rules send its data again.
+pub(super) fn send_datagrams(
+    socket: &UdpSocket,
+    to: SocketAddr,
+    scratch: &mut [u8],
+    mut next: impl FnMut(&mut [u8]) -> Option<usize>,
+) -> u64 {
+    let mut refused = 0;
+    while let Some(len) = next(scratch) {
+        loop {
+            match socket.send_to(&scratch[..len], to) {
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    tracing::trace!("udp send to {to}: {e}");
+                    refused += 1;
+                    break;
                 }
             }
         }
     }
+    refused
 }
 
 /// Reads datagrams from `socket` until it is empty or `budget` are read,

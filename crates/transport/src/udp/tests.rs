@@ -5,17 +5,17 @@ use super::*;
 use std::time::{Duration, Instant};
 
 /// xorshift: fixed seeds, so a failure replays.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
 
-    fn chance(&mut self, p: f64) -> bool {
+    pub(super) fn chance(&mut self, p: f64) -> bool {
         (self.next() % 1_000_000) as f64 / 1_000_000.0 < p
     }
 }

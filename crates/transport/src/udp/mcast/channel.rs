@@ -7,7 +7,7 @@
 //! [`McastChannel::flush`] and [`McastChannel::on_timeout`], whose times
 //! ([`McastChannel::timeout`]) are the caller's to keep.
 
-use super::super::channel::{lock, read_datagrams};
+use super::super::channel::{lock, read_datagrams, send_datagrams};
 use super::{Control, Endpoint, McastConfig, McastStats};
 use crate::{ChannelError, Frame, SendOutcome};
 use sha2::{Digest, Sha256};
@@ -252,21 +252,10 @@ impl McastChannel {
             scratch,
             unsent,
         } = st;
-        while let Some(len) = endpoint.poll_transmit(now, scratch) {
-            loop {
-                match self.socket.send_to(&scratch[..len], self.group) {
-                    Ok(_) => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        // A full send buffer: the datagram is lost, and
-                        // receivers' NAKs (or a heartbeat's end) bring it
-                        // back.
-                        tracing::trace!("mcast send to {}: {e}", self.group);
-                        *unsent += 1;
-                        break;
-                    }
-                }
-            }
-        }
+        // A datagram the socket refused is lost: receivers' NAKs, or a
+        // heartbeat's end, bring its data back.
+        *unsent += send_datagrams(&self.socket, self.group.into(), scratch, |buf| {
+            endpoint.poll_transmit(now, buf)
+        });
     }
 }

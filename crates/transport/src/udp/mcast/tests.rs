@@ -3,6 +3,7 @@
 //! join — with simulated time; and the channel on real sockets in a
 //! network namespace of its own.
 
+use super::super::tests::Rng;
 use super::*;
 use crate::Frame;
 use std::time::{Duration, Instant};
@@ -11,22 +12,6 @@ use threadwire_wire::{Format, FrameHeader};
 const SECRET: [u8; 32] = [0x3c; 32];
 const JOB: u64 = 99;
 const MAX_FRAME: u64 = 1 << 20;
-
-/// xorshift: fixed seeds, so a failure replays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn chance(&mut self, p: f64) -> bool {
-        (self.next() % 1_000_000) as f64 / 1_000_000.0 < p
-    }
-}
 
 fn session(node: u32) -> [u8; 16] {
     let mut s = [0xa5; 16];
@@ -232,6 +217,19 @@ impl Net {
         self.nodes[0].write(bytes);
         self.serve(0);
     }
+
+    /// Node 0 writes `frames`: the stream a receiver should get.
+    fn write_all(&mut self, frames: &[Vec<u8>]) -> Vec<(u32, Vec<u8>)> {
+        for f in frames {
+            self.write(f);
+        }
+        stream_of(frames)
+    }
+
+    /// Whether nodes `receivers` have `frames` frames each.
+    fn have(&self, receivers: std::ops::Range<usize>, frames: usize) -> bool {
+        self.got[receivers].iter().all(|g| g.len() == frames)
+    }
 }
 
 /// Frames of mixed sizes, 8 bytes to 200 KB, about `total` bytes in all.
@@ -267,12 +265,9 @@ fn eight_receivers_get_every_frame_through_loss_reordering_and_duplication() {
     let mut net = Net::new(9, McastConfig::default(), imp, 0x1234_5678);
     net.join_all();
     let frames = mixed_frames(&mut Rng(77), 2_000_000);
-    for f in &frames {
-        net.write(f);
-    }
-    let want = stream_of(&frames);
+    let want = net.write_all(&frames);
     let complete = net.run_until(Duration::from_secs(20), |net| {
-        net.got[1..].iter().all(|g| g.len() == want.len())
+        net.have(1..net.nodes.len(), want.len())
     });
     let lengths: Vec<usize> = net.got.iter().map(Vec::len).collect();
     assert!(
@@ -318,12 +313,9 @@ fn a_datagram_all_receivers_lost_is_repaired_once() {
         d[3] == 1 && data_seen == 5
     }));
     let frames: Vec<Vec<u8>> = (0..40).map(|i| frame(i, 700)).collect();
-    for f in &frames {
-        net.write(f);
-    }
-    let want = stream_of(&frames);
+    let want = net.write_all(&frames);
     let done = net.run_until(Duration::from_secs(2), |net| {
-        net.got[1..].iter().all(|g| g.len() == want.len())
+        net.have(1..net.nodes.len(), want.len())
     });
     assert!(done);
     assert!(net.got[1..].iter().all(|g| *g == want));
@@ -344,14 +336,9 @@ fn a_receiver_that_stops_acknowledging_is_lost_and_the_others_complete() {
     net.mute[3] = true;
     let muted_at = net.now - net.start;
     let frames: Vec<Vec<u8>> = (0..200).map(|i| frame(i, 3000)).collect();
-    for f in &frames {
-        net.write(f);
-    }
-    let want = stream_of(&frames);
+    let want = net.write_all(&frames);
     let done = net.run_until(Duration::from_secs(5), |net| {
-        net.got[1..3].iter().all(|g| g.len() == want.len())
-            && !net.lost.is_empty()
-            && net.nodes[0].queued_bytes() == 0
+        net.have(1..3, want.len()) && !net.lost.is_empty() && net.nodes[0].queued_bytes() == 0
     });
     assert!(
         done,
@@ -605,6 +592,12 @@ fn groups_are_scoped_and_spread() {
         assert_eq!(g.ip().octets()[..2], [239, 255]);
         assert!((40000..=59999).contains(&g.port()));
     }
+}
+
+#[test]
+fn the_channel_is_shared_between_threads() {
+    fn shared<T: Send + Sync>() {}
+    shared::<McastChannel>();
 }
 
 mod socket;
