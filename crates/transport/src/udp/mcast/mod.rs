@@ -41,8 +41,11 @@
 //!    in pieces of at most `max_datagram` bytes, while the bytes sent
 //!    beyond the slowest receiver's acknowledgement stay below the
 //!    congestion window and `window`, and as fast as pacing allows:
-//!    1.25 × the window per smoothed round trip, with a burst of ten
-//!    datagrams (RFC 9002, 7.7), so a window never lands at once in a
+//!    1.25 × the window per smoothed round trip (RFC 9002, 7.7), with
+//!    bursts of at most ten datagrams or a millisecond's worth, whichever
+//!    is more (the engine's timers count whole milliseconds; a smaller
+//!    burst would cap the rate below the pacing rate), so a window whose
+//!    round trip is longer than a millisecond never lands at once in a
 //!    shaped link's queue. Round trips are sampled when a receiver's
 //!    acknowledgement first covers a datagram whose send time was kept.
 //!    Congestion control is NewReno in bytes (RFC 9002, 7; the unicast

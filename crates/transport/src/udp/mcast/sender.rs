@@ -3,8 +3,9 @@
 //! window and pacing (steps 3–8 of the module docs).
 
 use super::super::connection::slice_of;
+use super::super::packet::TAG_LEN;
 use super::super::ranges::RangeSet;
-use super::super::recovery::{NewReno, Rtt};
+use super::super::recovery::{NewReno, Rtt, GRANULARITY};
 use super::control::Control;
 use super::packet::{self, Header, Kind, HEADER_LEN};
 use super::{McastConfig, McastStats};
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 
 /// The longest quiet between heartbeats (step 6).
 const MAX_HEARTBEAT: Duration = Duration::from_millis(50);
-/// Datagrams pacing lets leave at once (RFC 9002 7.7's burst).
+/// Datagrams pacing lets leave at once (RFC 9002 7.7's burst), at least.
 const BURST: usize = 10;
 
 /// One receiver of this stream.
@@ -268,7 +269,9 @@ impl Sender {
     /// Whether pacing lets `len` bytes leave at `now`; if not, when.
     fn pace(&mut self, now: Instant, len: usize) -> bool {
         let rate = self.pacing_rate();
-        let cap = (BURST * self.config.max_datagram) as f64;
+        // The engine's timers count whole milliseconds (`GRANULARITY`): a
+        // smaller cap would hold the rate below the pacing rate.
+        let cap = ((BURST * self.config.max_datagram) as f64).max(rate * GRANULARITY.as_secs_f64());
         let elapsed = now.saturating_duration_since(self.paced_at).as_secs_f64();
         self.credit = (self.credit + elapsed * rate).min(cap);
         self.paced_at = now;
@@ -288,7 +291,7 @@ impl Sender {
     pub(super) fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         self.paced_until = None;
         let max = self.config.max_datagram.min(buf.len());
-        let room = (max - HEADER_LEN - super::super::packet::TAG_LEN) as u64;
+        let room = (max - HEADER_LEN - TAG_LEN) as u64;
         let unsent = self.end() - self.next_send;
         if let Some(r) = self.repair.first() {
             let r = r.start..r.end.min(r.start + room);
@@ -399,5 +402,43 @@ impl Sender {
             self.release();
         }
         lost
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pacing_spreads_a_window_over_the_round_trip() {
+        let now = Instant::now();
+        let config = McastConfig {
+            window: 100_000,
+            ..McastConfig::default()
+        };
+        let mut sender = Sender::new(0, &[1; 32], 2, [3; 16], config, now);
+        sender.on_join(now, 1);
+        sender.cc.window = 1 << 30;
+        sender.rtt.smoothed = Duration::from_millis(10);
+        sender.write(&[0; 200_000]);
+        let mut buf = [0u8; 1472];
+        let mut burst = 0;
+        while sender.poll_transmit(now, &mut buf).is_some() {
+            burst += 1;
+        }
+        assert_eq!(burst, BURST, "the burst allowed at once");
+        // 1.25 × 100 kB per 10 ms: 12.5 kB per ms.
+        let mut paced = 0;
+        for tick in 1..=50 {
+            let at = now + Duration::from_micros(100 * tick);
+            while let Some(len) = sender.poll_transmit(at, &mut buf) {
+                paced += len - TAG_LEN;
+            }
+            assert!(
+                sender.timeout().is_some(),
+                "a pacing wake-up while data waits"
+            );
+        }
+        assert!((60_000..=64_000).contains(&paced), "{paced} bytes in 5 ms");
     }
 }
