@@ -66,7 +66,7 @@ impl Receiver {
             self.update(now, config);
             return;
         }
-        let limit = self.delivered + config.window;
+        let limit = self.delivered.saturating_add(config.window);
         let (start, end) = (header.offset, header.offset + data.len() as u64);
         if end > limit {
             stats.beyond_window += 1;
@@ -137,7 +137,7 @@ impl Receiver {
             });
         }
         if self.nak_at.is_some_and(|t| t <= now) {
-            let top = self.end.min(self.delivered + config.window);
+            let top = self.end.min(self.delivered.saturating_add(config.window));
             let ranges: Vec<_> = self
                 .have
                 .gaps_in(self.delivered..top)

@@ -595,6 +595,42 @@ fn groups_are_scoped_and_spread() {
 }
 
 #[test]
+#[allow(clippy::single_range_in_vec_init)] // a NAK's list of one range
+fn offsets_at_the_end_of_the_number_space_do_not_overflow() {
+    let now = Instant::now();
+    let mut b = Endpoint::new(1, SECRET, JOB, session(1), McastConfig::default(), now);
+    let from = u64::MAX - 100;
+    b.on_control(
+        now,
+        0,
+        Control::Joined {
+            from,
+            session: session(0),
+        },
+    );
+    let d = seal_datagram(
+        &SECRET,
+        JOB,
+        0,
+        &session(0),
+        false,
+        from + 50,
+        u64::MAX,
+        &[1; 50],
+    );
+    b.on_datagram(now, &d);
+    let hb = seal_datagram(&SECRET, JOB, 0, &session(0), true, 0, u64::MAX, &[]);
+    b.on_datagram(now, &hb);
+    let later = now + Duration::from_millis(5);
+    b.on_timeout(later);
+    let controls = b.poll_control(later);
+    let nak = Control::Nak {
+        ranges: vec![from..from + 50],
+    };
+    assert!(controls.contains(&(0, nak)), "{controls:?}");
+}
+
+#[test]
 fn the_channel_is_shared_between_threads() {
     fn shared<T: Send + Sync>() {}
     shared::<McastChannel>();
