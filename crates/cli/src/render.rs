@@ -92,6 +92,17 @@ pub fn stats(report: &JobReport) {
             None => println!("{:>5} {:>12}", format!("n{node}"), "(no report)"),
         }
     }
+    // The counters of datagram channels: per UDP pair, and each node's
+    // multicast stream.
+    for (node, routes) in report.routes.iter().enumerate() {
+        for (peer, route) in routes.iter().flatten().enumerate() {
+            if peer == node && route != "-" {
+                println!("n{node} multicast stream: {route}");
+            } else if route.starts_with("udp (") {
+                println!("n{node} -> n{peer}: {route}");
+            }
+        }
+    }
 }
 
 /// Shows an event that is not a result as [`event`] does, but a node's

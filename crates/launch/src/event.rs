@@ -84,6 +84,11 @@ pub struct JobReport {
     pub exits: Vec<NodeExit>,
     /// Each node's final counters, where it reported them.
     pub stats: Vec<Option<Stats>>,
+    /// Each node's channels to its peers as they ended (`routes[j]` to
+    /// node `j`), where it told them at its finalize: on the UDP channel
+    /// with the pair's datagram counters, and at its own entry its
+    /// multicast stream's counters when it had one (else `-`).
+    pub routes: Vec<Option<Vec<String>>>,
     /// The first failure: node and cause.
     pub failure: Option<(u32, String)>,
     /// Whether the timeout ended the job.

@@ -151,6 +151,8 @@ pub(crate) struct Slot {
     pub(crate) process: Option<NodeProcess>,
     pub(crate) exit: Option<NodeExit>,
     pub(crate) stats: Option<Stats>,
+    /// Its channels as they ended, told at its finalize.
+    pub(crate) routes: Option<Vec<String>>,
     /// Writing half of its control connection while it lives.
     pub(crate) control: Option<TcpStream>,
     pub(crate) addr: Option<String>,
@@ -356,7 +358,11 @@ impl<'a> Job<'a> {
             // A node's first word of its routes is its join; its last,
             // at finalize, how they ended.
             Internal::Channels { node, routes } if self.slots[node as usize].joined => {
-                on_event(&Event::Routes { node, routes });
+                on_event(&Event::Routes {
+                    node,
+                    routes: routes.clone(),
+                });
+                self.slots[node as usize].routes = Some(routes);
             }
             Internal::Channels { node, routes } => {
                 self.slots[node as usize].joined = true;
@@ -516,13 +522,16 @@ impl<'a> Job<'a> {
         };
         let mut exits = Vec::with_capacity(self.slots.len());
         let mut stats = Vec::with_capacity(self.slots.len());
+        let mut routes = Vec::with_capacity(self.slots.len());
         for s in self.slots {
             exits.push(s.exit.unwrap_or(NodeExit::Code(-1)));
             stats.push(s.stats);
+            routes.push(s.routes);
         }
         JobReport {
             exits,
             stats,
+            routes,
             failure: self.failure,
             timed_out: self.timed_out,
             status,

@@ -42,6 +42,7 @@
 //! | `THREADWIRE_LOG`         | log filter of the stderr log `Config::log(true)` installs (default `warn`) |
 //! | `THREADWIRE_MALLOC_TUNE` | `0`: leave glibc's mmap and trim thresholds alone (default: large buffers stay in the heap) |
 //! | `THREADWIRE_CHANNEL`     | `auto` (default: shared memory to nodes on this host, TCP to others), `tcp` or `shm` (for measurement), `udp` (the reliable UDP channel between every pair) |
+//! | `THREADWIRE_MULTICAST`   | `off` keeps a node on the UDP channel between hosts off IP multicast (default: broadcasts go once by each root's multicast stream; `peer::multicast`) |
 //! | `THREADWIRE_SHM_CMA`     | `1` (default) lets large frames between nodes on one host go by one cross-memory copy where the kernel allows it; `0` sends them in chunks through the rings |
 //! | `THREADWIRE_SHM_CMA_MIN` | payload bytes from which frames go by cross-memory copy (default 524288) |
 //! | `THREADWIRE_SHM_CHUNK`   | bytes per ring record for frames sent in chunks (default 65536) |
@@ -113,6 +114,8 @@ pub const LOG: &str = "THREADWIRE_LOG";
 pub const WORKERS: &str = "THREADWIRE_WORKERS";
 /// Name of the channel choice variable.
 pub const CHANNEL: &str = "THREADWIRE_CHANNEL";
+/// Name of the variable that keeps a node off IP multicast (`off`).
+pub const MULTICAST: &str = "THREADWIRE_MULTICAST";
 /// Name of the cross-memory-attach switch.
 pub const SHM_CMA: &str = "THREADWIRE_SHM_CMA";
 /// Name of the cross-memory-attach threshold variable.

@@ -34,7 +34,7 @@ use crate::rendezvous::OVERHEAD;
 use crate::{Address, Endpoint, Tag};
 use std::sync::atomic::Ordering;
 use threadwire_transport::SendOutcome;
-use threadwire_wire::mcast::{encode_list, THREAD_BYTES};
+use threadwire_wire::mcast::{encode_list, encode_nodes, THREAD_BYTES};
 use threadwire_wire::{FrameHeader, Payload};
 
 /// Why a multicast failed. Where nothing was sent the message is given
@@ -133,7 +133,7 @@ impl Endpoint {
                 Payload::from_wire(p.format(), p.to_vec())
             };
             if node == s.id {
-                self.deliver_locally(group, tag, data);
+                self.deliver_locally(0, group, tag, data);
             } else if let Err(l) = self.send_mcast_frame(node, group, tag, data) {
                 lost.push(l);
                 missed.extend_from_slice(group);
@@ -148,14 +148,93 @@ impl Endpoint {
 
     /// Each of `threads` (of this node) gets a copy, the last the buffer
     /// itself, through the same local path as [`send`](Endpoint::send).
-    fn deliver_locally(&self, threads: &[Address], tag: Tag, data: Payload) {
+    fn deliver_locally(&self, context: u32, threads: &[Address], tag: Tag, data: Payload) {
         let (last, rest) = threads.split_last().expect("groups are not empty");
         for &to in rest {
             let copy = Payload::from_wire(data.format(), data.to_vec());
             // Cannot fail: checked in range, and the node is this one.
-            let _ = self.send_in(0, to, tag, copy);
+            let _ = self.send_in(context, to, tag, copy);
         }
-        let _ = self.send_in(0, *last, tag, data);
+        let _ = self.send_in(context, *last, tag, data);
+    }
+
+    /// Sends one message to every endpoint of `to` (sorted, no repeats, not
+    /// this one) in `context` with `tag` by this node's multicast stream
+    /// (`peer::multicast`, step 3): one frame for every other node, copies
+    /// for this node's threads. The payload given back, nothing sent,
+    /// where the stream does not reach one of the nodes or the frame would
+    /// be too long; a node lost while its budget is awaited fails it.
+    pub(crate) fn send_by_stream(
+        &self,
+        context: u32,
+        to: &[Address],
+        tag: Tag,
+        payload: Payload,
+    ) -> Result<Option<Payload>, PeerLost> {
+        let shared = &*self.node().shared;
+        let s = &shared.router;
+        let Some(stream) = s.multicast.get() else {
+            return Ok(Some(payload));
+        };
+        let by_node: Vec<&[Address]> = to.chunk_by(|a, b| a.node == b.node).collect();
+        let remote = || by_node.iter().filter(|g| g[0].node != s.id);
+        if let Some(g) = remote().find(|g| !s.multicast_reaches(g[0].node)) {
+            s.multicast_unreached(g[0].node);
+            return Ok(Some(payload));
+        }
+        let len = payload.len();
+        let listed: usize = remote().map(|g| 2 + g.len()).sum();
+        if (len + listed * THREAD_BYTES) as u64 > s.max_frame {
+            return Ok(Some(payload));
+        }
+        let mut nodes: Vec<(u32, Vec<u32>, usize)> = Vec::new();
+        for g in remote() {
+            let node = g[0].node;
+            let cost = g.len() * (len + OVERHEAD);
+            if !self.wait_for_budget(node, cost) {
+                for &(n, _, cost) in &nodes {
+                    s.rendezvous.budget.returned(n, cost as u64);
+                }
+                return Err(s.peers[node as usize].lost().cloned().expect("the wait ends on budget or a loss"));
+            }
+            nodes.push((node, g.iter().map(|a| a.thread).collect(), cost));
+        }
+        if let Some(local) = by_node.iter().find(|g| g[0].node == s.id) {
+            let copy = Payload::from_wire(payload.format(), payload.to_vec());
+            self.deliver_locally(context, local, tag, copy);
+        }
+        if nodes.is_empty() {
+            return Ok(None);
+        }
+        let listed: Vec<(u32, &[u32])> = nodes.iter().map(|(n, t, _)| (*n, t.as_slice())).collect();
+        let trailer = encode_nodes(&listed);
+        let words = (trailer.len() / THREAD_BYTES) as u32;
+        let mut data = payload;
+        data.push_bytes(trailer);
+        let header = FrameHeader::bcast(
+            context,
+            self.address().thread,
+            words,
+            tag,
+            data.format(),
+            data.len() as u64,
+        );
+        if let Err((e, _)) = stream.channel.send(&header, data) {
+            // The stream refuses a frame only when it cannot go on at all.
+            for &(n, _, cost) in &nodes {
+                s.rendezvous.budget.returned(n, cost as u64);
+            }
+            return Err(PeerLost {
+                node: nodes[0].0,
+                cause: LossCause::Failed(Failure::Channel(format!("multicast stream: {e}"))),
+            });
+        }
+        for (_, threads, _) in &nodes {
+            for _ in threads {
+                self.mailbox().counters.sent(len);
+            }
+        }
+        Ok(None)
     }
 
     fn send_mcast_frame(

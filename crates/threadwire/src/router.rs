@@ -47,6 +47,12 @@ pub(crate) enum ProtocolError {
     BulkOverrun { len: u64 },
     #[error("active message for a thread without the thread's number")]
     AmTarget,
+    #[error("{0:?} frame on a multicast stream")]
+    NotOnStream(FrameKind),
+    #[error("multicast-stream frame on a pair's channel")]
+    StreamFrame,
+    #[error(transparent)]
+    McastControl(threadwire_transport::udp::mcast::ControlError),
 }
 
 /// How many nodes a job has, had and may have ([`Router::new`]).
@@ -125,6 +131,13 @@ pub(crate) struct Router {
     /// This node's UDP socket, with `THREADWIRE_CHANNEL=udp`
     /// (`peer::udp_setup`).
     pub(crate) udp: OnceLock<crate::peer::UdpNode>,
+    /// This node's multicast stream, on the UDP channel between hosts
+    /// (`peer::multicast`).
+    pub(crate) multicast: OnceLock<crate::peer::McastNode>,
+    /// The job broadcasts by multicast where it can: the UDP channel
+    /// between hosts, not turned off (the same at every node, so every
+    /// member of a group picks the same algorithm).
+    pub(crate) multicast_job: AtomicBool,
 }
 
 impl Router {
@@ -167,6 +180,8 @@ impl Router {
             threads: AtomicU32::new(0),
             corking: OnceLock::new(),
             udp: OnceLock::new(),
+            multicast: OnceLock::new(),
+            multicast_job: AtomicBool::new(false),
         }
     }
 
@@ -266,6 +281,8 @@ impl Router {
                 Ok(())
             }
             FrameKind::Mcast => self.on_mcast(peer, frame),
+            FrameKind::McastControl => self.on_mcast_control(peer, frame),
+            FrameKind::Bcast => Err(ProtocolError::StreamFrame),
             FrameKind::Named => self.on_named(peer, frame),
             FrameKind::Am | FrameKind::AmAt => self.on_am(peer, frame),
             FrameKind::AmRts => self.on_am_rts(peer, frame),
@@ -451,12 +468,25 @@ impl Router {
     fn on_mcast(&self, peer: u32, frame: Frame) -> Result<(), ProtocolError> {
         let h = frame.header;
         let (data_len, threads) = decode_list(&frame.payload, h.dest_thread)?;
-        let mut mailboxes = Vec::with_capacity(threads.len());
-        for &t in &threads {
-            mailboxes.push(self.mailboxes.get(t).ok_or(ProtocolError::NoSuchThread(t))?);
-        }
         let mut data = frame.payload;
         data.truncate(data_len);
+        self.deliver_copies(peer, &h, &threads, data)
+    }
+
+    /// A copy of `data` to each of `threads` (the buffer itself to the
+    /// last), as an eager message from `peer`'s thread addressed by `h`;
+    /// every thread is checked before anything is delivered.
+    pub(crate) fn deliver_copies(
+        &self,
+        peer: u32,
+        h: &FrameHeader,
+        threads: &[u32],
+        data: Vec<u8>,
+    ) -> Result<(), ProtocolError> {
+        let mut mailboxes = Vec::with_capacity(threads.len());
+        for &t in threads {
+            mailboxes.push(self.mailboxes.get(t).ok_or(ProtocolError::NoSuchThread(t))?);
+        }
         let (last, rest) = mailboxes.split_last().expect("the list is not empty");
         // Each copy returns its share of the sender's budget when received.
         let cost = (data.len() + OVERHEAD) as u32;
@@ -542,6 +572,7 @@ impl Router {
                 c.close();
             }
         }
+        self.leave_multicast(peer);
         self.named.lost(self, peer);
         self.rendezvous.lose(&lost);
         if matches!(lost.cause, LossCause::Failed(_)) {
@@ -639,14 +670,24 @@ impl Router {
     }
 
     /// The route to every node so far, `-` for this one, in words
-    /// (control protocol, step 4).
-    pub(crate) fn routes(&self) -> Vec<String> {
+    /// (control protocol, step 4); at the end (`counters`), a UDP pair's
+    /// with its datagram counters, and this node's own entry its multicast
+    /// stream's, if it has one.
+    pub(crate) fn routes(&self, counters: bool) -> Vec<String> {
         self.peers[..self.nodes() as usize]
             .iter()
             .enumerate()
-            .map(|(j, p)| match j as u32 == self.id {
-                true => "-".to_string(),
-                false => p.route().to_string(),
+            .map(|(j, p)| match (j as u32 == self.id, counters) {
+                (true, true) => match self.multicast.get() {
+                    Some(m) => crate::peer::multicast::counters(&m.channel.stats()),
+                    None => "-".to_string(),
+                },
+                (true, false) => "-".to_string(),
+                (false, true) => match p.udp() {
+                    Some(c) => format!("udp ({})", crate::peer::udp_counters(&c.stats())),
+                    None => p.route().to_string(),
+                },
+                (false, false) => p.route().to_string(),
             })
             .collect()
     }

@@ -37,7 +37,7 @@ pub const HEADER_LEN: usize = 32;
 /// directory's gone nodes). 4: large active messages announced
 /// (`AmRts`) and fetched like rendezvous data. 5: connections made on
 /// first use, and the handshake's Busy answer.
-pub const PROTOCOL_VERSION: u8 = 5;
+pub const PROTOCOL_VERSION: u8 = 6;
 const MAGIC: [u8; 2] = *b"TW";
 /// The source thread of every bulk frame ([`FrameHeader::bulk`]): they are
 /// sent by a node's progress engine, not by the thread that announced the
@@ -120,6 +120,18 @@ pub enum FrameKind {
     /// TCP connection (payload defined by the transport; `aux` says which
     /// message).
     Udp = 17,
+    /// One message for threads of several nodes, on a node's multicast
+    /// stream (sent once, received by every node of the job): addressed
+    /// as [`Mcast`](Self::Mcast) (`aux` the context, `tag`, `source_thread`,
+    /// `format` the message's), `dest_thread` the number of 4-byte words
+    /// of the node list that ends the payload (see
+    /// [`mcast::encode_nodes`](crate::mcast::encode_nodes)). A node not
+    /// listed drops it.
+    Bcast = 18,
+    /// The multicast stream's control between two nodes, on their pair's
+    /// channel: joining a node's stream, acknowledgements, repair requests
+    /// (payload defined by the transport's multicast protocol).
+    McastControl = 19,
 }
 
 impl FrameKind {
@@ -142,6 +154,8 @@ impl FrameKind {
             15 => Some(FrameKind::AmAt),
             16 => Some(FrameKind::AmRts),
             17 => Some(FrameKind::Udp),
+            18 => Some(FrameKind::Bcast),
+            19 => Some(FrameKind::McastControl),
             _ => None,
         }
     }
@@ -244,6 +258,24 @@ impl FrameHeader {
             tag,
             aux: context,
             len,
+        }
+    }
+
+    /// A multicast-stream frame header ([`FrameKind::Bcast`]): `words`
+    /// 4-byte words of node list end the payload (see
+    /// [`mcast::encode_nodes`](crate::mcast::encode_nodes)), copies
+    /// delivered in `context`.
+    pub fn bcast(
+        context: u32,
+        source_thread: u32,
+        words: u32,
+        tag: u32,
+        format: Format,
+        len: u64,
+    ) -> Self {
+        FrameHeader {
+            kind: FrameKind::Bcast,
+            ..FrameHeader::mcast(context, source_thread, words, tag, format, len)
         }
     }
 

@@ -9,6 +9,7 @@
 //! | point-to-point| `k << 2`     | the user's [`Group::send`](super::Group::send) traffic |
 //! | collective    | `k << 2 | 1` | collectives, one tag per call (the call's sequence number) |
 //! | abort         | `k << 2 | 2` | a member's error, telling the others to stop |
+//! | multicast     | `k << 2 | 3` | broadcasts by the root's multicast stream, one tag per call (`algorithms::multicast`) |
 //!
 //! Outside this scheme, context `u32::MAX` carries the replies of a named
 //! group's home ([`named::protocol::REPLY_CONTEXT`](super::named::protocol)),
@@ -57,6 +58,11 @@ pub(crate) fn collective_context(k: u32) -> u32 {
 /// The abort context of group id `k`.
 pub(crate) fn abort_context(k: u32) -> u32 {
     k << 2 | 2
+}
+
+/// The context of group id `k`'s broadcasts by multicast stream.
+pub(crate) fn multicast_context(k: u32) -> u32 {
+    k << 2 | 3
 }
 
 /// The ids in use by each thread of this node that belongs to a group.

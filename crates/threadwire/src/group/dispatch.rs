@@ -4,7 +4,7 @@
 //! algorithm's `async fn` over the call.
 
 use super::algorithms::node_stage::{self, NodeStage};
-use super::algorithms::{combine, exchange, tree};
+use super::algorithms::{combine, exchange, multicast, tree};
 use super::element::{Element, Reducible, Reduction};
 use super::schedule::Call;
 use super::tuning::{self, AllgatherAlgorithm, AllreduceAlgorithm, AlltoallAlgorithm};
@@ -154,12 +154,18 @@ pub(crate) async fn bcast_flat<T: Element>(
     root: usize,
 ) -> Result<(), CollError> {
     let algorithm = match c.algorithms().bcast {
+        Some(BcastAlgorithm::Hierarchical | BcastAlgorithm::HostStage) | None
+            if c.multicast_job() && c.spans_nodes() =>
+        {
+            BcastAlgorithm::Multicast
+        }
         Some(BcastAlgorithm::Hierarchical | BcastAlgorithm::HostStage) | None => {
             tuning::bcast(std::mem::size_of_val(buf), c.size())
         }
         Some(a) => a,
     };
     match algorithm {
+        BcastAlgorithm::Multicast => multicast::bcast(c, buf, root).await,
         BcastAlgorithm::Binomial | BcastAlgorithm::Hierarchical | BcastAlgorithm::HostStage => {
             tree::bcast_binomial(c, buf, root).await
         }

@@ -70,6 +70,7 @@
 //! | barrier | per-node stage, dissemination among leaders | > 1 member on a node | ⌈log₂L⌉ α + node stage |
 //! | barrier | host stage, dissemination among host leaders | one member a node, all on one host (or forced) | ⌈log₂H⌉ α + host stage + node stage |
 //! | barrier | dissemination | otherwise | ⌈log₂p⌉ α |
+//! | bcast | once by the root's multicast stream (binomial tree where it does not reach every node) | UDP channel between hosts | α + nβ whatever p, + repairs of what the network lost |
 //! | bcast | per-node stage, binomial among leaders | n ≤ 4 KiB, > 1 member on a node | ⌈log₂L⌉ (α + nβ) + node stage |
 //! | bcast | binomial tree | n ≤ 12 KiB or p = 2 | ⌈log₂p⌉ (α + nβ) |
 //! | bcast | pipelined chain, segments of s = 32 KiB | larger, p ≤ 16 or n ≥ (p − 2) s | (p − 2 + ⌈n/s⌉) (α + sβ) |

@@ -81,6 +81,8 @@ pub(crate) struct Comm {
     pub(crate) rank: usize,
     collective: u32,
     abort: u32,
+    /// Broadcasts by multicast stream (`algorithms::multicast`).
+    multicast: u32,
     /// Nodes of other members, whose loss fails a call.
     member_nodes: Box<[u32]>,
     origin: Origin,
@@ -158,6 +160,7 @@ impl Comm {
             members,
             rank,
             collective: context::collective_context(k),
+            multicast: context::multicast_context(k),
             abort: context::abort_context(k),
             member_nodes: member_nodes.into(),
             origin,
@@ -418,15 +421,48 @@ impl Call {
 
     /// Posts the receive of this call's next message from member `from`.
     pub(crate) fn recv(&self, from: usize) -> Recv<'_> {
+        self.recv_in(self.comm.collective, from)
+    }
+
+    fn recv_in(&self, context: u32, from: usize) -> Recv<'_> {
         let c = &self.comm;
+        let source = Source::Thread(c.members[from]);
         Recv {
-            request: c.ep.irecv_in(
-                c.collective,
-                Source::Thread(c.members[from]),
-                TagMatch::Is(self.tag),
-            ),
+            request: c.ep.irecv_in(context, source, TagMatch::Is(self.tag)),
             call: self,
         }
+    }
+
+    /// Posts the receive of this call's broadcast from member `from` by
+    /// its node's multicast stream (`algorithms::multicast`).
+    pub(crate) fn recv_multicast(&self, from: usize) -> Recv<'_> {
+        self.recv_in(self.comm.multicast, from)
+    }
+
+    /// Sends `bytes` to every other member by this node's multicast
+    /// stream; the bytes given back, nothing sent, where it does not reach
+    /// every member's node.
+    pub(crate) fn send_multicast(&self, bytes: Vec<u8>) -> Result<Option<Vec<u8>>, CollError> {
+        let c = &self.comm;
+        let mut to: Vec<Address> = (0..c.size())
+            .filter(|&r| r != c.rank)
+            .map(|r| c.members[r])
+            .collect();
+        to.sort_unstable_by_key(|a| (a.node, a.thread));
+        let payload = Payload::from_vec(bytes);
+        let declined = c.ep.send_by_stream(c.multicast, &to, self.tag, payload);
+        Ok(declined.map_err(CollError::PeerLost)?.map(Payload::into_vec))
+    }
+
+    /// Whether the group has members on other nodes than this member's.
+    pub(crate) fn spans_nodes(&self) -> bool {
+        !self.comm.member_nodes.is_empty()
+    }
+
+    /// Whether the job broadcasts by multicast where it can (the same at
+    /// every member).
+    pub(crate) fn multicast_job(&self) -> bool {
+        self.comm.node().router.multicast_job.load(Ordering::Acquire)
     }
 
     /// One step of most algorithms: posts the receive from `from`, sends

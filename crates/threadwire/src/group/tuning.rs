@@ -134,6 +134,10 @@ pub enum BcastAlgorithm {
     /// node's buffer (a group on one host, [`HOST_BULK_MIN`] bytes or
     /// more); `hierarchical` where it does not apply.
     HostStage,
+    /// Once by the root's multicast stream to every node (the UDP channel
+    /// between hosts), a binomial tree where the stream does not reach
+    /// every member's node; the default on such jobs (`multicast`).
+    Multicast,
 }
 
 impl BcastAlgorithm {
@@ -439,6 +443,7 @@ named!(BcastAlgorithm {
     Chain => "chain",
     Hierarchical => "hierarchical",
     HostStage => "host-stage",
+    Multicast => "multicast",
 });
 named!(AllgatherAlgorithm {
     Bruck => "bruck",

@@ -267,7 +267,7 @@ fn bootstrap(env: &JobEnv, settings: Settings) -> Result<Arc<NodeShared>, InitEr
     // Step 4.
     if let Some(control) = router.control.get() {
         let (h, p) = Control::Channels {
-            routes: router.routes(),
+            routes: router.routes(false),
         }
         .encode();
         let _ = control.send(&h, p);

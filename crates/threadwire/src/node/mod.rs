@@ -242,6 +242,15 @@ impl Node {
         // leaves, and the goodbye goes after it (`peer::dial`).
         node.engine
             .wait_polling(s, Origin::Anywhere, || peers.iter().all(|p| !p.linking()));
+        // The multicast stream's last frames are in every live receiver's
+        // hands before the goodbye, which travels apart from them and ends
+        // the stream there (`peer::multicast`, step 6).
+        if let Some(m) = s.multicast.get() {
+            node.engine
+                .wait_polling(s, Origin::Anywhere, || m.channel.queued_bytes() == 0);
+            let counters = crate::peer::multicast::counters(&m.channel.stats());
+            tracing::info!("n{}: multicast stream: {counters}", s.id);
+        }
         for (j, p) in peers.iter().enumerate() {
             let failed = matches!(
                 p.lost(),
@@ -281,7 +290,10 @@ impl Node {
         // Before the launcher's goodbye, which no heartbeat may follow.
         node.liveness.stop();
         if let Some(control) = s.control.get() {
-            let (h, p) = Control::Channels { routes: s.routes() }.encode();
+            let (h, p) = Control::Channels {
+                routes: s.routes(true),
+            }
+            .encode();
             let _ = control.send(&h, p);
             let (h, p) = Control::Stats(s.stats()).encode();
             let _ = control.send(&h, p);

@@ -20,13 +20,15 @@
 
 mod book;
 pub(crate) mod dial;
+pub(crate) mod multicast;
 mod shm_setup;
 mod udp_setup;
 
 pub(crate) use book::{AddressBook, LauncherBook};
 pub(crate) use dial::{Dialer, SharedDialer};
+pub(crate) use multicast::McastNode;
 pub(crate) use shm_setup::{SetupContext, ShmSetupError};
-pub(crate) use udp_setup::{start_udp, UdpNode, UdpSetupFailure};
+pub(crate) use udp_setup::{start_udp, udp_counters, UdpNode, UdpSetupFailure};
 
 use crate::error::PeerLost;
 use crate::lock;

@@ -59,7 +59,8 @@ impl UdpNode {
 }
 
 /// With `THREADWIRE_CHANNEL=udp`, binds this node's UDP socket on its
-/// listener's address (`ip`) and has the engine poll it.
+/// listener's address (`ip`) and has the engine poll it; between hosts,
+/// also starts its multicast stream (`multicast`, step 1).
 pub(crate) fn start_udp(
     router: &crate::router::Router,
     engine: &crate::progress::ProgressEngine,
@@ -72,7 +73,16 @@ pub(crate) fn start_udp(
     let node = UdpNode::bind(ip, creds.job_id, creds.secret, router.max_frame)?;
     engine.lock_driver().register_udp(&node.socket)?;
     let _ = router.udp.set(node);
+    super::multicast::start_multicast(router, engine, ip, creds);
     Ok(())
+}
+
+/// A pair's datagram counters in words (`--stats`).
+pub(crate) fn udp_counters(s: &udp::UdpStats) -> String {
+    format!(
+        "datagrams sent {}, received {}; lost {}, probes {}, unsent {}; refused: duplicates {}, forged {}, other {}",
+        s.sent, s.received, s.lost, s.probes, s.unsent, s.duplicates, s.forged, s.refused
+    )
 }
 
 /// The largest datagram to a peer on loopback (whose MTU is 65536). With

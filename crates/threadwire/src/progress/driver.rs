@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use threadwire_transport::handshake::{AcceptProgress, Acceptor, Credentials};
 use threadwire_transport::shm::ShmChannel;
-use threadwire_transport::udp::{receive_datagrams, PacketError};
+use threadwire_transport::udp::{mcast, receive_datagrams, PacketError};
 use threadwire_transport::{ChannelError, Frame, ReadOutcome, TcpChannel};
 use threadwire_wire::FrameKind;
 
@@ -24,6 +24,7 @@ impl Tokens {
     const LISTENER: mio::Token = mio::Token(1);
     pub(crate) const CONTROL: mio::Token = mio::Token(2);
     pub(crate) const UDP: mio::Token = mio::Token(3);
+    pub(crate) const MCAST: mio::Token = mio::Token(4);
     const HANDSHAKE_BASE: usize = 16;
     const PEER_BASE: usize = 1 << 40;
 
@@ -66,6 +67,8 @@ pub(crate) struct Driver {
     quick_polls: u32,
     /// The UDP socket's last read stopped on its budget.
     udp_more: bool,
+    /// The multicast socket's last read stopped on its budget.
+    mcast_more: bool,
 }
 
 impl Driver {
@@ -96,6 +99,7 @@ impl Driver {
             shm_more: false,
             quick_polls: 0,
             udp_more: false,
+            mcast_more: false,
         })
     }
 
@@ -105,10 +109,19 @@ impl Driver {
 
     /// Polls the node's UDP socket from now on (`Tokens::UDP`).
     pub(crate) fn register_udp(&self, socket: &std::net::UdpSocket) -> io::Result<()> {
+        self.register_datagrams(socket, Tokens::UDP)
+    }
+
+    /// Polls the node's multicast socket from now on (`Tokens::MCAST`).
+    pub(crate) fn register_mcast(&self, socket: &std::net::UdpSocket) -> io::Result<()> {
+        self.register_datagrams(socket, Tokens::MCAST)
+    }
+
+    fn register_datagrams(&self, socket: &std::net::UdpSocket, token: mio::Token) -> io::Result<()> {
         use std::os::fd::AsRawFd;
         self.poll.registry().register(
             &mut mio::unix::SourceFd(&socket.as_raw_fd()),
-            Tokens::UDP,
+            token,
             mio::Interest::READABLE,
         )
     }
@@ -118,11 +131,19 @@ impl Driver {
     pub(crate) fn poll(&mut self, router: &Router, timeout: Option<Duration>) -> bool {
         let shm = router.has_shm_peers();
         let mut progressed = shm && self.poll_rings(router);
-        let tcp_pending = !self.more.is_empty() || self.control_more || self.udp_more;
-        // The UDP channels' timers: due ones fire now, the next bounds
-        // the wait.
+        let tcp_pending =
+            !self.more.is_empty() || self.control_more || self.udp_more || self.mcast_more;
+        // The UDP channels' and the multicast stream's timers: due ones
+        // fire now, the next bounds the wait.
         let udp_next = match router.udp.get() {
-            Some(_) => router.udp_timers(Instant::now()),
+            Some(_) => {
+                let now = Instant::now();
+                let unicast = router.udp_timers(now);
+                match (unicast, router.multicast_timers(now)) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
             None => None,
         };
         let timeout = match udp_next {
@@ -183,6 +204,9 @@ impl Driver {
                 Tokens::UDP => {
                     self.read_udp(router);
                 }
+                Tokens::MCAST => {
+                    self.read_mcast(router);
+                }
                 Tokens::CONTROL => {
                     if let (true, Some(c)) = (writable, router.control.get()) {
                         let _ = c.flush();
@@ -211,6 +235,9 @@ impl Driver {
         }
         if std::mem::take(&mut self.udp_more) {
             self.read_udp(router);
+        }
+        if std::mem::take(&mut self.mcast_more) {
+            self.read_mcast(router);
         }
         if !self.handshakes.is_empty() {
             self.expire_handshakes();
@@ -544,6 +571,24 @@ impl Driver {
             } else if let Err(e) = outcome {
                 router.lose_peer(peer, failure_cause(&e));
             }
+        }
+        n > 0
+    }
+
+    /// Reads the node's multicast socket: each datagram to the stream,
+    /// then the frames completed to the router (`peer::multicast`, step 4).
+    fn read_mcast(&mut self, router: &Router) -> bool {
+        let Some(m) = router.multicast.get() else {
+            return false;
+        };
+        let read = mcast::receive_datagrams(&m.socket, UDP_BUDGET, |d| m.channel.on_datagram(d));
+        let n = read.unwrap_or_else(|e| {
+            tracing::warn!("n{}: reading the multicast socket: {e}", router.id);
+            0
+        });
+        self.mcast_more = n == UDP_BUDGET;
+        if n > 0 {
+            router.deliver_streams();
         }
         n > 0
     }

@@ -65,6 +65,9 @@
 //!    segment's retransmission (200 ms, then 400, 800 …), while each
 //!    datagram is lost or not on its own. (Measured: with 10% of packets
 //!    dropped, a TCP-only watch took a live peer for silent after 876 ms.)
+//! 8. A node with a multicast stream announces itself each tick while a
+//!    live peer has not joined it (`peer::multicast`, step 2); step 6
+//!    covers the stream's timers too.
 //!
 //! A peer that falls silent at time `s` sent its last byte by `s`; the
 //! first tick after `s + T − 5/4 tick` finds it, so by `s + T − tick/4`:
@@ -237,6 +240,7 @@ fn check(router: &Router, engine: &ProgressEngine, timeout: Duration) {
     let silent_after = timeout - tick - tick / 4;
     let timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
     engine.sweep(router);
+    router.announce_multicast();
     if let Some(launcher) = router.control.get().and_then(Channel::as_tcp) {
         if launcher.quiet().is_ok_and(|q| q.sent >= tick / 2) {
             heartbeat(launcher, timeout_ms);

@@ -58,12 +58,14 @@ impl Router {
         next
     }
 
-    /// Whether a UDP channel has a timer running (data unacknowledged).
+    /// Whether a UDP channel or the multicast stream has a timer running
+    /// (data unacknowledged, a repair or acknowledgement due).
     pub(crate) fn udp_waiting(&self) -> bool {
         self.udp.get().is_some()
-            && self.peers[..self.nodes() as usize]
-                .iter()
-                .any(|p| p.udp().is_some_and(|c| c.timeout().is_some()))
+            && (self.multicast.get().is_some_and(|m| m.channel.timeout().is_some())
+                || self.peers[..self.nodes() as usize]
+                    .iter()
+                    .any(|p| p.udp().is_some_and(|c| c.timeout().is_some())))
     }
 
     fn each_tcp(&self, mut f: impl FnMut(&TcpChannel)) {

@@ -234,6 +234,7 @@ impl Checker<'_> {
             Some(BcastAlgorithm::Chain),
             Some(BcastAlgorithm::Hierarchical),
             Some(BcastAlgorithm::HostStage),
+            Some(BcastAlgorithm::Multicast),
         ]
         .iter()
         .enumerate()

@@ -9,7 +9,8 @@
 //!   each node combined through memory, one leader per node on the network;
 //! - [`host_stage`]: barrier and small allreduce with the node leaders of
 //!   each host combined through a shared segment, one leader per host on
-//!   the network.
+//!   the network;
+//! - [`multicast`]: broadcast sent once by the root's multicast stream.
 //!
 //! Where the operation is not commutative, blocks are combined in rank
 //! order: `Reduction::merge` is told which side the other block is on.
@@ -17,6 +18,7 @@
 pub(crate) mod combine;
 pub(crate) mod exchange;
 pub(crate) mod host_stage;
+pub(crate) mod multicast;
 pub(crate) mod node_stage;
 pub(crate) mod tree;
 

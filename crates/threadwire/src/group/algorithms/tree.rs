@@ -28,20 +28,42 @@ pub(crate) async fn bcast_binomial<T: Element>(
     root: usize,
 ) -> Result<(), CollError> {
     let (p, vr) = (c.size(), relative(c.rank(), root, c.size()));
+    let (parent, mask) = binomial_parent(vr, p);
     let mut bytes = Vec::new();
+    match parent {
+        Some(parent) => {
+            bytes = c.recv(absolute(parent, root, p)).await?.into_vec();
+            c.decode_into(&bytes, buf)?;
+        }
+        None => T::write(buf, &mut bytes),
+    }
+    binomial_forward(c, bytes, vr, mask, root)
+}
+
+/// Relative rank `vr`'s parent in the binomial tree over `p` (none for
+/// the root), and the mask below which its children are.
+pub(crate) fn binomial_parent(vr: usize, p: usize) -> (Option<usize>, usize) {
     let mut mask = 1;
     while mask < p {
         if vr & mask != 0 {
-            bytes = c.recv(absolute(vr - mask, root, p)).await?.into_vec();
-            c.decode_into(&bytes, buf)?;
-            break;
+            return (Some(vr - mask), mask);
         }
         mask <<= 1;
     }
-    if vr == 0 {
-        T::write(buf, &mut bytes);
-    }
-    // The children, nearest last: the last send takes the bytes themselves.
+    (None, mask)
+}
+
+/// Sends `bytes` to relative rank `vr`'s children in the binomial tree
+/// (those below `mask`), nearest last: the last send takes the bytes
+/// themselves.
+pub(crate) fn binomial_forward(
+    c: &Call,
+    bytes: Vec<u8>,
+    vr: usize,
+    mask: usize,
+    root: usize,
+) -> Result<(), CollError> {
+    let p = c.size();
     let children: Vec<usize> = std::iter::successors(Some(mask >> 1), |m| Some(m >> 1))
         .take_while(|&m| m > 0)
         .filter(|&m| vr + m < p)
