@@ -31,6 +31,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod bcast;
 pub mod coll;
 pub mod comm_spawn;
 pub mod flood;

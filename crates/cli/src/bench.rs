@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 use threadwire_bench::pingpong::{self, Budget};
 use threadwire_bench::report::{Format, Report};
-use threadwire_bench::{am, coll, comm, encodings, flood, floors, pvm, rate, spawn, threads};
+use threadwire_bench::{
+    am, bcast, coll, comm, encodings, flood, floors, pvm, rate, spawn, threads,
+};
 use threadwire_testbed::interrupt;
 use threadwire_testbed::net::ScopedNet;
 
@@ -290,6 +292,40 @@ pub fn run(bench: Bench) -> Result<Outcome> {
                 }
                 Ok(report)
             })
+        }
+        Bench::Bcast(a) => {
+            let (program, args) = own_command()?;
+            let options = bcast::Options {
+                links: a.links,
+                receivers: a.receivers,
+                sizes: a.sizes.iter().map(|&s| s as usize).collect(),
+                repetitions: a.repetitions,
+                per_size: Duration::from_millis(a.ms),
+                systems: a.systems,
+                multicast_algorithm: a.multicast_algorithm,
+                ..bcast::Options::new(program, args)
+            };
+            if under_launcher() {
+                bcast::node(&options)?;
+                return exit(0);
+            }
+            interrupt::install(crate::progress::report_interrupt);
+            measured(
+                "bench bcast",
+                bcast::steps(&options),
+                a.output,
+                |progress| {
+                    let step = || progress.step();
+                    let report = bcast::run(&options, step, |e| progress.aside(e));
+                    if let Some(dir) = a.plot {
+                        // stderr: stdout carries the results alone (--json, --csv).
+                        for file in bcast::plot(&report, &dir)? {
+                            progress.aside_line(format!("threadwire: wrote {}", file.display()));
+                        }
+                    }
+                    Ok(report)
+                },
+            )
         }
         Bench::Flood(a) => {
             let (program, args) = own_command()?;
