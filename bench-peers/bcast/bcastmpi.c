@@ -4,12 +4,11 @@
  * host, inside itself (MPI_Wtime), and prints what it measured.
  *
  *     mpicc -O2 bcastmpi.c -o bcastmpi
- *     mpirun -np K+1 ... bcastmpi [-s SIZES] [-t MS]
+ *     mpirun -np K+1 ... bcastmpi MS SIZE...
  *
- *   -s SIZES   message sizes in bytes, comma-separated (default
- *              8,100,1000,60000,1000000)
- *   -t MS      each size's timed broadcasts go on while they have taken
- *              less than MS milliseconds, at least one (default 200)
+ *   MS         each size's timed broadcasts go on while they have taken
+ *              less than MS milliseconds, at least one
+ *   SIZE...    message sizes in bytes, at least one
  *
  * One broadcast, as every row of `bench bcast` times it: from before the
  * root's MPI_Bcast until the root has received an empty message (tag
@@ -19,9 +18,16 @@
  * Whether another broadcast follows is the root's decision, broadcast
  * (untimed) as one int before each.
  *
- * Rank 0 prints one line per timed broadcast on stdout, nothing else:
+ * Rank 0 prints one line per timed broadcast on stdout, then `done` once
+ * every figure is out, flushed before MPI_Finalize; nothing else:
  *
  *   bcast size=BYTES ns=NS
+ *   done
+ *
+ * (MPICH 4.0's ch4:ucx now and then never returns from MPI_Finalize
+ * across emulated hosts: one rank progresses its TCP endpoints forever
+ * while the others wait in PMI's barrier. `done` lets the caller take
+ * the figures and end such a launch.)
  */
 
 #include <errno.h>
@@ -31,24 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_ITEMS 64
 #define TAG_ACK 7
-
-static int parse_sizes(const char *text, long *out)
-{
-    int count = 0;
-    const char *p = text;
-    while (*p && count < MAX_ITEMS) {
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (errno || end == p || v <= 0 || v > INT_MAX || (*end && *end != ','))
-            return -1;
-        out[count++] = v;
-        p = *end ? end + 1 : end;
-    }
-    return *p ? -1 : count;
-}
 
 /* One broadcast and the acks; the root's time in ns (others: 0). */
 static double broadcast(char *buffer, int size, int rank, int ranks)
@@ -67,27 +56,27 @@ static double broadcast(char *buffer, int size, int rank, int ranks)
 
 int main(int argc, char **argv)
 {
-    long sizes[MAX_ITEMS] = {8, 100, 1000, 60000, 1000000};
-    int nsizes = 5;
-    long ms = 200;
     MPI_Init(&argc, &argv);
     int rank, ranks;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-s") == 0 && i + 1 < argc) {
-            nsizes = parse_sizes(argv[++i], sizes);
-        } else if (strcmp(argv[i], "-t") == 0 && i + 1 < argc) {
-            ms = atol(argv[++i]);
-        } else {
-            nsizes = -1;
-        }
+    /* MS, then the sizes: each a positive number and nothing else. */
+    long values[argc > 1 ? argc - 1 : 1];
+    int bad = argc < 3;
+    for (int i = 1; i < argc && !bad; i++) {
+        char *end;
+        errno = 0;
+        values[i - 1] = strtol(argv[i], &end, 10);
+        bad = errno || end == argv[i] || *end || values[i - 1] <= 0 || values[i - 1] > INT_MAX;
     }
-    if (nsizes <= 0 || ms <= 0) {
+    if (bad) {
         if (rank == 0)
-            fprintf(stderr, "usage: bcastmpi [-s SIZES] [-t MS]\n");
+            fprintf(stderr, "usage: bcastmpi MS SIZE...\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
+    long ms = values[0];
+    long *sizes = values + 1;
+    int nsizes = argc - 2;
     long largest = 0;
     for (int i = 0; i < nsizes; i++)
         if (sizes[i] > largest)
@@ -112,6 +101,8 @@ int main(int argc, char **argv)
                 break;
         }
     }
+    if (rank == 0)
+        printf("done\n");
     fflush(stdout);
     free(buffer);
     MPI_Finalize();

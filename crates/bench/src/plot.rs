@@ -171,12 +171,7 @@ pub fn coll(
     points: &[CollPoint<'_>],
     peers: &[CollPoint<'_>],
 ) -> Result<Vec<PathBuf>, PlotError> {
-    let mut operations: Vec<&str> = Vec::new();
-    for p in points {
-        if !operations.contains(&p.operation) {
-            operations.push(p.operation);
-        }
-    }
+    let operations = first_appearances(points.iter().map(|p| p.operation));
     fn of<'a>(points: &[CollPoint<'a>], operation: &str) -> Vec<Series<'a>> {
         series(
             points
@@ -224,12 +219,7 @@ pub struct BcastPoint<'a> {
 /// receivers (log axes), a line per system, into `dir` (created if
 /// missing) as `<chart>.svg` and `.png`; returns the files' paths.
 pub fn bcast(dir: &Path, points: &[BcastPoint<'_>]) -> Result<Vec<PathBuf>, PlotError> {
-    let mut stems: Vec<&str> = Vec::new();
-    for p in points {
-        if !stems.contains(&p.chart) {
-            stems.push(p.chart);
-        }
-    }
+    let stems = first_appearances(points.iter().map(|p| p.chart));
     let charts: Vec<(Chart, Vec<Series<'_>>)> = stems
         .into_iter()
         .map(|stem| {
@@ -256,6 +246,17 @@ pub fn bcast(dir: &Path, points: &[BcastPoint<'_>]) -> Result<Vec<PathBuf>, Plot
         .collect();
     let charts: Vec<_> = charts.iter().map(|(c, s)| (c.clone(), &s[..])).collect();
     write(dir, &charts, &[])
+}
+
+/// Each of `keys` once, in the order they first appear: one chart each.
+fn first_appearances<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut distinct: Vec<&str> = Vec::new();
+    for key in keys {
+        if !distinct.contains(&key) {
+            distinct.push(key);
+        }
+    }
+    distinct
 }
 
 /// `ours`, then `peers` marked as peers' (drawn thin).

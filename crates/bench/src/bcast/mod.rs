@@ -30,7 +30,7 @@
 //! |---|---|
 //! | threadwire tree | `Group::bcast` of the world group, nodes over TCP (`THREADWIRE_CHANNEL=tcp`), the runtime's own choice of algorithm |
 //! | threadwire multicast | the same over the UDP channel with [`Options::multicast_algorithm`] forced (`bcast=multicast`); skipped, with the runtime's refusal, in a build that does not know the algorithm |
-//! | PVM pvm_mcast | `bench-peers/bcast/bcastpvm.c -m mcast` under a private virtual machine of one pvmd per host |
+//! | PVM pvm_mcast | `bench-peers/pvm/bcastpvm.c -m mcast` under a private virtual machine of one pvmd per host |
 //! | PVM pvm_bcast | the same program with `-m bcast`: a frozen group of all tasks |
 //! | Open MPI, MPICH | `bench-peers/bcast/bcastmpi.c`, one rank per host |
 //!

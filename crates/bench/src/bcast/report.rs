@@ -217,7 +217,8 @@ impl crate::report::Report for Report {
             if let Some(k) = s.receivers {
                 what.push(format!("k={k}"));
             }
-            writeln!(out, "skipped: {}: {}", what.join(", "), s.reason)?;
+            let reason: Vec<&str> = s.reason.lines().filter(|l| !l.trim().is_empty()).collect();
+            writeln!(out, "skipped: {}: {}", what.join(", "), reason.join(" / "))?;
         }
         Ok(())
     }

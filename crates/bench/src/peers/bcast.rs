@@ -25,14 +25,22 @@
 //!    over, plus a minute), so that a hang costs one row, never the run.
 //!    The PVM program writes its lines to a results file, the MPI one to
 //!    rank 0's standard output: `bcast size=BYTES ns=NS`, one per timed
-//!    broadcast ([`parse`]).
+//!    broadcast ([`parse`]). The MPI one ends its output with `done`
+//!    before `MPI_Finalize`, which MPICH 4.0's ch4:ucx now and then never
+//!    leaves across emulated hosts (one rank progressing its TCP
+//!    endpoints, the others waiting in PMI's barrier; about half of the
+//!    runs to 2 receivers): the launch is watched for that line, and one
+//!    still running [`FINALIZE_GRACE`] after it is killed and its figures
+//!    kept, with a warning in the log.
 
 use std::ffi::OsString;
 use std::net::Ipv4Addr;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use threadwire_testbed::net::{Host, Link};
 use threadwire_testbed::pvm::{Config, Daemon};
+use threadwire_testbed::watch::{wait_until, Watched};
 
 use crate::bcast::System;
 use crate::peers::coll::{self as mpi, Mpi};
@@ -40,8 +48,8 @@ use crate::peers::process::{io, Group};
 use crate::peers::ScratchDir;
 use crate::pvm::program::Program as PvmProgram;
 
-/// `bench-peers/bcast/bcastpvm.c`.
-pub const PVM_SOURCE: &str = include_str!("../../../../bench-peers/bcast/bcastpvm.c");
+/// `bench-peers/pvm/bcastpvm.c`.
+pub const PVM_SOURCE: &str = include_str!("../../../../bench-peers/pvm/bcastpvm.c");
 /// `bench-peers/bcast/bcastmpi.c`.
 pub const MPI_SOURCE: &str = include_str!("../../../../bench-peers/bcast/bcastmpi.c");
 
@@ -50,12 +58,25 @@ pub const MPI_SOURCE: &str = include_str!("../../../../bench-peers/bcast/bcastmp
 /// (`$PVM_ROOT/bin/$PVM_ARCH`) misses.
 const PVM_GROUP_SERVER_DIR: &str = "/usr/lib/pvm3/lib";
 
-/// Open MPI's ranks on emulated hosts that share this machine's cores:
-/// with one slot per host Open MPI thinks itself alone on each and polls
-/// without yielding, so that `k + 1` polling ranks share 2 cores (8 B to
-/// 2 receivers took 11 ms). Yielding when idle is what a rank on a
-/// machine of its own would not need, and costs it nothing there.
-const OPEN_MPI_SHARED_CORES: [&str; 3] = ["--mca", "mpi_yield_when_idle", "1"];
+/// The MPIs' ranks on emulated hosts that share this machine's cores:
+/// with one slot per host each MPI thinks itself alone on each and polls
+/// without yielding, so that `k + 1` polling ranks share 2 cores (Open
+/// MPI: 8 B to 2 receivers took 11 ms; MPICH: 1000 B and 10^6 B to 2
+/// receivers ran past a minute). Each is told to yield the core while it
+/// polls: what a rank on a machine of its own would not need, and which
+/// costs it little there.
+fn yield_when_idle(mpi: Mpi) -> [&'static str; 3] {
+    match mpi {
+        Mpi::OpenMpi => ["--mca", "mpi_yield_when_idle", "1"],
+        // Polls between yields (MPICH's default 1000).
+        Mpi::Mpich => ["-genv", "MPIR_CVAR_POLLS_BEFORE_YIELD", "1"],
+    }
+}
+
+/// The MPI program's last line, once every figure is out.
+const DONE: &str = "done";
+/// How long MPI_Finalize may take once every figure is out (step 3).
+const FINALIZE_GRACE: Duration = Duration::from_secs(5);
 
 /// How long a machine may take to start, past which it is given up.
 const START_DEADLINE: Duration = Duration::from_secs(60);
@@ -66,12 +87,9 @@ const RUN_GRACE: Duration = Duration::from_secs(60);
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// Building, starting or running the PVM program.
+    /// Starting or running a program, or PVM's machine.
     #[error(transparent)]
-    Pvm(#[from] crate::peers::Error),
-    /// Building or running the MPI program.
-    #[error(transparent)]
-    Mpi(#[from] mpi::Error),
+    Peer(#[from] crate::peers::Error),
     /// The program's lines are not as documented.
     #[error("the program's results are not as documented: {0:?}")]
     Results(String),
@@ -251,9 +269,7 @@ impl<'a> Machines<'a> {
                     let mpich = m == Mpi::Mpich;
                     crate::peers::mpi::across_hosts(mpich, &each, gateway, &dir.0)
                         .map(|mut args| {
-                            if !mpich {
-                                args.extend(OPEN_MPI_SHARED_CORES.map(String::from));
-                            }
+                            args.extend(yield_when_idle(m).map(String::from));
                             (m, args)
                         })
                         .map_err(|e| format!("MPI's host list: {e}"))
@@ -361,24 +377,55 @@ impl<'a> Machines<'a> {
             .map(|(_, args)| args)
             .ok_or_else(unavailable)?;
         let launcher: Vec<&str> = launcher.iter().map(String::as_str).collect();
-        let args = [
-            "-s".to_string(),
-            options.sizes_argument(),
-            "-t".to_string(),
-            options.ms_argument(),
-        ];
+        let mut args = vec![options.ms_argument()];
+        args.extend(options.sizes.iter().map(|s| s.to_string()));
         let run = MACHINES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let ranks = self.hosts.len() as u32;
-        let name = format!("bcast-{ranks}-{run}");
-        Ok(program.launch_with(ranks, &launcher, &args, &name, deadline, |_| {})?)
+        let (output, log) = program.files(&format!("bcast-{ranks}-{run}"));
+        let started = Instant::now();
+        let mut launcher = Group::spawn(program.command(ranks, &launcher, &args), &output, &log)?;
+        let done =
+            || std::fs::read_to_string(&output).is_ok_and(|text| text.lines().any(|l| l == DONE));
+        let dir = output.parent().unwrap_or(Path::new("."));
+        let watched = wait_until(dir, done, Some(launcher.process().pidfd()), deadline)
+            .map_err(io("watching an MPI launch's output"))?;
+        let status = match watched {
+            Watched::Ready => match launcher.wait(Instant::now() + FINALIZE_GRACE) {
+                Err(crate::peers::Error::TimedOut(_)) => {
+                    // Killed by `wait`: step 3's MPI_Finalize that never
+                    // returns; every figure is out.
+                    tracing::warn!(
+                        mpi = m.name(),
+                        ranks,
+                        "MPI_Finalize did not return; launch killed"
+                    );
+                    return read(&output);
+                }
+                other => other?,
+            },
+            Watched::ProcessExited => launcher.wait(deadline)?,
+            Watched::TimedOut => {
+                launcher.kill();
+                return Err(crate::peers::Error::TimedOut(started.elapsed()).into());
+            }
+        };
+        if !status.success() {
+            return Err(Group::failed_log(status, &log).into());
+        }
+        read(&output)
     }
+}
+
+/// The figures of a launch's output.
+fn read(output: &Path) -> Result<String, Error> {
+    Ok(std::fs::read_to_string(output).map_err(io("reading bcastmpi's output"))?)
 }
 
 /// The programs' lines, `bcast size=BYTES ns=NS`, as each size's times in
 /// the order the sizes first appear; `None` for anything else.
 pub fn parse(text: &str) -> Option<Vec<(usize, Vec<u64>)>> {
     let mut sizes: Vec<(usize, Vec<u64>)> = Vec::new();
-    for line in text.lines() {
+    for line in text.lines().filter(|&l| l != DONE) {
         let rest = line.strip_prefix("bcast size=")?;
         let (size, ns) = rest.split_once(" ns=")?;
         let (size, ns): (usize, u64) = (size.parse().ok()?, ns.trim().parse().ok()?);
@@ -396,7 +443,8 @@ mod tests {
 
     #[test]
     fn the_lines_parse_into_times_per_size() {
-        let text = "bcast size=8 ns=100\nbcast size=8 ns=120\nbcast size=1000000 ns=900000000\n";
+        let text =
+            "bcast size=8 ns=100\nbcast size=8 ns=120\nbcast size=1000000 ns=900000000\ndone\n";
         assert_eq!(
             parse(text),
             Some(vec![(8, vec![100, 120]), (1_000_000, vec![900_000_000])])

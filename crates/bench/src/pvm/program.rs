@@ -15,6 +15,10 @@ use crate::peers::{Error, ScratchDir};
 /// results' lines.
 pub const SOURCE: &str = include_str!("../../../../bench-peers/pvm/pvmbench.c");
 
+/// `bench-peers/pvm/pvmtask.h`, which every PVM program of the benchmarks
+/// includes: written beside each one built.
+const PVMTASK_H: &str = include_str!("../../../../bench-peers/pvm/pvmtask.h");
+
 /// The C compiler and PVM's header, and the packages that provide them.
 const COMPILER: (&str, &str) = ("cc", "gcc");
 const HEADER: (&str, &str) = ("/usr/include/pvm3.h", "pvm-dev");
@@ -35,8 +39,9 @@ impl Program {
     }
 
     /// Any PVM program: `source` written as `NAME.c` to a scratch
-    /// directory and built there as `cc -O2 NAME.c LIBRARIES`
-    /// (`-lgpvm3 -lpvm3` for one that uses groups).
+    /// directory, `pvmtask.h` beside it, and built there as
+    /// `cc -O2 NAME.c LIBRARIES` (`-lgpvm3 -lpvm3` for one that uses
+    /// groups).
     pub fn build_from(name: &str, source: &str, libraries: &[&str]) -> Result<Program, Error> {
         require(&[COMPILER.0], COMPILER.1)?;
         if !Path::new(HEADER.0).is_file() {
@@ -48,6 +53,8 @@ impl Program {
         let dir = ScratchDir::named(name).map_err(io("creating a scratch directory"))?;
         let source_file = dir.0.join(format!("{name}.c"));
         std::fs::write(&source_file, source).map_err(io("writing a PVM program's source"))?;
+        std::fs::write(dir.0.join("pvmtask.h"), PVMTASK_H)
+            .map_err(io("writing a PVM program's source"))?;
         let executable = dir.0.join(name);
         let log = dir.0.join("build.txt");
         let mut cc = Command::new(COMPILER.0);

@@ -10,6 +10,8 @@
  *
  *     cc -O2 bcastpvm.c -o bcastpvm -lgpvm3 -lpvm3
  *
+ * with pvmtask.h, which it shares with pvmbench.c, beside it.
+ *
  *     bcastpvm -o FILE -m mcast|bcast -H HOST[,HOST...] [-s SIZES] [-t MS]
  *
  *   -o FILE    where the results go (below); required
@@ -56,6 +58,9 @@
 
 #include <pvm3.h>
 
+#define PROGRAM "bcastpvm"
+#include "pvmtask.h"
+
 enum {
     TAG_READY = 1, /* receiver -> root: enrolled (and joined) */
     TAG_DATA,      /* root -> receivers: a broadcast */
@@ -64,48 +69,9 @@ enum {
 };
 
 #define GROUP "twbcast"
-#define MAX_ITEMS 64
 #define MAX_SAMPLES 100000
 
 static int use_group;
-
-static long long now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static void fail(const char *what, int code)
-{
-    fprintf(stderr, "bcastpvm: %s failed (%d)\n", what, code);
-    pvm_exit();
-    exit(1);
-}
-
-static int check(const char *what, int code)
-{
-    if (code < 0)
-        fail(what, code);
-    return code;
-}
-
-/* A comma-separated list of positive ints; their number. */
-static int parse_sizes(const char *text, long *out)
-{
-    int count = 0;
-    const char *p = text;
-    while (*p && count < MAX_ITEMS) {
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (errno || end == p || v <= 0 || v > INT_MAX || (*end && *end != ','))
-            return -1;
-        out[count++] = v;
-        p = *end ? end + 1 : end;
-    }
-    return *p ? -1 : count;
-}
 
 static void join_group(void)
 {
@@ -193,7 +159,7 @@ int main(int argc, char **argv)
             break;
         case 'H': hosts = optarg; break;
         case 's':
-            nsizes = parse_sizes(optarg, sizes);
+            nsizes = parse_list(optarg, sizes);
             if (nsizes <= 0)
                 goto usage;
             break;
