@@ -400,6 +400,14 @@ pub enum Bench {
     /// host each; needs root): threadwire's tree and multicast beside PVM's pvm_mcast and
     /// pvm_bcast under real pvmds and MPI_Bcast in Open MPI and MPICH, with the 1998 UDP
     /// broadcast's figure (10^6 B ≈ 1000 ms at 10 Mbit/s).
+    ///
+    /// One broadcast is timed alike in every system, by the root's clock: from
+    /// its broadcast call until it has an empty acknowledgement from every
+    /// receiver, sent once that receiver has the whole message; each size is
+    /// broadcast once untimed first. Rounds alternate between the systems. The
+    /// table per link gives the median of every timed broadcast, each system's
+    /// ratio to threadwire tree's time at one receiver (÷k1), min–max, and the
+    /// seed's figure where its text gives one.
     Bcast(BcastArgs),
     /// PVM programs: round trip and one-way bandwidth (8 B to 1 MB) and pvm_spawn of 1 and 16
     /// tasks, one C program (bench-peers/pvm) under threadwire's libpvm3 beside PVM 3.4.6's
@@ -443,12 +451,7 @@ pub struct PvmBenchArgs {
     pub output: MachineReadable,
 }
 
-/// `bench bcast`. One broadcast is timed, in every system alike, from the
-/// root's call until the root has an empty acknowledgement from every
-/// receiver, sent once that receiver has the whole message; each size is
-/// broadcast once untimed first. Repetitions alternate between the
-/// systems; the table gives the median of every timed broadcast, each
-/// system's ratio to threadwire tree's time at one receiver, and min–max.
+/// `bench bcast` ([`Bench::Bcast`] says what it times).
 #[derive(Args)]
 pub struct BcastArgs {
     /// Links, comma-separated, one net of emulated hosts and one table each:
