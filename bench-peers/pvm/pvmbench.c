@@ -10,6 +10,8 @@
  *
  *     cc -O2 pvmbench.c -o pvmbench -lpvm3
  *
+ * with pvmtask.h, which it shares with bcastpvm.c, beside it.
+ *
  * The task started at the command line is the parent; it spawns its
  * partners (this program again, with -c) by its absolute path.
  *
@@ -76,6 +78,9 @@
 
 #include <pvm3.h>
 
+#define PROGRAM "pvmbench"
+#include "pvmtask.h"
+
 enum {
     TAG_READY = 1,  /* partner -> parent: enrolled, route set */
     TAG_SIZE,       /* parent -> partner: the number of ints from now on */
@@ -87,48 +92,8 @@ enum {
     TAG_HELLO       /* spawned task -> parent: its tid */
 };
 
-#define MAX_ITEMS 64
-
 static int encoding = PvmDataRaw;
 static int route = PvmRouteDirect;
-
-static long long now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static void fail(const char *what, int code)
-{
-    fprintf(stderr, "pvmbench: %s failed (%d)\n", what, code);
-    pvm_exit();
-    exit(1);
-}
-
-static int check(const char *what, int code)
-{
-    if (code < 0)
-        fail(what, code);
-    return code;
-}
-
-/* A comma-separated list of positive ints; their number. */
-static int parse_list(const char *text, long *out)
-{
-    int count = 0;
-    const char *p = text;
-    while (*p && count < MAX_ITEMS) {
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (errno || end == p || v <= 0 || v > INT_MAX || (*end && *end != ','))
-            return -1;
-        out[count++] = v;
-        p = *end ? end + 1 : end;
-    }
-    return *p ? -1 : count;
-}
 
 static void send_ints(int to, int tag, int *data, int n)
 {

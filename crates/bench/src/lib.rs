@@ -2,6 +2,11 @@
 //!
 //! - [`am`]: active messages: a request's round trip beside the
 //!   ping-pong's, and the rate of one-way messages from T threads.
+//! - [`bcast`]: one broadcast's time against the number of receiving
+//!   hosts (1 to 8, one emulated host each, on ethernet10 and fast100),
+//!   threadwire's tree and multicast beside PVM's `pvm_mcast` and
+//!   `pvm_bcast` under real pvmds and `MPI_Bcast` in Open MPI and MPICH,
+//!   with the 1998 UDP broadcast's figures (`threadwire bench bcast`).
 //! - [`coll`]: collective latency (barrier, bcast, allreduce, allgather,
 //!   alltoall) among nodes × fibers, beside Open MPI and MPICH.
 //! - [`comm`]: communication time for 1 B … 1 MB between threads, nodes
@@ -51,6 +56,7 @@
 #![warn(missing_docs)]
 
 pub mod am;
+pub mod bcast;
 pub mod coll;
 pub mod comm;
 pub mod encodings;

@@ -59,6 +59,14 @@ pub enum NodeResult {
     Coll(coll::Sample),
     /// `bench flood`: one end's counts, time and peak resident set.
     Flood(flood::Side),
+    /// `bench bcast`: the root's times of every timed broadcast of one
+    /// size, each until every receiver had acknowledged it, in ns.
+    Bcast {
+        /// Bytes broadcast.
+        size: usize,
+        /// One time per broadcast.
+        ns: Vec<u64>,
+    },
     /// `bench spawn`: a node of a process row has joined, on its clock
     /// (`CLOCK_MONOTONIC`, ns): when its code started and when it was past
     /// `init`. The launcher's reading on arrival is the third time.

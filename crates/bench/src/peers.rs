@@ -23,7 +23,9 @@
 //! MPICH, timed by a program of ours built with each MPI's `mpicc`;
 //! [`flood`] is the peer of `bench flood`, [`rate`] that of `bench
 //! rate` and [`comm_spawn`] Open MPI's of `bench spawn`, built and run the
-//! same way.
+//! same way. [`bcast`] is the peers of `bench bcast`: PVM's `pvm_mcast`
+//! and `pvm_bcast` and MPI's `MPI_Bcast`, one process on each of `k + 1`
+//! emulated hosts.
 
 use std::io;
 use std::net::{Ipv4Addr, TcpListener};
@@ -31,6 +33,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod bcast;
 pub mod coll;
 pub mod comm_spawn;
 pub mod flood;

@@ -2,7 +2,8 @@
 //! with markers) and one per peer (thin): a ping-pong's one-way latency and
 //! bandwidth against size, beside the 1998 figures where they measured the
 //! same thing ([`pingpong`]); a collective's time against size, one chart
-//! per collective ([`coll`]).
+//! per collective ([`coll`]); a broadcast's time against receivers, one
+//! chart per link and size ([`bcast`]).
 //!
 //! Both take plain points (series, size, median time), so whoever measured
 //! them — a `threadwire bench` command, a test — only hands its rows over;
@@ -123,6 +124,8 @@ pub fn pingpong(
             y_description: "one-way time, median",
             y_unit: "s",
             y: |_, seconds| seconds,
+            x_description: "message size",
+            x_label: size_label,
         },
         Chart {
             file_stem: "pingpong-bandwidth".into(),
@@ -130,6 +133,8 @@ pub fn pingpong(
             y_description: "bandwidth = size / one-way time",
             y_unit: "B/s",
             y: |size, seconds| size / seconds,
+            x_description: "message size",
+            x_label: size_label,
         },
     ];
     let series = ours_and_peers(
@@ -166,12 +171,7 @@ pub fn coll(
     points: &[CollPoint<'_>],
     peers: &[CollPoint<'_>],
 ) -> Result<Vec<PathBuf>, PlotError> {
-    let mut operations: Vec<&str> = Vec::new();
-    for p in points {
-        if !operations.contains(&p.operation) {
-            operations.push(p.operation);
-        }
-    }
+    let operations = first_appearances(points.iter().map(|p| p.operation));
     fn of<'a>(points: &[CollPoint<'a>], operation: &str) -> Vec<Series<'a>> {
         series(
             points
@@ -190,6 +190,8 @@ pub fn coll(
                 y_description: "time per operation, slowest member, median",
                 y_unit: "s",
                 y: |_, seconds| seconds,
+                x_description: "message size",
+                x_label: size_label,
             };
             (chart, series)
         })
@@ -197,6 +199,64 @@ pub fn coll(
         .collect();
     let charts: Vec<_> = charts.iter().map(|(c, s)| (c.clone(), &s[..])).collect();
     write(dir, &charts, &[])
+}
+
+/// One broadcast measurement: a system's median time to a number of
+/// receivers, on one chart (a link and size).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BcastPoint<'a> {
+    /// The chart, its file's stem: `bcast-fast100-1000000`.
+    pub chart: &'a str,
+    /// The system: `tw tree`, `pvm_mcast`, …
+    pub series: &'a str,
+    /// Receivers, one host each.
+    pub receivers: u32,
+    /// Median time of one broadcast, in seconds.
+    pub seconds: f64,
+}
+
+/// Writes one chart per distinct [`BcastPoint::chart`], time against
+/// receivers (log axes), a line per system, into `dir` (created if
+/// missing) as `<chart>.svg` and `.png`; returns the files' paths.
+pub fn bcast(dir: &Path, points: &[BcastPoint<'_>]) -> Result<Vec<PathBuf>, PlotError> {
+    let stems = first_appearances(points.iter().map(|p| p.chart));
+    let charts: Vec<(Chart, Vec<Series<'_>>)> = stems
+        .into_iter()
+        .map(|stem| {
+            let series = series(
+                points
+                    .iter()
+                    .filter(|p| p.chart == stem)
+                    .map(|p| (p.series, p.receivers as usize, p.seconds)),
+            );
+            let chart = Chart {
+                file_stem: stem.to_string(),
+                title: format!(
+                    "bench {}",
+                    stem.replacen('-', ": ", 1).replacen('-', ", ", 1) + " B"
+                ),
+                y_description: "one broadcast until every receiver has it, median",
+                y_unit: "s",
+                y: |_, seconds| seconds,
+                x_description: "receivers (one host each)",
+                x_label: count_label,
+            };
+            (chart, series)
+        })
+        .collect();
+    let charts: Vec<_> = charts.iter().map(|(c, s)| (c.clone(), &s[..])).collect();
+    write(dir, &charts, &[])
+}
+
+/// Each of `keys` once, in the order they first appear: one chart each.
+fn first_appearances<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut distinct: Vec<&str> = Vec::new();
+    for key in keys {
+        if !distinct.contains(&key) {
+            distinct.push(key);
+        }
+    }
+    distinct
 }
 
 /// `ours`, then `peers` marked as peers' (drawn thin).
@@ -286,6 +346,20 @@ struct Chart {
     y_description: &'static str,
     y_unit: &'static str,
     y: fn(f64, f64) -> f64,
+    x_description: &'static str,
+    x_label: fn(f64) -> String,
+}
+
+fn size_label(x: f64) -> String {
+    si(x, "B")
+}
+
+/// A count on a log axis: whole numbers only.
+fn count_label(x: f64) -> String {
+    match (x - x.round()).abs() < 1e-6 {
+        true => format!("{}", x.round()),
+        false => String::new(),
+    }
 }
 
 /// A path's points as (size, seconds), sorted by size.
@@ -360,9 +434,9 @@ fn draw<DB: DrawingBackend>(
         .y_label_area_size(80)
         .build_cartesian_2d(x_range.log_scale(), y_range.log_scale())?;
     plot.configure_mesh()
-        .x_desc("message size")
+        .x_desc(chart.x_description)
         .y_desc(chart.y_description)
-        .x_label_formatter(&|x| si(*x, "B"))
+        .x_label_formatter(&|x| (chart.x_label)(*x))
         .y_label_formatter(&|y| si(*y, chart.y_unit))
         .label_style((FONT, 14))
         .axis_desc_style((FONT, 16))

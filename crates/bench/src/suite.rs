@@ -212,6 +212,21 @@ pub fn plan(args: &Options) -> Vec<Step> {
         coll.push("--peers");
     }
     add("coll", &coll, None);
+    // Issue 17's broadcast against receivers, on every link of the suite,
+    // beside PVM and MPI (the peers are its point; without them, the
+    // threadwire rows alone).
+    if !link_names.is_empty() {
+        let plots = out("bcast");
+        let mut bcast = vec!["bench", "bcast", "--link", &links, "--plot", &plots];
+        if quick {
+            bcast.extend(["--hosts", "1,2", "--sizes", "8,1000"]);
+        }
+        bcast.extend(tiny_timing);
+        if !peers {
+            bcast.extend(["--systems", "tree,multicast"]);
+        }
+        add("bcast", &bcast, no_namespaces.clone());
+    }
     // Issue 13's flood: 2000 × 1 MiB to a receiver 3 s late, beside Open MPI.
     let mut flood = vec!["bench", "flood"];
     if quick {

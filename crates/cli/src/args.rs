@@ -396,6 +396,19 @@ pub enum Bench {
     /// The memory of a flooding sender: node 0 sends N messages of one reused
     /// buffer to node 1, whose receiver starts late; each end's peak resident set.
     Flood(FloodArgs),
+    /// One broadcast's time against the number of receiving hosts (one emulated
+    /// host each; needs root): threadwire's tree and multicast beside PVM's pvm_mcast and
+    /// pvm_bcast under real pvmds and MPI_Bcast in Open MPI and MPICH, with the 1998 UDP
+    /// broadcast's figure (10^6 B ≈ 1000 ms at 10 Mbit/s).
+    ///
+    /// One broadcast is timed alike in every system, by the root's clock: from
+    /// its broadcast call until it has an empty acknowledgement from every
+    /// receiver, sent once that receiver has the whole message; each size is
+    /// broadcast once untimed first. Rounds alternate between the systems. The
+    /// table per link gives the median of every timed broadcast, each system's
+    /// ratio to threadwire tree's time at one receiver (÷k1), min–max, and the
+    /// seed's figure where its text gives one.
+    Bcast(BcastArgs),
     /// PVM programs: round trip and one-way bandwidth (8 B to 1 MB) and pvm_spawn of 1 and 16
     /// tasks, one C program (bench-peers/pvm) under threadwire's libpvm3 beside PVM 3.4.6's
     /// pvmd (direct and daemon-routed), alternating; with --link also across two emulated hosts.
@@ -434,6 +447,64 @@ pub struct PvmBenchArgs {
     /// gige, none; needs root, else those rows are skipped with the reason).
     #[arg(long)]
     pub link: Option<Link>,
+    #[command(flatten)]
+    pub output: MachineReadable,
+}
+
+/// `bench bcast` ([`Bench::Bcast`] says what it times).
+#[derive(Args)]
+pub struct BcastArgs {
+    /// Links, comma-separated, one net of emulated hosts and one table each:
+    /// ethernet10, fast100, atm155, gige, none (or 10mbit, 100mbit, …).
+    #[arg(
+        long = "link",
+        value_delimiter = ',',
+        default_value = "ethernet10,fast100"
+    )]
+    pub links: Vec<Link>,
+    /// Receivers k, comma-separated: the root on host 0 and one receiver on
+    /// each of hosts 1 to k (k + 1 emulated hosts).
+    #[arg(
+        long = "hosts",
+        value_delimiter = ',',
+        default_value = "1,2,4,8",
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(threadwire_bench::bcast::MAX_RECEIVERS))
+    )]
+    pub receivers: Vec<u32>,
+    /// Message sizes in bytes, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "8,100,1000,60000,1000000",
+        value_parser = clap::value_parser!(u32).range(1..=(1 << 28))
+    )]
+    pub sizes: Vec<u32>,
+    /// Rounds, each running every system once, in turn.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
+    /// Per run and size, timed broadcasts go on while they have taken less
+    /// than this many milliseconds (at least one).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    pub ms: u64,
+    /// Systems, comma-separated: tree (threadwire over TCP, its own
+    /// algorithm), multicast (threadwire over UDP with
+    /// --multicast-algorithm forced), pvm-mcast, pvm-bcast, openmpi, mpich.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "tree,multicast,pvm-mcast,pvm-bcast,openmpi,mpich"
+    )]
+    pub systems: Vec<threadwire_bench::bcast::System>,
+    /// What the multicast row forces, COLL=ALG as `bench coll --algorithm`
+    /// takes it, passed to the runtime as it is; a runtime that refuses it
+    /// has the row skipped with the reason.
+    #[arg(long, default_value = "bcast=multicast", value_name = "COLL=ALG")]
+    pub multicast_algorithm: String,
+    /// Also plot time against receivers, one chart per link and size, a
+    /// line per system, into this directory (created if missing):
+    /// bcast-<link>-<size>.svg/.png.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub output: MachineReadable,
 }

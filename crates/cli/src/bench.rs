@@ -6,11 +6,14 @@ use crate::args::{Bench, MachineReadable, OnLink};
 use crate::progress::Progress;
 use anyhow::{Context, Result};
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use threadwire_bench::pingpong::{self, Budget};
+use threadwire_bench::plot::PlotError;
 use threadwire_bench::report::{Format, Report};
-use threadwire_bench::{am, coll, comm, encodings, flood, floors, pvm, rate, spawn, threads};
+use threadwire_bench::{
+    am, bcast, coll, comm, encodings, flood, floors, pvm, rate, spawn, threads,
+};
 use threadwire_testbed::interrupt;
 use threadwire_testbed::net::ScopedNet;
 
@@ -55,6 +58,22 @@ fn measured<R: Report + 'static>(
     Ok(Outcome::Report(Box::new(report), output.format()))
 }
 
+/// Plots `report` into `dir`, if given, naming each file written on
+/// stderr: stdout carries the results alone (--json, --csv).
+fn plot_into<R>(
+    progress: &Progress,
+    dir: Option<&Path>,
+    report: &R,
+    plot: impl FnOnce(&R, &Path) -> Result<Vec<PathBuf>, PlotError>,
+) -> Result<()> {
+    if let Some(dir) = dir {
+        for file in plot(report, dir)? {
+            progress.aside_line(format!("threadwire: wrote {}", file.display()));
+        }
+    }
+    Ok(())
+}
+
 pub fn run(bench: Bench) -> Result<Outcome> {
     let exit = |code| Ok(Outcome::Exit(code));
     match bench {
@@ -83,12 +102,7 @@ pub fn run(bench: Bench) -> Result<Outcome> {
                 let step = || progress.step();
                 let report =
                     pingpong::sweep(&options, net.as_deref(), step, |e| progress.aside(e))?;
-                if let Some(dir) = a.plot {
-                    // stderr: stdout carries the results alone (--json, --csv).
-                    for file in pingpong::plot(&report, &dir)? {
-                        progress.aside_line(format!("threadwire: wrote {}", file.display()));
-                    }
-                }
+                plot_into(progress, a.plot.as_deref(), &report, pingpong::plot)?;
                 Ok(report)
             })
         }
@@ -282,14 +296,38 @@ pub fn run(bench: Bench) -> Result<Outcome> {
             measured("bench coll", coll::steps(&options), a.output, |progress| {
                 let step = || progress.step();
                 let report = coll::sweep(&options, net.as_deref(), step, |e| progress.aside(e))?;
-                if let Some(dir) = a.plot {
-                    // stderr: stdout carries the results alone (--json, --csv).
-                    for file in coll::plot(&report, &dir)? {
-                        progress.aside_line(format!("threadwire: wrote {}", file.display()));
-                    }
-                }
+                plot_into(progress, a.plot.as_deref(), &report, coll::plot)?;
                 Ok(report)
             })
+        }
+        Bench::Bcast(a) => {
+            let (program, args) = own_command()?;
+            let options = bcast::Options {
+                links: a.links,
+                receivers: a.receivers,
+                sizes: a.sizes.iter().map(|&s| s as usize).collect(),
+                repetitions: a.repetitions,
+                per_size: Duration::from_millis(a.ms),
+                systems: a.systems,
+                multicast_algorithm: a.multicast_algorithm,
+                ..bcast::Options::new(program, args)
+            };
+            if under_launcher() {
+                bcast::node(&options)?;
+                return exit(0);
+            }
+            interrupt::install(crate::progress::report_interrupt);
+            measured(
+                "bench bcast",
+                bcast::steps(&options),
+                a.output,
+                |progress| {
+                    let step = || progress.step();
+                    let report = bcast::run(&options, step, |e| progress.aside(e));
+                    plot_into(progress, a.plot.as_deref(), &report, bcast::plot)?;
+                    Ok(report)
+                },
+            )
         }
         Bench::Flood(a) => {
             let (program, args) = own_command()?;

@@ -38,6 +38,7 @@ fn bench_suite_quick_reports_every_step() {
         "am",
         "threads",
         "coll",
+        "bcast",
         "flood",
     ];
     for step in steps {

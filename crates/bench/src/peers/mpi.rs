@@ -1,5 +1,6 @@
 //! `mpirun` of NetPIPE's MPI builds: two ranks on this host, or one on
-//! each of two emulated hosts.
+//! each of two emulated hosts; and one rank on each of any number of
+//! emulated hosts ([`across_hosts`], `bench bcast`'s MPI peers).
 //!
 //! Across emulated hosts ([`Placement::Namespaces`]) `mpirun` stays in the
 //! root namespace and starts one rank in each host's namespace, the way it
@@ -59,56 +60,71 @@ pub(super) fn mpirun(
         gateway,
     } = placement
     {
-        let hosts = [transmitter, receiver];
-        let agent = dir.join("agent.sh");
-        write_agent(&agent, &hosts)?;
-        let agent = agent.display().to_string();
-        let addrs: Vec<String> = hosts.iter().map(|h| h.addr.to_string()).collect();
-        if peer == Peer::Mpich {
-            args.extend(
-                [
-                    "-launcher",
-                    "rsh",
-                    "-launcher-exec",
-                    &agent,
-                    "-localhost",
-                    &gateway.to_string(),
-                    "-hosts",
-                    &addrs.join(","),
-                    "-genv",
-                    "UCX_TLS",
-                    "tcp,self",
-                    "-genv",
-                    "MPIR_CVAR_NOLOCAL",
-                    "1",
-                ]
-                .map(String::from),
-            );
-        } else {
-            let hostfile = dir.join("hosts");
-            let lines: String = addrs.iter().map(|a| format!("{a} slots=1\n")).collect();
-            std::fs::write(&hostfile, lines).map_err(|source| Error::Io {
-                what: "writing an MPI host file",
-                source,
-            })?;
-            args.extend(
-                [
-                    "--hostfile",
-                    &hostfile.display().to_string(),
-                    "--mca",
-                    "plm_rsh_agent",
-                    &agent,
-                    "--bind-to",
-                    "none",
-                    "-x",
-                    "UCX_TLS=tcp,self",
-                ]
-                .map(String::from),
-            );
-        }
+        let mpich = peer == Peer::Mpich;
+        args.extend(across_hosts(
+            mpich,
+            &[transmitter, receiver],
+            *gateway,
+            dir,
+        )?);
     }
     args.extend(netpipe);
     Ok(args)
+}
+
+/// The launcher's arguments (Open MPI's, or MPICH's if `mpich`) that
+/// start one rank on each of `hosts` in order, from the root namespace
+/// (steps 1 to 5 of the module docs); the agent script and host file are
+/// written into `dir`. `gateway` is the hosts' bridge.
+pub(crate) fn across_hosts(
+    mpich: bool,
+    hosts: &[&threadwire_testbed::net::Host],
+    gateway: std::net::Ipv4Addr,
+    dir: &Path,
+) -> Result<Vec<String>, Error> {
+    let agent = dir.join("agent.sh");
+    write_agent(&agent, hosts)?;
+    let agent = agent.display().to_string();
+    let addrs: Vec<String> = hosts.iter().map(|h| h.addr.to_string()).collect();
+    if mpich {
+        return Ok([
+            "-launcher",
+            "rsh",
+            "-launcher-exec",
+            &agent,
+            "-localhost",
+            &gateway.to_string(),
+            "-hosts",
+            &addrs.join(","),
+            "-genv",
+            "UCX_TLS",
+            "tcp,self",
+            "-genv",
+            "MPIR_CVAR_NOLOCAL",
+            "1",
+        ]
+        .map(String::from)
+        .to_vec());
+    }
+    let hostfile = dir.join("hosts");
+    let lines: String = addrs.iter().map(|a| format!("{a} slots=1\n")).collect();
+    std::fs::write(&hostfile, lines).map_err(|source| Error::Io {
+        what: "writing an MPI host file",
+        source,
+    })?;
+    Ok([
+        "--hostfile",
+        &hostfile.display().to_string(),
+        "--mca",
+        "plm_rsh_agent",
+        &agent,
+        "--bind-to",
+        "none",
+        "-x",
+        "UCX_TLS=tcp,self",
+    ]
+    .map(String::from)
+    .to_vec())
 }
 
 /// Writes the ssh stand-in of step 1 for `hosts`.

@@ -15,6 +15,10 @@ use crate::peers::{Error, ScratchDir};
 /// results' lines.
 pub const SOURCE: &str = include_str!("../../../../bench-peers/pvm/pvmbench.c");
 
+/// `bench-peers/pvm/pvmtask.h`, which every PVM program of the benchmarks
+/// includes: written beside each one built.
+const PVMTASK_H: &str = include_str!("../../../../bench-peers/pvm/pvmtask.h");
+
 /// The C compiler and PVM's header, and the packages that provide them.
 const COMPILER: (&str, &str) = ("cc", "gcc");
 const HEADER: (&str, &str) = ("/usr/include/pvm3.h", "pvm-dev");
@@ -31,6 +35,14 @@ impl Program {
     /// Writes [`SOURCE`] to a scratch directory and compiles it there, as
     /// a PVM user builds a program: `cc -O2 pvmbench.c -lpvm3`.
     pub fn build() -> Result<Program, Error> {
+        Program::build_from("pvmbench", SOURCE, &["-lpvm3"])
+    }
+
+    /// Any PVM program: `source` written as `NAME.c` to a scratch
+    /// directory, `pvmtask.h` beside it, and built there as
+    /// `cc -O2 NAME.c LIBRARIES` (`-lgpvm3 -lpvm3` for one that uses
+    /// groups).
+    pub fn build_from(name: &str, source: &str, libraries: &[&str]) -> Result<Program, Error> {
         require(&[COMPILER.0], COMPILER.1)?;
         if !Path::new(HEADER.0).is_file() {
             return Err(Error::Missing {
@@ -38,21 +50,24 @@ impl Program {
                 packages: HEADER.1,
             });
         }
-        let dir = ScratchDir::named("pvmbench").map_err(io("creating a scratch directory"))?;
-        let source = dir.0.join("pvmbench.c");
-        std::fs::write(&source, SOURCE).map_err(io("writing pvmbench.c"))?;
-        let executable = dir.0.join("pvmbench");
+        let dir = ScratchDir::named(name).map_err(io("creating a scratch directory"))?;
+        let source_file = dir.0.join(format!("{name}.c"));
+        std::fs::write(&source_file, source).map_err(io("writing a PVM program's source"))?;
+        std::fs::write(dir.0.join("pvmtask.h"), PVMTASK_H)
+            .map_err(io("writing a PVM program's source"))?;
+        let executable = dir.0.join(name);
         let log = dir.0.join("build.txt");
         let mut cc = Command::new(COMPILER.0);
         cc.args(["-O2", "-o"])
             .arg(&executable)
-            .arg(&source)
-            .arg("-lpvm3");
+            .arg(&source_file)
+            .args(libraries);
         let status = Group::spawn(cc, &log, &log)?.wait(Instant::now() + BUILD_DEADLINE)?;
         if !status.success() {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
-            // The linker's symlink libpvm3.so comes with the header.
-            if text.contains("-lpvm3") {
+            // The linker's symlinks libpvm3.so and libgpvm3.so come with
+            // the header.
+            if text.contains("-lpvm3") || text.contains("-lgpvm3") {
                 return Err(Error::Missing {
                     program: "libpvm3.so",
                     packages: HEADER.1,

@@ -76,7 +76,7 @@ mod netpipe;
 mod spawn;
 
 pub use netpipe::netpipe;
-pub(crate) use netpipe::{in_namespace, two_hosts};
+pub(crate) use netpipe::{in_namespace, two_hosts, virtual_machine};
 pub use spawn::{spawn_times, task_main, Task, TaskError};
 pub use threadwire_testbed::pvm::{scratch_prefix, Daemon, HALT_GRACE, PACKAGES};
 

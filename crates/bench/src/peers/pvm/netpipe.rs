@@ -30,32 +30,30 @@ pub fn netpipe(
         options: vec!["-d0x4".to_string()],
         ..Config::default()
     };
-    let (daemon, receiver_ns, receiver_host, transmitter_ns) = match &options.placement {
-        Placement::Local => (
-            Daemon::start_with(&config, deadline)?,
-            None,
-            "receiver".to_string(),
-            None,
-        ),
-        Placement::Namespaces {
-            receiver,
-            transmitter,
-            ..
-        } => {
-            let daemon = two_hosts(config, transmitter, receiver, deadline)?;
-            (
-                daemon,
-                Some(receiver.name.as_str()),
-                receiver.addr.to_string(),
-                Some(transmitter.name.as_str()),
-            )
-        }
-    };
-    // The receiver's pvmd: this one, or the one `add_host` started.
-    let receiver_dir = match receiver_ns {
-        Some(_) => daemon.directory().join(RECEIVER),
-        None => daemon.directory().to_path_buf(),
-    };
+    let (daemon, receiver_ns, receiver_host, transmitter_ns, receiver_dir) =
+        match &options.placement {
+            Placement::Local => {
+                let daemon = Daemon::start_with(&config, deadline)?;
+                let dir = daemon.directory().to_path_buf();
+                (daemon, None, "receiver".to_string(), None, dir)
+            }
+            Placement::Namespaces {
+                receiver,
+                transmitter,
+                ..
+            } => {
+                let daemon = two_hosts(config, transmitter, receiver, deadline)?;
+                // The receiver's pvmd is the one `add_hosts` started.
+                let dir = host_directory(&daemon, receiver);
+                (
+                    daemon,
+                    Some(receiver.name.as_str()),
+                    receiver.addr.to_string(),
+                    Some(transmitter.name.as_str()),
+                    dir,
+                )
+            }
+        };
     let sizes = [
         "-u".to_string(),
         options.upper_bound.to_string(),
@@ -108,9 +106,21 @@ pub fn netpipe(
 /// a pvmd in `second`'s, added by the console. Tasks of the second are
 /// started by pvmd (`pvm_spawn` with `PvmTaskHost` and `second`'s address).
 pub(crate) fn two_hosts(
-    mut config: Config,
+    config: Config,
     first: &Host,
     second: &Host,
+    deadline: Instant,
+) -> Result<Daemon, Error> {
+    virtual_machine(config, first, &[second], deadline)
+}
+
+/// [`two_hosts`] for any number of hosts: the master pvmd in `first`'s
+/// namespace and one pvmd in each of `others`', each with a `PVM_TMP` of
+/// its own ([`host_directory`]).
+pub(crate) fn virtual_machine(
+    mut config: Config,
+    first: &Host,
+    others: &[&Host],
     deadline: Instant,
 ) -> Result<Daemon, Error> {
     // The master pvmd takes its address from this name, not from the host
@@ -118,12 +128,17 @@ pub(crate) fn two_hosts(
     config.options.push(format!("-n{}", first.addr));
     config.namespace = Some(first.name.clone());
     let daemon = Daemon::start_with(&config, deadline)?;
-    add_host(&daemon, &second.name, second.addr, deadline)?;
+    if !others.is_empty() {
+        add_hosts(&daemon, others, deadline)?;
+    }
     Ok(daemon)
 }
 
-/// The receiver's pvmd's `PVM_TMP`, in the daemon's directory.
-const RECEIVER: &str = "receiver";
+/// The `PVM_TMP` of the pvmd that [`virtual_machine`] adds on `host`, in
+/// the daemon's directory.
+pub(crate) fn host_directory(daemon: &Daemon, host: &Host) -> std::path::PathBuf {
+    daemon.directory().join(&host.name)
+}
 
 /// A task's command, in `namespace` if given.
 pub(crate) fn in_namespace(
@@ -141,41 +156,46 @@ pub(crate) fn in_namespace(
     }
 }
 
-/// Adds the receiver's host to the virtual machine: writes the [`RSH`]
-/// script, which runs pvmd's command in `namespace` with its own
-/// `PVM_TMP` and refuses any other host, and has the console `add` it.
-fn add_host(
-    daemon: &Daemon,
-    namespace: &str,
-    address: std::net::Ipv4Addr,
-    deadline: Instant,
-) -> Result<(), Error> {
+/// Adds `hosts` to the virtual machine: writes the [`RSH`] script, which
+/// runs pvmd's command in the namespace of the host whose address it is
+/// given, with that host's own `PVM_TMP`, and refuses any other host; and
+/// has the console `add` them.
+fn add_hosts(daemon: &Daemon, hosts: &[&Host], deadline: Instant) -> Result<(), Error> {
     use std::os::unix::fs::PermissionsExt;
-    let dir = daemon.directory().join(RECEIVER);
-    std::fs::create_dir_all(&dir).map_err(io("creating PVM's scratch directory"))?;
     let quoted = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let mut cases = String::new();
+    for host in hosts {
+        let dir = host_directory(daemon, host);
+        std::fs::create_dir_all(&dir).map_err(io("creating PVM's scratch directory"))?;
+        cases.push_str(&format!(
+            "  {address}) ns={namespace}; dir={dir} ;;\n",
+            address = host.addr,
+            namespace = quoted(&host.name),
+            dir = quoted(&dir.to_string_lossy()),
+        ));
+    }
     let script = format!(
         "#!/bin/sh\n\
          # pvmd starts a pvmd on another host as `PVM_RSH HOST COMMAND`.\n\
-         [ \"$1\" = {address} ] || {{ echo \"unknown host $1\" >&2; exit 1; }}\n\
+         case \"$1\" in\n{cases}  *) echo \"unknown host $1\" >&2; exit 1 ;;\nesac\n\
          for command; do :; done\n\
-         exec ip netns exec {namespace} env PVM_TMP={dir} sh -c \"$command\"\n",
-        namespace = quoted(namespace),
-        dir = quoted(&dir.to_string_lossy()),
+         exec ip netns exec \"$ns\" env PVM_TMP=\"$dir\" sh -c \"$command\"\n",
     );
     let rsh = daemon.directory().join(RSH);
     std::fs::write(&rsh, script).map_err(io("writing PVM's rsh script"))?;
     std::fs::set_permissions(&rsh, std::fs::Permissions::from_mode(0o700))
         .map_err(io("writing PVM's rsh script"))?;
     let commands = daemon.directory().join("add.pvm");
-    std::fs::write(&commands, format!("add {address}\nquit\n"))
+    let addresses: Vec<String> = hosts.iter().map(|h| h.addr.to_string()).collect();
+    std::fs::write(&commands, format!("add {}\nquit\n", addresses.join(" ")))
         .map_err(io("writing the PVM console's commands"))?;
     let input = File::open(&commands).map_err(io("writing the PVM console's commands"))?;
     let log = daemon.directory().join("add.txt");
     let status =
         Group::spawn_with_input(daemon.command("pvm"), input.into(), &log, &log)?.wait(deadline)?;
     let text = std::fs::read_to_string(&log).unwrap_or_default();
-    match status.success() && text.contains("1 successful") {
+    let added = format!("{} successful", hosts.len());
+    match status.success() && text.contains(&added) {
         true => Ok(()),
         false => Err(Group::failed_log(status, &log)),
     }
