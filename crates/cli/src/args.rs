@@ -286,7 +286,9 @@ pub struct JobArgs {
     pub channel: Option<String>,
     /// Print each node's join with the channel it uses to each peer, each
     /// node's leave, and every change its nodes make to the machine (nodes
-    /// and hosts added or removed).
+    /// and hosts added or removed); nodes that log (`Config::log`) also say
+    /// how their broadcasts went (THREADWIRE_LOG=warn,threadwire=info
+    /// unless set).
     #[arg(short, long)]
     pub verbose: bool,
     /// The most nodes the job may grow to when its nodes add more

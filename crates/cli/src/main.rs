@@ -269,6 +269,9 @@ fn configure(job: &JobArgs, mut spec: JobSpec) -> Result<JobSpec> {
     if let Some(c) = &job.channel {
         spec = spec.env(threadwire::env::CHANNEL, c);
     }
+    if job.verbose && std::env::var_os(threadwire::env::LOG).is_none() {
+        spec = spec.env(threadwire::env::LOG, "warn,threadwire=info");
+    }
     if let Some(addr) = job.bind {
         spec.bind = addr;
     }
