@@ -25,7 +25,8 @@
 //! rate` and [`comm_spawn`] Open MPI's of `bench spawn`, built and run the
 //! same way. [`bcast`] is the peers of `bench bcast`: PVM's `pvm_mcast`
 //! and `pvm_bcast` and MPI's `MPI_Bcast`, one process on each of `k + 1`
-//! emulated hosts.
+//! emulated hosts. [`udp`] is the peers of the ping-pong's `udp` path:
+//! sockperf's UDP ping-pong and the `iperf3 -u` floor.
 
 use std::io;
 use std::net::{Ipv4Addr, TcpListener};
@@ -41,6 +42,7 @@ mod mpi;
 pub(crate) mod process;
 pub mod pvm;
 pub mod rate;
+pub mod udp;
 
 use process::Group;
 use threadwire_testbed::retry::retry_until;
@@ -314,6 +316,9 @@ pub enum Error {
     /// It succeeded but wrote no rows.
     #[error("no rows in NetPIPE's output")]
     Empty,
+    /// It succeeded but its output lacks the figure named.
+    #[error("no {0} in its output")]
+    Unreadable(&'static str),
     /// PVM's private virtual machine could not be started or stopped.
     #[error(transparent)]
     Pvm(#[from] threadwire_testbed::pvm::Error),

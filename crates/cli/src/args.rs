@@ -626,9 +626,15 @@ pub struct PingpongArgs {
     /// pingpong-latency.svg/.png and pingpong-bandwidth.svg/.png.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
-    /// Also run NetPIPE, where installed, on the same paths and show
-    /// its figures and our ratio to them: NPopenmpi and NPmpich2 beside
-    /// shm, NPtcp and NPopenmpi over TCP beside tcp.
+    /// Also run the peers, where installed, on the same paths and show
+    /// their figures and our ratio to them: NetPIPE's NPopenmpi and
+    /// NPmpich2 beside shm, NPtcp and NPopenmpi over TCP beside tcp; beside
+    /// udp, sockperf's UDP ping-pong (its median one-way time, at sizes up
+    /// to 65000 B, 14 B at least) and the `iperf3 -u` floor (what the
+    /// receiver gets at the link's rate, 1472-byte datagrams), set against
+    /// our bandwidth at 1 MB (or the largest size) and the link's rate.
+    /// Each runs for about a size's budget, whole seconds; a peer not
+    /// installed says so and which package provides it.
     #[arg(long)]
     pub peers: bool,
     /// Also measure every size receiving into a reused buffer, as NetPIPE
@@ -638,6 +644,11 @@ pub struct PingpongArgs {
     pub into: bool,
     #[command(flatten)]
     pub link: OnLink,
+    /// With --link: each emulated host drops this share of the packets it
+    /// receives, in percent (`1`, `0.5%`), as `net up --loss`; the table's
+    /// header names it. Needs iptables.
+    #[arg(long, requires = "link", value_name = "PERCENT")]
+    pub loss: Option<Loss>,
     #[command(flatten)]
     pub output: MachineReadable,
 }

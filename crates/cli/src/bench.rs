@@ -96,7 +96,8 @@ pub fn run(bench: Bench) -> Result<Outcome> {
             // Before any thread starts: a signal then removes the emulated
             // hosts and peers too. Not in the nodes, nor in PVM's tasks.
             interrupt::install(crate::progress::report_interrupt);
-            let net = a.link.net()?;
+            let net = pingpong::hosts(a.link.link, a.loss)
+                .context("building the emulated hosts for --link")?;
             let steps = pingpong::steps(&options);
             measured("bench pingpong", steps, a.output, |progress| {
                 let step = || progress.step();

@@ -7,6 +7,14 @@
 //! there are `into` rows. The fits are per path and receive, and the peers
 //! (NetPIPE receives into a reused buffer) are compared with our `into`
 //! rows when there are some.
+//!
+//! On the `udp` path the peers are sockperf and iperf3
+//! ([`peers::udp`]): sockperf's median one-way time beside our median at
+//! each size, with the difference (the figure to reach is at most 2 µs)
+//! and the ratio; iperf3's received bandwidth, the floor, beside ours at
+//! 1 MB (or our largest size), with the ratio and ours as a share of the
+//! link's nominal rate. On emulated hosts the table opens with the link
+//! and its loss.
 
 use super::{Receive, Sample};
 use crate::fit::Fit;
@@ -15,6 +23,7 @@ use crate::report::{mbps, write_csv, write_json, Figure};
 use serde::Serialize;
 use std::io::{self, Write};
 use std::time::Duration;
+use threadwire_testbed::net::{Link, Loss};
 
 /// One path's sample of one size.
 #[derive(Clone, Debug)]
@@ -32,8 +41,92 @@ pub struct Row {
 pub struct Report {
     /// Per path, in the order measured, one row per size.
     pub rows: Vec<Row>,
-    /// The peers run beside (`--peers`), or none.
+    /// The NetPIPE peers run beside (`--peers`), or none.
     pub peers: Vec<peers::Report>,
+    /// sockperf and iperf3, run beside the `udp` path (`--peers`).
+    pub udp_peers: Option<peers::udp::Report>,
+    /// The emulated link the nodes ran on (`--link`).
+    pub link: Option<Link>,
+    /// The loss of each host on it (`--loss`).
+    pub loss: Option<Loss>,
+}
+
+/// The size our bandwidth is set against the iperf3 floor at.
+pub const FLOOR_SIZE: usize = 1_000_000;
+
+/// One line of sockperf beside ours.
+pub struct LatencyRow {
+    /// sockperf's figure at a size of ours.
+    pub peer: peers::udp::Latency,
+    /// Our median one-way time, ns.
+    pub ours_ns: f64,
+    /// Ours − sockperf's, ns.
+    pub difference_ns: f64,
+    /// Ours ÷ sockperf's.
+    pub ratio: f64,
+}
+
+/// iperf3's floor beside our bandwidth.
+pub struct FloorRow {
+    /// The floor.
+    pub floor: peers::udp::Floor,
+    /// Our size: [`FLOOR_SIZE`] if measured, else our largest.
+    pub size: usize,
+    /// Our bandwidth there at the median, Mbit/s.
+    pub ours_mbit: f64,
+    /// Ours ÷ the floor.
+    pub ratio: f64,
+    /// Ours as a share of the link's nominal rate, percent; `None`
+    /// unshaped.
+    pub percent_of_link: Option<f64>,
+}
+
+/// Our rows on the UDP peers' path, of the receive compared.
+fn udp_path_rows<'a>(
+    rows: &'a [Row],
+    udp: &'a peers::udp::Report,
+) -> impl Iterator<Item = &'a Row> {
+    let compared = compared_receive(rows);
+    rows.iter()
+        .filter(move |r| r.path == udp.path && r.receive == compared)
+}
+
+/// sockperf's lines beside our rows of its path.
+pub fn latency_rows(rows: &[Row], udp: &peers::udp::Report) -> Vec<LatencyRow> {
+    let Ok(latencies) = &udp.sockperf else {
+        return Vec::new();
+    };
+    udp_path_rows(rows, udp)
+        .filter_map(|r| {
+            let peer = *latencies.iter().find(|l| l.size == r.sample.size)?;
+            let ours_ns = r.sample.one_way.as_secs_f64() * 1e9;
+            let peer_ns = peer.one_way.as_secs_f64() * 1e9;
+            Some(LatencyRow {
+                peer,
+                ours_ns,
+                difference_ns: ours_ns - peer_ns,
+                ratio: ours_ns / peer_ns,
+            })
+        })
+        .collect()
+}
+
+/// iperf3's floor beside our bandwidth at [`FLOOR_SIZE`] or our largest
+/// size; `None` without a floor or rows.
+pub fn floor_row(rows: &[Row], udp: &peers::udp::Report, link: Option<Link>) -> Option<FloorRow> {
+    let floor = *udp.iperf.as_ref().ok()?;
+    let ours =
+        udp_path_rows(rows, udp).max_by_key(|r| (r.sample.size == FLOOR_SIZE, r.sample.size))?;
+    let ours_mbit = ours.sample.mbps() * 8.0;
+    Some(FloorRow {
+        floor,
+        size: ours.sample.size,
+        ours_mbit,
+        ratio: ours_mbit / floor.received_mbit,
+        percent_of_link: link
+            .and_then(|l| l.rate_mbit())
+            .map(|rate| 100.0 * ours_mbit / rate),
+    })
 }
 
 /// Each path and receive of `rows`, in the order they first appear, with
@@ -115,13 +208,63 @@ pub fn peer_rows(rows: &[Row], report: &peers::Report) -> Vec<PeerRow> {
 /// the peer's row there or the nearest (`peer_size`, `exact`), its best
 /// one-way ns and MB/s, our fastest repetition and `threadwire_over_peer`,
 /// our time ÷ the peer's (per byte if not exact).
+///
+/// On emulated hosts, `link` and `loss_percent` (null without loss); with
+/// `--peers` on the `udp` path, `udp_peers`: its `path`, `sockperf` (its
+/// `error`, and per size of ours its `message_size`, median `one_way_ns`,
+/// our `threadwire_median_ns`, `threadwire_minus_peer_ns` and
+/// `threadwire_over_peer`) and `iperf3` (its `error`, `offered_mbit`
+/// (null: unlimited), `received_mbit`, `lost_percent`, our `size`,
+/// `threadwire_mbit` there, `threadwire_over_floor` and
+/// `threadwire_percent_of_link`).
 #[derive(Serialize)]
 struct Document<'a> {
     benchmark: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    link: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    loss_percent: Option<Figure>,
     rows: Vec<JsonRow<'a>>,
     fits: Vec<JsonFit<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     peers: Vec<JsonPeer<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    udp_peers: Option<JsonUdpPeers<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonUdpPeers<'a> {
+    path: &'a str,
+    sockperf: JsonSockperf,
+    iperf3: JsonIperf,
+}
+
+#[derive(Serialize)]
+struct JsonSockperf {
+    error: Option<String>,
+    rows: Vec<JsonLatency>,
+}
+
+#[derive(Serialize)]
+struct JsonLatency {
+    size: usize,
+    message_size: usize,
+    one_way_ns: Figure,
+    threadwire_median_ns: Figure,
+    threadwire_minus_peer_ns: Figure,
+    threadwire_over_peer: Figure,
+}
+
+#[derive(Serialize)]
+struct JsonIperf {
+    error: Option<String>,
+    offered_mbit: Figure,
+    received_mbit: Figure,
+    lost_percent: Figure,
+    size: Option<usize>,
+    threadwire_mbit: Figure,
+    threadwire_over_floor: Figure,
+    threadwire_percent_of_link: Figure,
 }
 
 #[derive(Serialize)]
@@ -167,7 +310,9 @@ struct JsonPeerRow {
 }
 
 /// `--csv`: the table's rows. With `--into`, a column `receive` after
-/// `path` (NetPIPE's rows are `into`). With `--peers`, a first column `source`
+/// `path` (NetPIPE's rows are `into`). The UDP peers' rows: `sockperf`
+/// per message size run, its median as `median_ns`; `iperf3`, one row
+/// without a size, the receiver's bandwidth as `mbps`. With `--peers`, a first column `source`
 /// (`threadwire` or the peer) and, per peer, the NetPIPE rows taken for our
 /// sizes at the peer's own size, its best time as `min_ns` (NetPIPE
 /// reports no median or maximum); a peer without figures is one row with
@@ -195,14 +340,18 @@ fn nanos(d: Duration) -> u64 {
 
 impl crate::report::Report for Report {
     fn table(&self, out: &mut dyn Write) -> io::Result<()> {
+        self.link_header(out)?;
         self.sweep_table(out)?;
-        self.peers_table(out)
+        self.peers_table(out)?;
+        self.udp_peers_table(out)
     }
 
     fn json(&self, out: &mut dyn Write) -> io::Result<()> {
         let rows = &self.rows;
         let document = Document {
             benchmark: "pingpong",
+            link: self.link.map(Link::name),
+            loss_percent: self.link.map(|_| Figure::of(self.loss.map(Loss::percent))),
             rows: rows
                 .iter()
                 .map(|r| JsonRow {
@@ -252,12 +401,13 @@ impl crate::report::Report for Report {
                         .collect(),
                 })
                 .collect(),
+            udp_peers: self.udp_peers.as_ref().map(|udp| self.json_udp_peers(udp)),
         };
         write_json(out, &document)
     }
 
     fn csv(&self, out: &mut dyn Write) -> io::Result<()> {
-        let with_source = !self.peers.is_empty();
+        let with_source = !self.peers.is_empty() || self.udp_peers.is_some();
         let source = |name| with_source.then_some(name);
         let with_receive = has_into(&self.rows);
         let receive = |r: Receive| with_receive.then_some(r.name());
@@ -313,6 +463,9 @@ impl crate::report::Report for Report {
                     mbps: Figure(point.mbps()),
                 });
             }
+        }
+        if let Some(udp) = &self.udp_peers {
+            lines.extend(self.csv_udp_peers(udp, with_receive));
         }
         write_csv(out, &header, lines)
     }
@@ -425,5 +578,198 @@ impl Report {
             }
         }
         Ok(())
+    }
+
+    /// On emulated hosts: the link, its rate and its loss.
+    fn link_header(&self, out: &mut dyn Write) -> io::Result<()> {
+        let Some(link) = self.link else {
+            return Ok(());
+        };
+        let rate = link
+            .rate_mbit()
+            .map_or("unshaped".to_string(), |r| format!("{r} Mbit/s each way"));
+        let loss = self.loss.map_or("no loss".to_string(), |l| {
+            format!("{l} loss (each host drops {l} of the packets it receives)")
+        });
+        writeln!(out, "emulated link {link}: {rate}, {loss}")
+    }
+
+    /// `--peers` on the `udp` path: sockperf beside our medians, and the
+    /// iperf3 floor beside our bandwidth; a peer without figures says why.
+    fn udp_peers_table(&self, out: &mut dyn Write) -> io::Result<()> {
+        let Some(udp) = &self.udp_peers else {
+            return Ok(());
+        };
+        let path = &udp.path;
+        writeln!(out)?;
+        let mode = match self.loss {
+            None => "UDP ping-pong",
+            Some(_) => {
+                "under load, one message at a time, each answered (its ping-pong stalls \
+                        at a lost datagram)"
+            }
+        };
+        writeln!(
+            out,
+            "sockperf: {mode}, its median one-way time (half the round trip) at its message size \
+             (14 B at least, * where it differs from ours), beside threadwire's median \
+             repetition (each a mean); to reach: tw − peer ≤ 2 µs"
+        )?;
+        writeln!(
+            out,
+            "{:<10} {:<12} {:>10} {:>11} {:>12} {:>12} {:>13} {:>9}",
+            "peer",
+            "path",
+            "size (B)",
+            "peer size",
+            "one-way µs",
+            "tw µs",
+            "tw − peer µs",
+            "tw ÷ peer"
+        )?;
+        match &udp.sockperf {
+            Err(e) => writeln!(out, "{:<10} {path:<12} {e}", "sockperf")?,
+            Ok(_) => {
+                for line in latency_rows(&self.rows, udp) {
+                    let peer = line.peer;
+                    writeln!(
+                        out,
+                        "{:<10} {path:<12} {:>10} {:>11} {:>12.3} {:>12.3} {:>13.3} {:>9.2}",
+                        "sockperf",
+                        peer.size,
+                        format!(
+                            "{}{}",
+                            peer.message,
+                            if peer.message == peer.size { "" } else { "*" }
+                        ),
+                        peer.one_way.as_secs_f64() * 1e6,
+                        line.ours_ns / 1e3,
+                        line.difference_ns / 1e3,
+                        line.ratio
+                    )?;
+                }
+            }
+        }
+        writeln!(
+            out,
+            "iperf3 -u: the floor, what the receiver got of 1472-byte datagrams offered at the \
+             link's rate, beside threadwire's bandwidth at 1 MB (or its largest size); to reach: \
+             ≥ 90% of the link, 80% at 1% loss"
+        )?;
+        writeln!(
+            out,
+            "{:<10} {:<12} {:>10} {:>11} {:>7} {:>10} {:>10} {:>10} {:>9}",
+            "peer",
+            "path",
+            "offered",
+            "floor Mb/s",
+            "lost %",
+            "size (B)",
+            "tw Mb/s",
+            "tw ÷ floor",
+            "% of link"
+        )?;
+        if let Err(e) = &udp.iperf {
+            return writeln!(out, "{:<10} {path:<12} {e}", "iperf3");
+        }
+        let Some(line) = floor_row(&self.rows, udp, self.link) else {
+            return writeln!(
+                out,
+                "{:<10} {path:<12} (no threadwire row on this path)",
+                "iperf3"
+            );
+        };
+        let floor = line.floor;
+        writeln!(
+            out,
+            "{:<10} {path:<12} {:>10} {:>11.1} {:>7.2} {:>10} {:>10.1} {:>10.2} {:>9}",
+            "iperf3",
+            floor
+                .offered_mbit
+                .map_or("unlimited".to_string(), |m| format!("{m}M")),
+            floor.received_mbit,
+            floor.lost_percent,
+            line.size,
+            line.ours_mbit,
+            line.ratio,
+            line.percent_of_link
+                .map_or("–".to_string(), |p| format!("{p:.1} %"))
+        )
+    }
+
+    fn json_udp_peers<'a>(&'a self, udp: &'a peers::udp::Report) -> JsonUdpPeers<'a> {
+        let floor = floor_row(&self.rows, udp, self.link);
+        let of_floor = |f: fn(&FloorRow) -> f64| Figure::of(floor.as_ref().map(f));
+        JsonUdpPeers {
+            path: &udp.path,
+            sockperf: JsonSockperf {
+                error: udp.sockperf.as_ref().err().map(|e| e.to_string()),
+                rows: latency_rows(&self.rows, udp)
+                    .iter()
+                    .map(|line| JsonLatency {
+                        size: line.peer.size,
+                        message_size: line.peer.message,
+                        one_way_ns: Figure(line.peer.one_way.as_secs_f64() * 1e9),
+                        threadwire_median_ns: Figure(line.ours_ns),
+                        threadwire_minus_peer_ns: Figure(line.difference_ns),
+                        threadwire_over_peer: Figure(line.ratio),
+                    })
+                    .collect(),
+            },
+            iperf3: JsonIperf {
+                error: udp.iperf.as_ref().err().map(|e| e.to_string()),
+                offered_mbit: Figure::of(udp.iperf.as_ref().ok().and_then(|f| f.offered_mbit)),
+                received_mbit: Figure::of(udp.iperf.as_ref().ok().map(|f| f.received_mbit)),
+                lost_percent: Figure::of(udp.iperf.as_ref().ok().map(|f| f.lost_percent)),
+                size: floor.as_ref().map(|f| f.size),
+                threadwire_mbit: of_floor(|f| f.ours_mbit),
+                threadwire_over_floor: of_floor(|f| f.ratio),
+                threadwire_percent_of_link: Figure::of(
+                    floor.as_ref().and_then(|f| f.percent_of_link),
+                ),
+            },
+        }
+    }
+
+    fn csv_udp_peers<'a>(
+        &self,
+        udp: &'a peers::udp::Report,
+        with_receive: bool,
+    ) -> Vec<CsvRow<'a>> {
+        let receive = with_receive.then_some(compared_receive(&self.rows).name());
+        let row = |source, size, median_ns, mbps| CsvRow {
+            source: Some(source),
+            path: &udp.path,
+            receive,
+            size,
+            median_ns,
+            min_ns: Figure(f64::NAN),
+            max_ns: None,
+            mbps: Figure(mbps),
+        };
+        let mut lines = Vec::new();
+        match &udp.sockperf {
+            Err(_) => lines.push(row("sockperf", None, None, f64::NAN)),
+            Ok(latencies) => {
+                // One row per sockperf run: ascending sizes share a
+                // message size (14 B) only next to each other.
+                let mut runs = latencies.to_vec();
+                runs.dedup_by_key(|l| l.message);
+                for l in runs {
+                    let mbps = l.message as f64 / l.one_way.as_secs_f64() / 1e6;
+                    lines.push(row(
+                        "sockperf",
+                        Some(l.message),
+                        Some(nanos(l.one_way)),
+                        mbps,
+                    ));
+                }
+            }
+        }
+        lines.push(match &udp.iperf {
+            Err(_) => row("iperf3", None, None, f64::NAN),
+            Ok(floor) => row("iperf3", None, None, floor.received_mbit / 8.0),
+        });
+        lines
     }
 }
