@@ -166,6 +166,23 @@ impl Placement {
             _ => Placement::Local,
         }
     }
+
+    /// The receiver's namespace and address, and the transmitter's
+    /// namespace: none and loopback on this host.
+    pub(crate) fn sides(&self) -> (Option<&str>, Ipv4Addr, Option<&str>) {
+        match self {
+            Placement::Local => (None, Ipv4Addr::LOCALHOST, None),
+            Placement::Namespaces {
+                receiver,
+                transmitter,
+                ..
+            } => (
+                Some(receiver.name.as_str()),
+                receiver.addr,
+                Some(transmitter.name.as_str()),
+            ),
+        }
+    }
 }
 
 /// How one peer is run.
@@ -358,18 +375,7 @@ pub fn run(peer: Peer, options: &Options) -> Result<Measured, Error> {
     match peer {
         Peer::Tcp => {
             let port = free_port()?.to_string();
-            let (receiver_ns, host, transmitter_ns) = match &options.placement {
-                Placement::Local => (None, Ipv4Addr::LOCALHOST, None),
-                Placement::Namespaces {
-                    receiver,
-                    transmitter,
-                    ..
-                } => (
-                    Some(receiver.name.as_str()),
-                    receiver.addr,
-                    Some(transmitter.name.as_str()),
-                ),
-            };
+            let (receiver_ns, host, transmitter_ns) = options.placement.sides();
             let mut receiver_args = netpipe("NPtcp");
             receiver_args.extend(["-P".into(), port.clone()]);
             let receiver_log = dir.0.join("receiver.txt");

@@ -633,8 +633,10 @@ pub struct PingpongArgs {
     /// to 65000 B, 14 B at least) and the `iperf3 -u` floor (what the
     /// receiver gets at the link's rate, 1472-byte datagrams), set against
     /// our bandwidth at 1 MB (or the largest size) and the link's rate.
-    /// Each runs for about a size's budget, whole seconds; a peer not
-    /// installed says so and which package provides it.
+    /// sockperf (once per message size) and iperf3 run for about a size's
+    /// budget in whole seconds, 1 to 10; with --loss sockperf sends one
+    /// message at a time under load (its ping-pong stalls at a loss). A
+    /// peer not installed says so and which package provides it.
     #[arg(long)]
     pub peers: bool,
     /// Also measure every size receiving into a reused buffer, as NetPIPE

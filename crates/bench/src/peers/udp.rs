@@ -109,23 +109,6 @@ pub fn run_beside(path: String, options: &Options) -> Report {
     }
 }
 
-/// The two sides: the server's namespace and address, the client's
-/// namespace.
-fn sides(placement: &Placement) -> (Option<&str>, Ipv4Addr, Option<&str>) {
-    match placement {
-        Placement::Local => (None, Ipv4Addr::LOCALHOST, None),
-        Placement::Namespaces {
-            receiver,
-            transmitter,
-            ..
-        } => (
-            Some(receiver.name.as_str()),
-            receiver.addr,
-            Some(transmitter.name.as_str()),
-        ),
-    }
-}
-
 /// A server started in `namespace` with `args`, once its log in `dir`
 /// shows `ready`; killed when dropped.
 fn start_server(
@@ -180,7 +163,7 @@ fn free_udp_port() -> Result<u16, Error> {
 fn sockperf(options: &Options) -> Result<Vec<Latency>, Error> {
     process::require(&["sockperf"], "sockperf")?;
     let dir = ScratchDir::named("sockperf").map_err(process::io("creating a scratch directory"))?;
-    let (server_ns, addr, client_ns) = sides(&options.placement);
+    let (server_ns, addr, client_ns) = options.placement.sides();
     let (addr, port) = (addr.to_string(), free_udp_port()?.to_string());
     let mut messages: Vec<usize> = options
         .sizes
@@ -259,7 +242,7 @@ fn sockperf_median(text: &str) -> Option<Duration> {
 fn iperf(options: &Options) -> Result<Floor, Error> {
     process::require(&["iperf3"], "iperf3")?;
     let dir = ScratchDir::named("iperf3").map_err(process::io("creating a scratch directory"))?;
-    let (server_ns, addr, client_ns) = sides(&options.placement);
+    let (server_ns, addr, client_ns) = options.placement.sides();
     // iperf3 takes a TCP port for its control connection and the same
     // UDP port for the datagrams.
     let port = super::free_port()?.to_string();
