@@ -291,7 +291,8 @@ fn run_peers(
 }
 
 /// Plots `report`'s latency and bandwidth against size, with the 1998
-/// figures and the peers' up to half again our largest size, into `dir`
+/// figures and the peers' up to half again our largest size (sockperf's
+/// at each message size it ran), into `dir`
 /// ([`crate::plot::pingpong`]); returns the files written.
 pub fn plot(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, crate::plot::PlotError> {
     let labels_of_rows: Vec<String> = report
@@ -321,7 +322,13 @@ pub fn plot(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, crate::plot::Pl
         })
         .collect();
     let largest = report.rows.iter().map(|r| r.sample.size).max().unwrap_or(0);
-    let peer_points: Vec<_> = labels
+    let sockperf = report.udp_peers.as_ref().and_then(|udp| {
+        Some((
+            format!("sockperf ({})", udp.path),
+            udp.sockperf.as_ref().ok()?,
+        ))
+    });
+    let mut peer_points: Vec<_> = labels
         .iter()
         .flat_map(|(label, measured)| {
             measured
@@ -335,6 +342,15 @@ pub fn plot(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, crate::plot::Pl
                 })
         })
         .collect();
+    if let Some((label, latencies)) = &sockperf {
+        let mut runs = latencies.to_vec();
+        runs.dedup_by_key(|l| l.message);
+        peer_points.extend(runs.iter().map(|l| crate::plot::Point {
+            path: label,
+            size: l.message,
+            one_way_seconds: l.one_way.as_secs_f64(),
+        }));
+    }
     crate::plot::pingpong(dir, &points, &peer_points)
 }
 
