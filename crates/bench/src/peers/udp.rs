@@ -99,6 +99,18 @@ pub struct Report {
     pub iperf: Result<Floor, Error>,
 }
 
+impl Report {
+    /// sockperf's latencies, one per run (message size), ascending; none
+    /// if it did not run.
+    pub fn sockperf_runs(&self) -> Vec<Latency> {
+        let mut runs = self.sockperf.as_ref().map_or(Vec::new(), |l| l.to_vec());
+        // Ascending sizes share a message size (its smallest) only next
+        // to each other.
+        runs.dedup_by_key(|l| l.message);
+        runs
+    }
+}
+
 /// Runs sockperf, then iperf3, with `options`; `path` names the path of
 /// ours they are compared with.
 pub fn run_beside(path: String, options: &Options) -> Report {

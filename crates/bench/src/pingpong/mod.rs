@@ -322,12 +322,10 @@ pub fn plot(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, crate::plot::Pl
         })
         .collect();
     let largest = report.rows.iter().map(|r| r.sample.size).max().unwrap_or(0);
-    let sockperf = report.udp_peers.as_ref().and_then(|udp| {
-        Some((
-            format!("sockperf ({})", udp.path),
-            udp.sockperf.as_ref().ok()?,
-        ))
-    });
+    let sockperf = report
+        .udp_peers
+        .as_ref()
+        .map(|udp| (format!("sockperf ({})", udp.path), udp.sockperf_runs()));
     let mut peer_points: Vec<_> = labels
         .iter()
         .flat_map(|(label, measured)| {
@@ -342,9 +340,7 @@ pub fn plot(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, crate::plot::Pl
                 })
         })
         .collect();
-    if let Some((label, latencies)) = &sockperf {
-        let mut runs = latencies.to_vec();
-        runs.dedup_by_key(|l| l.message);
+    if let Some((label, runs)) = &sockperf {
         peer_points.extend(runs.iter().map(|l| crate::plot::Point {
             path: label,
             size: l.message,

@@ -750,12 +750,8 @@ impl Report {
         let mut lines = Vec::new();
         match &udp.sockperf {
             Err(_) => lines.push(row("sockperf", None, None, f64::NAN)),
-            Ok(latencies) => {
-                // One row per sockperf run: ascending sizes share a
-                // message size (14 B) only next to each other.
-                let mut runs = latencies.to_vec();
-                runs.dedup_by_key(|l| l.message);
-                for l in runs {
+            Ok(_) => {
+                for l in udp.sockperf_runs() {
                     let mbps = l.message as f64 / l.one_way.as_secs_f64() / 1e6;
                     lines.push(row(
                         "sockperf",
