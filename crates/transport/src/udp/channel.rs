@@ -204,22 +204,26 @@ impl UdpChannel {
             refused,
             ..
         } = st;
-        *refused += send_datagrams(&self.socket, self.peer_addr, scratch, |buf| {
+        *refused += send_datagrams(&self.socket, self.peer_addr, scratch, false, |buf| {
             conn.poll_transmit(now, buf)
-        });
+        })
+        .0;
     }
 }
 
 /// Sends to `to` each datagram `next` writes into `scratch` (its length),
 /// until it has none; how many the socket refused. A refused datagram —
-/// a full send buffer, or the network refused it — counts as lost: the
-/// protocol's loss rules send its data again.
+/// a full send buffer, or the network refused it — is the protocol's to
+/// send again: with `stop_on_refusal` the first ends the sending, its
+/// length returned with it still in `scratch`; else it counts as lost
+/// (the unicast channel's loss rules find it).
 pub(super) fn send_datagrams(
     socket: &UdpSocket,
     to: SocketAddr,
     scratch: &mut [u8],
+    stop_on_refusal: bool,
     mut next: impl FnMut(&mut [u8]) -> Option<usize>,
-) -> u64 {
+) -> (u64, Option<usize>) {
     let mut refused = 0;
     while let Some(len) = next(scratch) {
         loop {
@@ -229,12 +233,15 @@ pub(super) fn send_datagrams(
                 Err(e) => {
                     tracing::trace!("udp send to {to}: {e}");
                     refused += 1;
+                    if stop_on_refusal {
+                        return (refused, Some(len));
+                    }
                     break;
                 }
             }
         }
     }
-    refused
+    (refused, None)
 }
 
 /// Reads datagrams from `socket` until it is empty or `budget` are read,

@@ -252,10 +252,15 @@ impl McastChannel {
             scratch,
             unsent,
         } = st;
-        // A datagram the socket refused is lost: receivers' NAKs, or a
-        // heartbeat's end, bring its data back.
-        *unsent += send_datagrams(&self.socket, self.group.into(), scratch, |buf| {
+        // A datagram the socket refused goes again after a tick
+        // (`Endpoint::refused`), and nothing more leaves meanwhile.
+        let to = self.group.into();
+        let (n, stopped) = send_datagrams(&self.socket, to, scratch, true, |buf| {
             endpoint.poll_transmit(now, buf)
         });
+        *unsent += n;
+        if let Some(len) = stopped {
+            endpoint.refused(now, &scratch[..len]);
+        }
     }
 }

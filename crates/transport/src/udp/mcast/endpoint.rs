@@ -2,6 +2,7 @@
 //! its own stream's sender and a receiver per stream it joined.
 
 use super::super::channel::parse;
+use super::super::packet::TAG_LEN;
 use super::control::Control;
 use super::packet::{self, Header};
 use super::receiver::Receiver;
@@ -164,6 +165,17 @@ impl Endpoint {
     /// `max_datagram` bytes): its length, or `None` when nothing is due.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         self.sender.poll_transmit(now, buf)
+    }
+
+    /// The socket refused `datagram`, one of [`poll_transmit`](Self::poll_transmit)'s
+    /// (a full send buffer): its data goes again after a timer's tick.
+    pub fn refused(&mut self, now: Instant, datagram: &[u8]) {
+        if let Ok(h) = Header::read(datagram) {
+            let len = datagram.len().saturating_sub(packet::HEADER_LEN + TAG_LEN) as u64;
+            if h.kind == packet::Kind::Data {
+                self.sender.refused(now, h.offset..h.offset + len);
+            }
+        }
     }
 
     /// Moves the frames each stream completed into `frames`; an error

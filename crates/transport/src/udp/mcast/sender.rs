@@ -56,6 +56,9 @@ pub(super) struct Sender {
     paced_at: Instant,
     /// When pacing next lets a datagram wait for it leave.
     paced_until: Option<Instant>,
+    /// The socket refused a datagram (a full send buffer): data waits
+    /// until then (step 4).
+    blocked_until: Option<Instant>,
     last_sent: Instant,
     heartbeat_every: Duration,
     heartbeat_due: bool,
@@ -89,6 +92,7 @@ impl Sender {
             credit: (BURST * config.max_datagram) as f64,
             paced_at: now,
             paced_until: None,
+            blocked_until: None,
             last_sent: now,
             heartbeat_every: config.heartbeat,
             heartbeat_due: false,
@@ -219,6 +223,19 @@ impl Sender {
         self.release();
     }
 
+    /// Step 4: the socket refused the datagram of data `r` (its send
+    /// buffer is full: the link is slower than the window): the data goes
+    /// again after a timer's tick, first of all, without waiting for a
+    /// receiver to miss it and without a congestion signal — the buffer,
+    /// not the network, was full.
+    pub(super) fn refused(&mut self, now: Instant, r: Range<u64>) {
+        let r = r.start.max(self.base)..r.end.min(self.next_send);
+        if !r.is_empty() {
+            self.repair.insert(r);
+        }
+        self.blocked_until = Some(now + GRANULARITY);
+    }
+
     /// Step 5: multicasts the ranges asked for, unless repaired lately.
     pub(super) fn on_nak(&mut self, now: Instant, node: u32, ranges: &[Range<u64>]) {
         if !self.members.contains_key(&node) {
@@ -293,7 +310,10 @@ impl Sender {
         let max = self.config.max_datagram.min(buf.len());
         let room = (max - HEADER_LEN - TAG_LEN) as u64;
         let unsent = self.end() - self.next_send;
-        if let Some(r) = self.repair.first() {
+        let blocked = self.blocked_until.is_some_and(|t| now < t);
+        if blocked {
+            // Step 4: the socket's buffer was full a moment ago.
+        } else if let Some(r) = self.repair.first() {
             let r = r.start..r.end.min(r.start + room);
             if self.pace(now, HEADER_LEN + (r.end - r.start) as usize) {
                 self.repair.remove(r.clone());
@@ -369,10 +389,13 @@ impl Sender {
             .filter(|m| m.acked < self.next_send)
             .map(|m| m.since + self.config.lost_after)
             .min();
-        let paced = self
-            .paced_until
-            .filter(|_| !self.repair.is_empty() || self.end() > self.next_send);
-        [heartbeat, lost, paced].into_iter().flatten().min()
+        let waiting = !self.repair.is_empty() || self.end() > self.next_send;
+        let paced = self.paced_until.filter(|_| waiting);
+        let blocked = self.blocked_until.filter(|_| waiting);
+        [heartbeat, lost, paced, blocked]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Fires heartbeats and finds lost receivers (steps 6 and 8).
@@ -440,5 +463,38 @@ mod tests {
             );
         }
         assert!((60_000..=64_000).contains(&paced), "{paced} bytes in 5 ms");
+    }
+
+    #[test]
+    fn a_refused_datagram_goes_again_after_a_tick_without_a_congestion_signal() {
+        let now = Instant::now();
+        let mut sender = Sender::new(0, &[1; 32], 2, [3; 16], McastConfig::default(), now);
+        sender.on_join(now, 1);
+        sender.write(&[7; 5000]);
+        let mut buf = [0u8; 1472];
+        let len = sender
+            .poll_transmit(now, &mut buf)
+            .expect("a first datagram");
+        let h = Header::read(&buf[..len]).expect("our own header");
+        let window = sender.cc.window;
+        sender.refused(
+            now,
+            h.offset..h.offset + (len - HEADER_LEN - TAG_LEN) as u64,
+        );
+        assert!(
+            sender.poll_transmit(now, &mut buf).is_none(),
+            "blocked for a tick"
+        );
+        let due = sender.timeout().expect("a wake-up to send again");
+        assert!(due <= now + GRANULARITY);
+        let again = sender
+            .poll_transmit(due, &mut buf)
+            .expect("the refused data first");
+        assert_eq!(
+            Header::read(&buf[..again]).expect("header").offset,
+            h.offset
+        );
+        assert_eq!(sender.cc.window, window, "a full buffer is no loss");
+        assert_eq!(sender.stats.repairs, 1);
     }
 }
