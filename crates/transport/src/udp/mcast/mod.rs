@@ -51,7 +51,11 @@
 //!    Congestion control is NewReno in bytes (RFC 9002, 7; the unicast
 //!    channel's `recovery`): a NAK is the loss signal, and halves the
 //!    window at most once per recovery period (until data sent after the
-//!    halving is acknowledged by all). A datagram the socket refuses (its
+//!    halving is acknowledged by all). A window the sender does not fill
+//!    — a broadcast's tail, the idle time between broadcasts — does not
+//!    grow (RFC 9002, 7.8): it had grown to 6 MB between 1 MB broadcasts,
+//!    and each next broadcast left at a rate no link carried. A datagram
+//!    the socket refuses (its
 //!    send buffer full: the link drains slower than the window fills it)
 //!    is no loss: its data goes again, first, after a timer's tick, and
 //!    nothing leaves meanwhile — no receiver has to miss it and ask.
@@ -62,7 +66,11 @@
 //!    beyond it — waits `nak_delay` (reordering may fill it; 200 µs is
 //!    Aeron's LAN-scale NAK delay, not the Internet's randomised
 //!    back-off), then sends the sender a `Nak` of the missing ranges
-//!    (at most 32), again every `nak_repeat` while any is missing. The
+//!    (at most 32), again after `nak_repeat` while any is missing, the
+//!    wait doubling at each NAK that brought nothing (up to 64 ms) and
+//!    starting over when data comes in order — a repair may wait behind
+//!    a slow link's queue, and at a fixed 2 ms eight receivers' NAKs
+//!    filled the sender's own 10 Mbit/s link. The
 //!    sender multicasts each requested range once: a range repaired less
 //!    than `repair_suppress` (or the smoothed round trip, if longer) ago
 //!    is not repaired again, so receivers that lost the same datagram

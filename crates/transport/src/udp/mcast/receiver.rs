@@ -9,7 +9,13 @@ use super::{McastConfig, McastStats};
 use hmac::Hmac;
 use sha2::Sha256;
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// The longest wait between NAKs for data that does not come (step 5):
+/// a repair may wait behind a slow link's queue (50 ms at 10 Mbit/s in
+/// the emulated hosts' `tbf`), and eight receivers asking every 2 ms
+/// meanwhile filled the sender's own 10 Mbit/s link with NAKs.
+const MAX_NAK_REPEAT: Duration = Duration::from_millis(64);
 
 pub(super) struct Receiver {
     pub(super) key: Hmac<Sha256>,
@@ -25,6 +31,9 @@ pub(super) struct Receiver {
     /// The highest end the sender told.
     end: u64,
     nak_at: Option<Instant>,
+    /// The wait before the next NAK: `nak_repeat`, doubled at each NAK
+    /// that brought nothing (step 5), reset when data comes in order.
+    nak_every: Option<Duration>,
     acked: u64,
     ack_at: Option<Instant>,
     /// A heartbeat asked for the acknowledgement again.
@@ -42,6 +51,7 @@ impl Receiver {
             inbox: Vec::new(),
             end: from,
             nak_at: None,
+            nak_every: None,
             acked: from,
             ack_at: None,
             reack: false,
@@ -98,6 +108,7 @@ impl Receiver {
             }
             self.have.remove(r.clone());
             self.delivered = r.end;
+            self.nak_every = None;
         }
         self.update(now, config);
     }
@@ -144,7 +155,9 @@ impl Receiver {
                 .into_iter()
                 .take(MAX_NAK_RANGES)
                 .collect();
-            self.nak_at = Some(now + config.nak_repeat);
+            let every = self.nak_every.unwrap_or(config.nak_repeat);
+            self.nak_at = Some(now + every);
+            self.nak_every = Some((every * 2).min(MAX_NAK_REPEAT));
             if !ranges.is_empty() {
                 stats.naks_sent += 1;
                 out.push(Control::Nak { ranges });

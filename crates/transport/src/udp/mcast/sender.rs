@@ -216,7 +216,16 @@ impl Sender {
         let new_min = self.min_acked();
         if let (Some(old), Some(new)) = (old_min, new_min) {
             if new > old {
+                // RFC 9002 7.8: a window the sender does not fill (a
+                // broadcast's tail, the idle time between broadcasts)
+                // does not grow, or the next broadcast would leave at a
+                // window's rate the link never carried.
+                let window = self.cc.window;
+                let limited = self.cc.in_flight < window / 2;
                 self.cc.on_acked(new, (new - old) as usize);
+                if limited {
+                    self.cc.window = self.cc.window.min(window);
+                }
                 self.heartbeat_every = self.config.heartbeat;
             }
         }
