@@ -165,3 +165,36 @@ impl Receiver {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_naks_back_off_to_a_ceiling() {
+        let key = super::super::packet::key(&[1; 32], 2, 3, &[4; 16]);
+        let mut r = Receiver::new(key, [4; 16], 0);
+        let config = McastConfig::default();
+        let now = Instant::now();
+        // A heartbeat told of 5000 bytes, none of which came.
+        r.end = 5000;
+        r.update(now, &config);
+        let (mut out, mut stats) = (Vec::new(), McastStats::default());
+        let mut at = r.nak_at.expect("a NAK armed");
+        assert_eq!(at, now + config.nak_delay);
+        let mut waits = Vec::new();
+        for _ in 0..8 {
+            r.poll(at, &config, &mut stats, &mut out);
+            let next = r.nak_at.expect("NAKs go on while data is missing");
+            waits.push(next - at);
+            at = next;
+        }
+        assert_eq!(stats.naks_sent, 8);
+        assert_eq!(out.len(), 8);
+        let doubling: Vec<Duration> = (0..8)
+            .map(|i| (config.nak_repeat * (1 << i)).min(MAX_NAK_REPEAT))
+            .collect();
+        assert_eq!(waits, doubling);
+        assert_eq!(waits[7], MAX_NAK_REPEAT);
+    }
+}
