@@ -68,6 +68,12 @@ fn a_broadcast_to_8_lossy_hosts_reaches_every_member_whole() {
         repairs += stream_counter(&ran.stdout, node, "repairs").unwrap_or(0);
     }
     assert!(repairs > 0, "no repairs at 5% loss:\n{}", ran.show());
+    // `--stats` also gives each UDP pair's datagram counters.
+    assert!(
+        ran.stdout.contains("n0 -> n1: udp (datagrams sent "),
+        "no per-pair counters:\n{}",
+        ran.show()
+    );
 }
 
 #[test]
