@@ -18,8 +18,8 @@
 //!    sender answers with the offset the joiner's part starts at (whole
 //!    frames only before it). A node that asks to join, or is asked,
 //!    announces itself at once, so that the other, hearing it, joins its
-//!    stream in turn; the liveness thread announces each tick while a
-//!    live peer has not joined.
+//!    stream in turn; while a live peer has not joined, the node announces
+//!    itself every 5 ms its engine polls, and at each liveness tick.
 //! 3. **Sending.** A broadcast's root sends one [`FrameKind::Bcast`] frame
 //!    on its stream, its data followed by the destination threads of
 //!    every listed node ([`threadwire_wire::mcast::encode_nodes`]), once
@@ -82,7 +82,15 @@ pub(crate) struct McastNode {
     pub(crate) channel: McastChannel,
     /// Nodes a broadcast found not reached, told of once (`-v`).
     unreached_told: std::sync::Mutex<Vec<u32>>,
+    /// When this node last announced itself (step 2).
+    announced: std::sync::Mutex<Instant>,
 }
+
+/// How often a node announces itself while a live peer has not joined
+/// its stream (step 2): an announcement lost on a lossy network (5% in
+/// the tests) would otherwise wait for the liveness thread's next tick,
+/// 125 ms, and the job's first broadcasts would all take the trees.
+const ANNOUNCE_EVERY: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// Step 1: the node's multicast stream, when it may have one; never fails
 /// the node (a broadcast without it takes a tree).
@@ -132,6 +140,7 @@ pub(crate) fn start_multicast(
         socket,
         channel,
         unreached_told: Default::default(),
+        announced: std::sync::Mutex::new(Instant::now()),
     });
 }
 
@@ -253,6 +262,10 @@ impl Router {
     /// them) and returns when the next is due.
     pub(crate) fn multicast_timers(&self, now: Instant) -> Option<Instant> {
         let m = self.multicast.get()?;
+        let announce_due = *crate::lock(&m.announced) + ANNOUNCE_EVERY;
+        if announce_due <= now {
+            self.announce_multicast();
+        }
         if m.channel.timeout().is_some_and(|due| due <= now) {
             for node in m.channel.on_timeout(now) {
                 let why = "multicast receiver acknowledged nothing for the peer timeout".to_string();
@@ -264,12 +277,14 @@ impl Router {
         m.channel.timeout()
     }
 
-    /// Step 2, each liveness tick: announces this node while a live peer
-    /// has not joined its stream.
+    /// Step 2, each liveness tick and every [`ANNOUNCE_EVERY`] the engine
+    /// polls: announces this node while a live peer has not joined its
+    /// stream.
     pub(crate) fn announce_multicast(&self) {
         let Some(m) = self.multicast.get() else {
             return;
         };
+        *crate::lock(&m.announced) = Instant::now();
         let missing = (0..self.nodes())
             .any(|j| j != self.id && self.peers[j as usize].lost().is_none() && !m.channel.is_receiver(j));
         if missing {
