@@ -13,7 +13,7 @@ use crate::error::{Failure, LossCause, PeerLost};
 use crate::lock;
 use crate::mailbox::{remote_message, MailboxTable, MAX_THREADS};
 use crate::message::Tail;
-use crate::rendezvous::{codec, Outbound, RendezvousError, OVERHEAD};
+use crate::rendezvous::{codec, OVERHEAD};
 use crate::peer::{Dialer, Peer, SetupContext, SharedDialer, ShmSetupError};
 use crate::Stats;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -118,7 +118,7 @@ pub(crate) struct Router {
     pub(crate) vm: crate::vm::Requests,
     /// Per peer: messages it announced here whose bytes have not come by
     /// a `Bulk` frame (`answer_goodbye`).
-    announced: Box<[AtomicU32]>,
+    pub(crate) announced: Box<[AtomicU32]>,
     /// Groups revoked for this node's members (`group::revoke`).
     pub(crate) revoked: crate::group::revoke::Table,
     /// Thread numbers given out so far ([`crate::Node::threads_started`]);
@@ -353,90 +353,6 @@ impl Router {
         if self.announced[peer as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
             self.answer_goodbye(peer);
         }
-    }
-
-    /// Rendezvous step 2: an announcement into its thread's mailbox.
-    fn on_rts(&self, peer: u32, frame: Frame) -> Result<(), ProtocolError> {
-        let h = frame.header;
-        let Some(mailbox) = self.mailboxes.get(h.dest_thread) else {
-            return Err(ProtocolError::NoSuchThread(h.dest_thread));
-        };
-        let announced = codec::decode_rts(frame.payload, h.format, self.max_frame)?;
-        self.announced[peer as usize].fetch_add(1, Ordering::AcqRel);
-        let mut m = remote_message(peer, h.source_thread, h.aux, h.tag, Payload::from_vec(Vec::new()));
-        m.tail = Tail::Announced(Box::new(announced));
-        mailbox.deliver(m);
-        Ok(())
-    }
-
-    /// Rendezvous step 4 on a `Cts`: the payload as one `Bulk` frame, and
-    /// the send is complete.
-    fn on_cts(&self, peer: u32, frame: Frame) -> Result<(), ProtocolError> {
-        let (send_id, recv_id, want, returns) = codec::decode_cts(&frame.payload)?;
-        self.rendezvous.budget.returned(peer, returns);
-        let mut out = self.take_send(peer, send_id)?;
-        // A borrowed payload goes as it is: its sender waits until the
-        // channel has dropped it (written out, or discarded on close).
-        let mut payload = out.payload.take().unwrap_or_else(|| Payload::from_vec(Vec::new()));
-        if want < payload.len() as u64 {
-            // A truncated receive: only what fits travels.
-            let mut bytes = payload.to_vec();
-            bytes.truncate(want as usize);
-            payload = Payload::from_wire(payload.format(), bytes);
-        }
-        let header = FrameHeader::bulk(
-            out.dest_thread,
-            recv_id,
-            payload.format(),
-            payload.len() as u64,
-        );
-        match self.peers[peer as usize].send(&header, payload) {
-            Ok(_) => out.succeed(),
-            Err((e, _)) => {
-                self.lose_peer(peer, LossCause::Failed(Failure::Channel(e.to_string())));
-                if let Some(lost) = self.peers[peer as usize].lost() {
-                    out.fail(lost);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The announced send `send_id` to `peer`, answered.
-    fn take_send(&self, peer: u32, send_id: u64) -> Result<Outbound, ProtocolError> {
-        match self.rendezvous.sends.remove(send_id) {
-            Some(out) if out.node == peer => {
-                self.rendezvous.budget.returned(peer, out.held as u64);
-                Ok(out)
-            }
-            Some(out) => {
-                self.rendezvous.sends.insert(send_id, out);
-                Err(RendezvousError::UnknownSend(send_id).into())
-            }
-            None => Err(RendezvousError::UnknownSend(send_id).into()),
-        }
-    }
-
-    /// Rendezvous step 5: the bytes of a fetch have arrived — placed by the
-    /// channel (an empty payload) or in the frame, copied now. A fetch
-    /// given up meanwhile drops them.
-    fn on_bulk(&self, frame: Frame) -> Result<(), ProtocolError> {
-        let h = frame.header;
-        let Some(entry) = self.rendezvous.fetches.remove(h.bulk_id()) else {
-            return Ok(());
-        };
-        let placed = frame.payload.len() as u64 != h.len;
-        if !placed && !entry.fill(&frame.payload) {
-            entry.done.fail(&PeerLost {
-                node: entry.node,
-                cause: LossCause::Failed(Failure::Channel("bulk frame overran its buffer".into())),
-            });
-            return Err(ProtocolError::BulkOverrun { len: h.len });
-        }
-        entry.done.succeed();
-        self.fetched_announced(entry.node);
-        crate::am::large::fetched(self, h.bulk_id());
-        Ok(())
     }
 
     /// Answers a peer's goodbye with this node's, once this node will

@@ -82,8 +82,10 @@ pub(crate) struct McastNode {
     pub(crate) channel: McastChannel,
     /// Nodes a broadcast found not reached, told of once (`-v`).
     unreached_told: std::sync::Mutex<Vec<u32>>,
-    /// When this node last announced itself (step 2).
-    announced: std::sync::Mutex<Instant>,
+    /// When the stream started, and when this node last announced itself
+    /// (step 2), in microseconds since: one load on the engine's polls.
+    started: Instant,
+    announced_us: std::sync::atomic::AtomicU64,
 }
 
 /// How often a node announces itself while a live peer has not joined
@@ -140,7 +142,8 @@ pub(crate) fn start_multicast(
         socket,
         channel,
         unreached_told: Default::default(),
-        announced: std::sync::Mutex::new(Instant::now()),
+        started: Instant::now(),
+        announced_us: Default::default(),
     });
 }
 
@@ -262,8 +265,9 @@ impl Router {
     /// them) and returns when the next is due.
     pub(crate) fn multicast_timers(&self, now: Instant) -> Option<Instant> {
         let m = self.multicast.get()?;
-        let announce_due = *crate::lock(&m.announced) + ANNOUNCE_EVERY;
-        if announce_due <= now {
+        let announced = m.announced_us.load(std::sync::atomic::Ordering::Relaxed);
+        let since = now.saturating_duration_since(m.started).as_micros() as u64;
+        if since >= announced + ANNOUNCE_EVERY.as_micros() as u64 {
             self.announce_multicast();
         }
         if m.channel.timeout().is_some_and(|due| due <= now) {
@@ -284,7 +288,9 @@ impl Router {
         let Some(m) = self.multicast.get() else {
             return;
         };
-        *crate::lock(&m.announced) = Instant::now();
+        let since = m.started.elapsed().as_micros() as u64;
+        m.announced_us
+            .store(since, std::sync::atomic::Ordering::Relaxed);
         let missing = (0..self.nodes())
             .any(|j| j != self.id && self.peers[j as usize].lost().is_none() && !m.channel.is_receiver(j));
         if missing {

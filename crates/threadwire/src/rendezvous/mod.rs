@@ -89,6 +89,7 @@
 mod budget;
 pub(crate) mod codec;
 mod done;
+mod frames;
 mod tables;
 
 pub(crate) use budget::{Budget, OVERHEAD};
