@@ -63,7 +63,33 @@ pub fn open_socket(group: SocketAddrV4, interface: Ipv4Addr) -> io::Result<UdpSo
     socket.set_multicast_if_v4(&interface)?;
     socket.set_multicast_ttl_v4(1)?;
     socket.set_multicast_loop_v4(true)?;
+    report_local_drops(&socket);
     Ok(socket.into())
+}
+
+/// Asks the kernel to say when its own queue drops a datagram (`IP_RECVERR`).
+///
+/// Without it a datagram the interface's queue discards (a shaped or busy
+/// link's queue full) is dropped silently: every receiver misses it, asks
+/// for it, and each NAK halves the window. With it `send_to` fails with
+/// `ENOBUFS`, which step 4 treats as the full buffer it is. Best effort:
+/// without the option the NAKs repair the loss.
+fn report_local_drops(socket: &Socket) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: a valid descriptor, an `int` option of the right size.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_RECVERR,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        tracing::debug!("mcast IP_RECVERR: {}", io::Error::last_os_error());
+    }
 }
 
 /// Reads datagrams from `socket` until it is empty or `budget` are read,
