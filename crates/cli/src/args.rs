@@ -571,11 +571,15 @@ pub struct CollArgs {
     /// Force an algorithm for the measurement, COLL=ALG, repeatable or
     /// comma-separated: barrier=dissemination|hierarchical|host-stage,
     /// allreduce=recursive-doubling|rabenseifner|ring|hierarchical|host-stage,
-    /// bcast=binomial|scatter-allgather|chain|hierarchical|host-stage,
-    /// allgather=bruck|ring,
+    /// bcast=binomial|scatter-allgather|chain|hierarchical|host-stage|multicast,
+    /// allgather=bruck|ring|multicast,
     /// alltoall=bruck|pairwise.
     #[arg(long = "algorithm", value_delimiter = ',', value_name = "COLL=ALG")]
     pub algorithms: Vec<String>,
+    /// The channel between the nodes: auto (the default), tcp, shm, or udp
+    /// (the reliable UDP channel, with multicast streams between hosts).
+    #[arg(long)]
+    pub channel: Option<String>,
     /// Print the algorithm each collective would use at each size for
     /// each layout, and measure nothing.
     #[arg(long)]

@@ -274,6 +274,7 @@ pub fn run(bench: Bench) -> Result<Outcome> {
                 per_repetition: Duration::from_millis(a.ms),
                 max_ms_per_size: (a.max_ms_per_size > 0).then_some(a.max_ms_per_size),
                 peers: a.peers,
+                channel: a.channel,
                 ..coll::Options::new(sizes, program, args)
             };
             for forced in &a.algorithms {

@@ -187,6 +187,9 @@ pub struct Options {
     pub algorithms: Algorithms,
     /// Also run the MPI peers.
     pub peers: bool,
+    /// The channel between nodes (`THREADWIRE_CHANNEL`: auto, tcp, shm,
+    /// udp), if not the runtime's default.
+    pub channel: Option<String>,
     /// The node program; under the launcher it must call [`node`] with the
     /// same options.
     pub program: PathBuf,
@@ -209,6 +212,7 @@ impl Options {
             max_buffer_bytes: peers.max_buffer_bytes,
             algorithms: Algorithms::new(),
             peers: false,
+            channel: None,
             program,
             args,
         }
@@ -298,6 +302,9 @@ pub fn sweep(
         let mut spec = JobSpec::new(layout.nodes, &options.program)
             .args(options.args.iter().cloned())
             .env(LAYOUT_VAR, layout.to_string());
+        if let Some(channel) = &options.channel {
+            spec = spec.env(threadwire::env::CHANNEL, channel);
+        }
         if let Some(net) = net {
             spec = spec.hosts(net.launch_hosts());
         }
@@ -336,6 +343,7 @@ pub fn sweep(
         rows,
         skipped,
         link: net.map(|n| n.link.to_string()),
+        channel: options.channel.clone(),
         algorithms: options.algorithms,
         peers,
     })

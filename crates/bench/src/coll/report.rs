@@ -29,6 +29,8 @@ pub struct Report {
     pub skipped: Vec<(Layout, Operation, usize)>,
     /// The emulated link between the nodes' hosts (`--link`), if any.
     pub link: Option<String>,
+    /// The channel forced between nodes (`--channel`), if any.
+    pub channel: Option<String>,
     /// The algorithms forced (`--algorithm`).
     pub algorithms: Algorithms,
     /// The MPI peers (`--peers`), or none.
@@ -139,7 +141,8 @@ fn configuration_name(c: Configuration) -> String {
 /// `--json`: `rows` (layout, nodes, threads, members, operation, size,
 /// median, min and max ns per operation of the slowest member,
 /// repetitions, iterations), `skipped` (layout, operation, size not run
-/// for their buffers), the `link` and the forced `algorithms`; with
+/// for their buffers), the `link`, the `channel` if forced and the
+/// forced `algorithms`; with
 /// `--peers`, `peers`: per row of ours and matching MPI row, the MPI, its
 /// configuration and figures, our median and `threadwire_over_peer`, and
 /// `peer_errors`.
@@ -147,6 +150,8 @@ fn configuration_name(c: Configuration) -> String {
 struct Document<'a> {
     benchmark: &'static str,
     link: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    channel: Option<&'a str>,
     algorithms: Vec<String>,
     rows: Vec<JsonRow>,
     skipped: Vec<JsonSkipped>,
@@ -248,6 +253,7 @@ impl crate::report::Report for Report {
         let document = Document {
             benchmark: "coll",
             link: self.link.as_deref(),
+            channel: self.channel.as_deref(),
             algorithms: self.algorithms.forced(),
             rows: self
                 .rows
@@ -346,7 +352,14 @@ impl crate::report::Report for Report {
 impl Report {
     /// Our rows, and the sizes not run.
     fn rows_table(&self, out: &mut dyn Write) -> io::Result<()> {
-        let link = self.link.as_deref().unwrap_or("none (one host)");
+        let mut link = self
+            .link
+            .as_deref()
+            .unwrap_or("none (one host)")
+            .to_string();
+        if let Some(channel) = &self.channel {
+            link += &format!("; channel: {channel}");
+        }
         let forced = self.algorithms.forced();
         let forced = match forced.is_empty() {
             true => "none (the runtime's thresholds choose)".to_string(),

@@ -9,7 +9,7 @@
 //! | point-to-point| `k << 2`     | the user's [`Group::send`](super::Group::send) traffic |
 //! | collective    | `k << 2 | 1` | collectives, one tag per call (the call's sequence number) |
 //! | abort         | `k << 2 | 2` | a member's error, telling the others to stop |
-//! | multicast     | `k << 2 | 3` | broadcasts by the root's multicast stream, one tag per call (`algorithms::multicast`) |
+//! | multicast     | `k << 2 | 3` | broadcasts and allgathers by multicast stream, one tag per call (`algorithms::multicast`) |
 //!
 //! Outside this scheme, context `u32::MAX` carries the replies of a named
 //! group's home ([`named::protocol::REPLY_CONTEXT`](super::named::protocol)),

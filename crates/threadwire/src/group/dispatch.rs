@@ -270,13 +270,18 @@ pub(super) async fn scan<T: Reducible>(
 }
 
 pub(super) async fn allgather<T: Element>(c: &Call, data: &[T]) -> Result<Vec<T>, CollError> {
-    let algorithm = c
-        .algorithms()
-        .allgather
-        .unwrap_or_else(|| tuning::allgather(std::mem::size_of_val(data) * c.size()));
+    let algorithm = c.algorithms().allgather.unwrap_or_else(|| {
+        match tuning::allgather(std::mem::size_of_val(data) * c.size()) {
+            AllgatherAlgorithm::Ring if c.multicast_job() && c.spans_nodes() => {
+                AllgatherAlgorithm::Multicast
+            }
+            a => a,
+        }
+    });
     match algorithm {
         AllgatherAlgorithm::Bruck => exchange::allgather_bruck(c, data).await,
         AllgatherAlgorithm::Ring => exchange::allgather_ring(c, data).await,
+        AllgatherAlgorithm::Multicast => multicast::allgather(c, data).await,
     }
 }
 

@@ -86,8 +86,9 @@
 //! | scan, exscan | recursive doubling | always | ⌈log₂p⌉ (α + nβ + 2nγ) |
 //! | gather, scatter | binomial tree | always | ⌈log₂p⌉ α + (p−1)/p nβ |
 //! | gatherv, scatterv | linear (root to each) | always | (p−1) α + nβ |
+//! | allgather | every block once by its node's multicast stream, at once (to each directly where the stream does not reach every node) | n > 80 KiB gathered, UDP channel between hosts | α + (p−1)/p nβ, + repairs |
 //! | allgather | Bruck | n ≤ 80 KiB gathered | ⌈log₂p⌉ α + (p−1)/p nβ |
-//! | allgather(v) | ring | larger (allgatherv: always) | (p−1) α + (p−1)/p nβ |
+//! | allgather(v) | ring | larger, other channels (allgatherv: always) | (p−1) α + (p−1)/p nβ |
 //! | alltoall | Bruck | block ≤ 256 B | ⌈log₂p⌉ α + ⌈log₂p⌉ n/2 β |
 //! | alltoall(v) | pairwise exchange | larger (alltoallv: always) | (p−1) α + nβ |
 //!

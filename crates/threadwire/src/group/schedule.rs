@@ -373,9 +373,13 @@ impl Call {
     /// Sends raw bytes to member `to` without waiting for the receive
     /// (rule 7): eagerly, or announced and completed before the call ends.
     pub(crate) fn send_bytes(&self, to: usize, bytes: Vec<u8>) -> Result<(), CollError> {
+        self.send_bytes_in(self.comm.collective, to, bytes)
+    }
+
+    fn send_bytes_in(&self, context: u32, to: usize, bytes: Vec<u8>) -> Result<(), CollError> {
         let c = &self.comm;
         let payload = Payload::from_vec(bytes);
-        let mut send = c.ep.isend_in(c.collective, c.members[to], self.tag, payload);
+        let mut send = c.ep.isend_in(context, c.members[to], self.tag, payload);
         if send.advance() {
             return send.wait().map_err(CollError::from);
         }
@@ -452,6 +456,20 @@ impl Call {
         let payload = Payload::from_vec(bytes);
         let declined = c.ep.send_by_stream(c.multicast, &to, self.tag, payload);
         Ok(declined.map_err(CollError::PeerLost)?.map(Payload::into_vec))
+    }
+
+    /// [`send_multicast`](Self::send_multicast), or where the stream does
+    /// not reach every member's node, `bytes` to each other member
+    /// directly in the same context: a receive posted by
+    /// [`recv_multicast`](Self::recv_multicast) takes either.
+    pub(crate) fn send_multicast_or_each(&self, bytes: Vec<u8>) -> Result<(), CollError> {
+        let Some(bytes) = self.send_multicast(bytes)? else {
+            return Ok(());
+        };
+        for to in (0..self.size()).filter(|&r| r != self.rank()) {
+            self.send_bytes_in(self.comm.multicast, to, bytes.clone())?;
+        }
+        Ok(())
     }
 
     /// Whether the group has members on other nodes than this member's.

@@ -155,6 +155,10 @@ pub enum AllgatherAlgorithm {
     Bruck,
     /// Ring.
     Ring,
+    /// Every member's block once by its node's multicast stream to all
+    /// the others, at once (the UDP channel between hosts); sent to each
+    /// directly where the stream does not reach every member's node.
+    Multicast,
 }
 
 /// Alltoall algorithms.
@@ -354,7 +358,13 @@ pub fn bcast_chain_min(members: usize) -> usize {
 }
 
 /// The allgather algorithm for `total_bytes` gathered: Bruck up to
-/// [`ALLGATHER_SHORT`], a ring above.
+/// [`ALLGATHER_SHORT`], a ring above — where a group spanning nodes
+/// has multicast streams (the UDP channel between hosts), multicast
+/// instead of the ring: 8 members on 100 Mbit/s hosts, 1 MiB each, took
+/// 652–692 ms against the ring's 736–771, 256 KiB 160–164 against 179
+/// (`bench coll --link fast100 --layout 8x1 --operations allgather`),
+/// level at 64 KiB, and Bruck keeps the small sizes (64 B: 226 µs
+/// against 244).
 pub fn allgather(total_bytes: usize) -> AllgatherAlgorithm {
     if total_bytes <= ALLGATHER_SHORT {
         AllgatherAlgorithm::Bruck
@@ -389,7 +399,7 @@ pub fn reduce_scatter(commutative: bool) -> ReduceScatterAlgorithm {
 #[error(
     "{0:?}: one of barrier=dissemination|hierarchical|host-stage, \
      allreduce=recursive-doubling|rabenseifner|ring|hierarchical|host-stage, \
-     bcast=binomial|scatter-allgather|chain|hierarchical|host-stage, allgather=bruck|ring, alltoall=bruck|pairwise, \
+     bcast=binomial|scatter-allgather|chain|hierarchical|host-stage, allgather=bruck|ring|multicast, alltoall=bruck|pairwise, \
      reduce_scatter=ring|reduce-scatterv"
 )]
 pub struct ParseAlgorithmError(String);
@@ -448,6 +458,7 @@ named!(BcastAlgorithm {
 named!(AllgatherAlgorithm {
     Bruck => "bruck",
     Ring => "ring",
+    Multicast => "multicast",
 });
 named!(AlltoallAlgorithm {
     Bruck => "bruck",
@@ -531,6 +542,7 @@ mod tests {
             "bcast=hierarchical",
             "allgather=bruck",
             "allgather=ring",
+            "allgather=multicast",
             "alltoall=bruck",
             "alltoall=pairwise",
             "reduce_scatter=ring",

@@ -317,6 +317,10 @@ impl Checker<'_> {
                 Some(AllgatherAlgorithm::Ring),
                 Some(AlltoallAlgorithm::Pairwise),
             ),
+            (
+                Some(AllgatherAlgorithm::Multicast),
+                Some(AlltoallAlgorithm::Pairwise),
+            ),
         ]
         .iter()
         .enumerate()
@@ -325,6 +329,14 @@ impl Checker<'_> {
             a.allgather = ag;
             a.alltoall = aa;
             self.force(a);
+            if matches!(ag, None | Some(AllgatherAlgorithm::Multicast)) {
+                // Past Bruck's threshold: by multicast on a multicast job.
+                let (n, salt) = (12_000, salt + 77 + k as u64);
+                let got = self.g.allgather(&data(r, n, salt)).unwrap();
+                let want: Vec<i64> = (0..p).flat_map(|q| data(q, n, salt)).collect();
+                assert!(got == want, "allgather n={n} {ag:?}");
+                self.checks += 1;
+            }
             for &n in &[0, 1, 5, 100] {
                 let salt = salt + (k * 1000 + n) as u64;
                 let got = self.g.allgather(&data(r, n, salt)).unwrap();

@@ -10,7 +10,8 @@
 //! - [`host_stage`]: barrier and small allreduce with the node leaders of
 //!   each host combined through a shared segment, one leader per host on
 //!   the network;
-//! - [`multicast`]: broadcast sent once by the root's multicast stream.
+//! - [`multicast`]: broadcast and allgather, each block sent once by its
+//!   node's multicast stream.
 //!
 //! Where the operation is not commutative, blocks are combined in rank
 //! order: `Reduction::merge` is told which side the other block is on.

@@ -1,5 +1,7 @@
-//! Broadcast by the root's multicast stream (`peer::multicast`): the
-//! bytes leave the root's node once, whatever the number of receivers.
+//! Broadcast and allgather by multicast stream (`peer::multicast`): the
+//! bytes leave their node once, whatever the number of receivers.
+//!
+//! Broadcast:
 //!
 //! 1. The root sends its buffer to every other member by its node's
 //!    stream, in the group's multicast context with the call's tag, if
@@ -18,6 +20,17 @@
 //! and the choice may differ from call to call (a node joining the
 //! stream late, one lost): only "multicast" itself must be chosen alike,
 //! which the job's settings do (`Router::multicast_job`).
+//!
+//! Allgather (equal blocks), every member at once:
+//!
+//! 4. It posts a receive from every other member in the multicast
+//!    context, then sends its block by its node's stream to them all —
+//!    or, where the stream does not reach every member's node, to each
+//!    directly in the same context (the receives take either).
+//! 5. It waits for the p − 1 blocks and places each at its sender's
+//!    rank. One step where Bruck takes ⌈log₂ p⌉ and the ring p − 1; each
+//!    node's link carries its block once, and each receives the p − 1
+//!    others, as in the ring.
 
 use super::tree::{binomial_forward, binomial_parent};
 use super::{absolute, relative};
@@ -27,6 +40,24 @@ use crate::group::CollError;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
+
+/// Allgather of `data`, equal at every member (steps 4–5).
+pub(crate) async fn allgather<T: Element>(c: &Call, data: &[T]) -> Result<Vec<T>, CollError> {
+    let (p, r, n) = (c.size(), c.rank(), data.len());
+    let incoming: Vec<_> = (0..p)
+        .filter(|&i| i != r)
+        .map(|i| (i, c.recv_multicast(i)))
+        .collect();
+    let mut bytes = Vec::new();
+    T::write(data, &mut bytes);
+    c.send_multicast_or_each(bytes)?;
+    let mut out = data.repeat(p);
+    for (i, block) in incoming {
+        let bytes = block.await?.into_vec();
+        c.decode_into(&bytes, &mut out[i * n..(i + 1) * n])?;
+    }
+    Ok(out)
+}
 
 /// Broadcast of `buf` from `root` (steps 1–3).
 pub(crate) async fn bcast<T: Element>(c: &Call, buf: &mut [T], root: usize) -> Result<(), CollError> {
