@@ -80,7 +80,7 @@
 //! | allreduce | host stage, flat among host leaders | n ≤ 48 B, as for barrier | flat over H + host stage + node stage |
 //! | allreduce | recursive doubling, non-power-of-two fold | n ≤ 8 KiB, or not commutative | (⌊log₂p⌋ + 2) (α + nβ) + ⌊log₂p⌋ nγ |
 //! | allreduce | Rabenseifner: halving reduce-scatter + doubling allgather | between | 2 log₂p α + 2 (p−1)/p nβ + (p−1)/p nγ (+ fold) |
-//! | allreduce | ring reduce-scatter + ring allgather | n/p ≥ 32 KiB | 2 (p−1) α + 2 (p−1)/p nβ + (p−1)/p nγ |
+//! | allreduce | ring reduce-scatter + ring allgather (by multicast streams from n/p ≥ 128 KiB on the UDP channel between hosts: one step) | n/p ≥ 32 KiB | 2 (p−1) α + 2 (p−1)/p nβ + (p−1)/p nγ |
 //! | reduce_scatter | ring | commutative | (p−1) α + (p−1)/p nβ + (p−1)/p nγ |
 //! | reduce_scatter | reduce to 0 + scatterv | not commutative | reduce + (p−1) α + nβ |
 //! | scan, exscan | recursive doubling | always | ⌈log₂p⌉ (α + nβ + 2nγ) |

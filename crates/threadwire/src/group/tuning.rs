@@ -36,6 +36,13 @@ pub const ALLTOALL_SHORT: usize = 256;
 /// Allgather: Bruck up to this many bytes gathered in all (MPICH: 80 KiB
 /// for non-powers of two), then ring.
 pub const ALLGATHER_SHORT: usize = 80 << 10;
+/// The ring allreduce's allgather half goes by multicast streams (where
+/// the group spans nodes that have them) from blocks of this many bytes:
+/// 8 members on 100 Mbit/s hosts, 1 MiB took 202–210 ms against the
+/// ring's 224–229 and 4 MiB 827–872 against 918–951, but 256 KiB (32 KiB
+/// blocks) 50–53 against 45 (`bench coll --link fast100 --layout 8x1
+/// --operations allreduce --channel udp --algorithm allreduce=ring`).
+pub const ALLREDUCE_MULTICAST_BLOCK: usize = 128 << 10;
 
 /// The per-node stage (members of one node combining through memory, one
 /// leader per node on the network) combines an allreduce by slices from

@@ -221,6 +221,19 @@ impl Checker<'_> {
                 self.checks += 6;
             }
         }
+        if p <= 8 {
+            // Blocks large enough for the ring's allgather half to go by
+            // multicast streams on a multicast job.
+            let mut a = Algorithms::new();
+            a.allreduce = Some(AllreduceAlgorithm::Ring);
+            self.force(a);
+            let n = p * (threadwire::group::tuning::ALLREDUCE_MULTICAST_BLOCK / 8) + 3;
+            let mut v = data(r, n, salt + 99);
+            self.g.allreduce(&mut v, Op::Sum).unwrap();
+            let want = fold(0..p, |q| data(q, n, salt + 99), i64::wrapping_add).unwrap();
+            assert!(v == want, "large ring allreduce n={n}");
+            self.checks += 1;
+        }
         self.force(Algorithms::new());
     }
 

@@ -1,8 +1,9 @@
 //! Combining everyone's data: allreduce, reduce-scatter, scan, exscan.
 
-use super::{block, power_of_two_below, tree};
+use super::{block, multicast, power_of_two_below, tree};
 use crate::group::element::{Reducible, Reduction};
 use crate::group::schedule::Call;
+use crate::group::tuning::ALLREDUCE_MULTICAST_BLOCK;
 use crate::group::CollError;
 
 /// The non-power-of-two fold (MPICH): of the first 2·rem ranks, each even
@@ -121,6 +122,9 @@ pub(crate) async fn allreduce_rabenseifner<T: Reducible>(
 
 /// Ring: p − 1 steps of reduce-scatter, p − 1 of allgather, each moving
 /// one p-th of the buffer to the right neighbour (commutative operations).
+/// Where the group spans nodes with multicast streams and blocks are of
+/// [`ALLREDUCE_MULTICAST_BLOCK`] bytes or more, the allgather is one
+/// step: each member's reduced block once by its node's stream.
 pub(crate) async fn allreduce_ring<T: Reducible>(
     c: &Call,
     buf: &mut [T],
@@ -134,6 +138,11 @@ pub(crate) async fn allreduce_ring<T: Reducible>(
             .sendrecv(right, &buf[block(out, n, p)], left, Some(block(into, n, p).len()))
             .await?;
         op.apply(&mut buf[block(into, n, p)], &other)?;
+    }
+    // Member i now holds the reduced block i + 1.
+    let block_bytes = n / p.max(1) * T::SIZE;
+    if block_bytes >= ALLREDUCE_MULTICAST_BLOCK && c.multicast_job() && c.spans_nodes() {
+        return multicast::allgather_in_place(c, buf, |i| block((i + 1) % p, n, p)).await;
     }
     for step in 0..p.saturating_sub(1) {
         let (out, into) = ((r + 1 + p - step) % p, (r + p - step) % p);

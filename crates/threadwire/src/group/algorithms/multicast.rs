@@ -21,7 +21,8 @@
 //! stream late, one lost): only "multicast" itself must be chosen alike,
 //! which the job's settings do (`Router::multicast_job`).
 //!
-//! Allgather (equal blocks), every member at once:
+//! Allgather, every member at once (also the second half of the ring
+//! allreduce, each member's reduced block to all):
 //!
 //! 4. It posts a receive from every other member in the multicast
 //!    context, then sends its block by its node's stream to them all —
@@ -38,25 +39,38 @@ use crate::group::element::Element;
 use crate::group::schedule::Call;
 use crate::group::CollError;
 use std::future::Future;
+use std::ops::Range;
 use std::pin::Pin;
 use std::task::Poll;
 
 /// Allgather of `data`, equal at every member (steps 4–5).
 pub(crate) async fn allgather<T: Element>(c: &Call, data: &[T]) -> Result<Vec<T>, CollError> {
-    let (p, r, n) = (c.size(), c.rank(), data.len());
+    let n = data.len();
+    let mut out = data.repeat(c.size());
+    allgather_in_place(c, &mut out, |i| i * n..(i + 1) * n).await?;
+    Ok(out)
+}
+
+/// Steps 4–5 over `buf`, where member `i`'s block is `buf[blocks(i)]`:
+/// this member's goes to all, the others' come into theirs.
+pub(crate) async fn allgather_in_place<T: Element>(
+    c: &Call,
+    buf: &mut [T],
+    blocks: impl Fn(usize) -> Range<usize>,
+) -> Result<(), CollError> {
+    let (p, r) = (c.size(), c.rank());
     let incoming: Vec<_> = (0..p)
         .filter(|&i| i != r)
         .map(|i| (i, c.recv_multicast(i)))
         .collect();
     let mut bytes = Vec::new();
-    T::write(data, &mut bytes);
+    T::write(&buf[blocks(r)], &mut bytes);
     c.send_multicast_or_each(bytes)?;
-    let mut out = data.repeat(p);
     for (i, block) in incoming {
         let bytes = block.await?.into_vec();
-        c.decode_into(&bytes, &mut out[i * n..(i + 1) * n])?;
+        c.decode_into(&bytes, &mut buf[blocks(i)])?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Broadcast of `buf` from `root` (steps 1–3).
