@@ -24,6 +24,9 @@
 //! - [`node_result`]: the one typed channel from a benchmark's nodes to
 //!   the command that launched them (results on the control connection,
 //!   never parsed stdout lines).
+//! - [`overlap`]: a node that must compute on every block it receives,
+//!   with one thread against a second that receives meanwhile: the gain
+//!   of overlapping computation with communication.
 //! - [`peers`]: NetPIPE over TCP, Open MPI, MPICH and PVM, run beside
 //!   the ping-pong (`bench pingpong --peers`); [`peers::pvm`] is PVM 3.4,
 //!   the 1998 peer: a private virtual machine per run, NetPIPE's `NPpvm`
@@ -64,6 +67,7 @@ pub mod fit;
 pub mod flood;
 pub mod floors;
 pub mod node_result;
+pub mod overlap;
 pub mod peers;
 pub mod pingpong;
 pub mod plot;

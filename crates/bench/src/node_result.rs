@@ -17,7 +17,7 @@
 //! Nothing a node measures is printed and parsed back.
 
 use crate::pingpong::{Receive, Sample};
-use crate::{am, coll, comm, flood, rate};
+use crate::{am, coll, comm, flood, overlap, rate};
 use serde::{Deserialize, Serialize};
 use threadwire::ReportError;
 use threadwire_launch::Event;
@@ -59,6 +59,8 @@ pub enum NodeResult {
     Coll(coll::Sample),
     /// `bench flood`: one end's counts, time and peak resident set.
     Flood(flood::Side),
+    /// `bench overlap`: the comm-only run or one mode at one ratio.
+    Overlap(overlap::Sample),
     /// `bench bcast`: the root's times of every timed broadcast of one
     /// size, each until every receiver had acknowledged it, in ns.
     Bcast {

@@ -375,6 +375,9 @@ pub enum Bench {
     Pingpong(PingpongArgs),
     /// 8-byte message rate from T threads of node 0 to T threads of node 1 (as MPI's msgrate).
     Rate(RateArgs),
+    /// Overlap of computation with communication: node 1 computes on every block node 0
+    /// streams to it, with one thread against a second that receives meanwhile.
+    Overlap(OverlapArgs),
     /// Active messages between two nodes: a request's round trip (inline and fiber
     /// handlers) beside the ping-pong's, and the rate of one-way messages from T threads
     /// (beside LCI's published 3.09 M msgs/s).
@@ -686,6 +689,33 @@ pub struct RateArgs {
     /// only, so not with --link.
     #[arg(long, conflicts_with = "link")]
     pub peers: bool,
+    #[command(flatten)]
+    pub link: OnLink,
+    #[command(flatten)]
+    pub output: MachineReadable,
+}
+
+#[derive(Args)]
+pub struct OverlapArgs {
+    /// Bytes per block (1 MiB: beyond the eager budget, so that a block's
+    /// bytes move only once a receive is posted).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub block: usize,
+    /// Blocks per run.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub blocks: u32,
+    /// Compute time per block as multiples of the communication time per
+    /// block, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "0.5,1,2")]
+    pub ratios: Vec<f64>,
+    /// Modes, comma-separated: serial (one thread), posted (one thread,
+    /// the next receive posted before computing), fiber, os (a second
+    /// thread receives).
+    #[arg(long, value_delimiter = ',', default_value = "serial,posted,fiber,os")]
+    pub modes: Vec<threadwire_bench::overlap::Mode>,
+    /// Timed runs per mode and ratio.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
     #[command(flatten)]
     pub link: OnLink,
     #[command(flatten)]

@@ -12,7 +12,7 @@ use threadwire_bench::pingpong::{self, Budget};
 use threadwire_bench::plot::PlotError;
 use threadwire_bench::report::{Format, Report};
 use threadwire_bench::{
-    am, bcast, coll, comm, encodings, flood, floors, pvm, rate, spawn, threads,
+    am, bcast, coll, comm, encodings, flood, floors, overlap, pvm, rate, spawn, threads,
 };
 use threadwire_testbed::interrupt;
 use threadwire_testbed::net::ScopedNet;
@@ -131,6 +131,34 @@ pub fn run(bench: Bench) -> Result<Outcome> {
                     progress.aside(e)
                 })?)
             })
+        }
+        Bench::Overlap(a) => {
+            let options = overlap::Options {
+                block: a.block,
+                blocks: a.blocks,
+                ratios: a.ratios,
+                modes: a.modes,
+                repetitions: a.repetitions,
+            };
+            if under_launcher() {
+                overlap::node(&options)?;
+                return exit(0);
+            }
+            interrupt::install(crate::progress::report_interrupt);
+            let (program, args) = own_command()?;
+            let net = a.link.net()?;
+            measured(
+                "bench overlap",
+                overlap::steps(&options),
+                a.output,
+                |progress| {
+                    let step = || progress.step();
+                    let net = net.as_deref();
+                    Ok(overlap::run(&options, program, args, net, step, |e| {
+                        progress.aside(e)
+                    })?)
+                },
+            )
         }
         Bench::Am(a) => {
             let (program, args) = own_command()?;
