@@ -236,6 +236,39 @@ pub fn plan(args: &Options) -> Vec<Step> {
         flood.push("--peers");
     }
     add("flood", &flood, None);
+    // Issue 18's overlap of computation with communication, on each link
+    // (on one host where there are none).
+    let overlap_quick: &[&str] = if quick {
+        &[
+            "--block",
+            "65536",
+            "--blocks",
+            "2",
+            "--ratios",
+            "1",
+            "--repetitions",
+            "1",
+        ]
+    } else {
+        &[]
+    };
+    let shaped: Vec<&String> = link_names.iter().filter(|l| *l != "none").collect();
+    if shaped.is_empty() {
+        add(
+            "overlap",
+            &[&["bench", "overlap"], overlap_quick].concat(),
+            None,
+        );
+    }
+    for link in shaped {
+        let name = format!("overlap-{link}");
+        let a = [
+            &["bench", "overlap", "--link", link.as_str()],
+            overlap_quick,
+        ]
+        .concat();
+        add(&name, &a, no_namespaces.clone());
+    }
     steps
 }
 

@@ -40,6 +40,7 @@ fn bench_suite_quick_reports_every_step() {
         "coll",
         "bcast",
         "flood",
+        "overlap",
     ];
     for step in steps {
         let section = report
