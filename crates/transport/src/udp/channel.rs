@@ -12,6 +12,8 @@
 //! ([`UdpChannel::timeout`], [`UdpChannel::on_timeout`]) are the caller's
 //! to keep.
 
+pub(super) use super::batch::read_datagrams;
+use super::batch::{self, Runs};
 use super::{Config, Connection, Keys, PacketError, UdpStats};
 use crate::{ChannelError, Frame, ReadOutcome, SendOutcome};
 use std::io;
@@ -19,9 +21,6 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use threadwire_wire::{FrameHeader, Payload, HEADER_LEN};
-
-/// The largest datagram this channel reads (a UDP datagram's limit).
-const MAX_READ: usize = 65_536;
 
 /// One pair's reliable channel over the node's UDP socket.
 pub struct UdpChannel {
@@ -35,8 +34,12 @@ struct State {
     conn: Connection,
     /// Stream bytes read and not yet parsed into frames.
     inbox: Vec<u8>,
-    /// A datagram being written.
+    /// A run of datagrams being written (`batch`, step 1).
     scratch: Vec<u8>,
+    /// The largest datagram: the size of every one in a run but the last.
+    segment: usize,
+    /// Datagrams in a run (1 once the kernel refused runs).
+    runs: Runs,
     /// Datagrams the socket refused (a full send buffer): lost, and sent
     /// again by the protocol.
     refused: u64,
@@ -56,6 +59,7 @@ impl UdpChannel {
         max_frame: u64,
     ) -> UdpChannel {
         let datagram = config.max_datagram;
+        let runs = Runs::new(datagram, config.run);
         UdpChannel {
             socket,
             peer_addr,
@@ -63,7 +67,9 @@ impl UdpChannel {
             state: Mutex::new(State {
                 conn: Connection::new(ends.0, ends.1, keys, config, Instant::now()),
                 inbox: Vec::new(),
-                scratch: vec![0; datagram],
+                scratch: vec![0; datagram * runs.datagrams],
+                segment: datagram,
+                runs,
                 refused: 0,
                 closed: false,
             }),
@@ -196,18 +202,55 @@ impl UdpChannel {
         s
     }
 
+    /// Datagrams in a run at most, now.
+    #[cfg(test)]
+    pub(super) fn run_length(&self) -> usize {
+        lock(&self.state).runs.datagrams
+    }
+
+    /// Sends what the connection has to send, in runs of full-sized
+    /// datagrams (`batch`): a shorter datagram ends its run.
     fn transmit(&self, st: &mut State) {
         let now = Instant::now();
         let State {
             conn,
             scratch,
+            segment,
+            runs,
             refused,
             ..
         } = st;
-        *refused += send_datagrams(&self.socket, self.peer_addr, scratch, false, |buf| {
-            conn.poll_transmit(now, buf)
-        })
-        .0;
+        let segment = *segment;
+        loop {
+            let mut len = 0;
+            let mut last = segment;
+            while last == segment && len + segment <= segment * runs.datagrams {
+                match conn.poll_transmit(now, &mut scratch[len..len + segment]) {
+                    Some(n) => {
+                        len += n;
+                        last = n;
+                    }
+                    None => last = 0,
+                }
+            }
+            if len == 0 {
+                return;
+            }
+            let outcome = batch::send_run(
+                &self.socket,
+                self.peer_addr,
+                &scratch[..len],
+                segment,
+                runs.datagrams > 1,
+            );
+            *refused += outcome.refused;
+            if outcome.runs_refused {
+                runs.datagrams = 1;
+            }
+            if last == 0 {
+                return;
+            }
+        }
     }
 }
 
@@ -257,29 +300,6 @@ pub fn receive_datagrams(
             on_datagram(from, datagram);
         }
     })
-}
-
-/// Reads datagrams from the non-blocking `socket` until it is empty or
-/// `budget` are read, handing each to `on_datagram`; how many were read.
-pub(super) fn read_datagrams(
-    socket: &UdpSocket,
-    budget: usize,
-    mut on_datagram: impl FnMut(&[u8]),
-) -> io::Result<usize> {
-    let mut buf = [0u8; MAX_READ];
-    let mut n = 0;
-    while n < budget {
-        match socket.recv_from(&mut buf) {
-            Ok((len, _)) => {
-                n += 1;
-                on_datagram(&buf[..len]);
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 /// Moves every complete frame of `inbox` into `frames`.

@@ -22,6 +22,9 @@ pub struct Config {
     /// With data unacknowledged, how long without a datagram from the
     /// peer before it is taken for lost (step 8).
     pub lost_after: Duration,
+    /// Datagrams sent in one system call at most (`batch`), where the
+    /// kernel allows.
+    pub run: usize,
 }
 
 impl Default for Config {
@@ -30,6 +33,7 @@ impl Default for Config {
             max_datagram: 1472,
             window: 1 << 20,
             lost_after: Duration::from_secs(5),
+            run: 16,
         }
     }
 }

@@ -25,7 +25,8 @@
 //!    Every datagram takes a new packet number and as much of the lowest
 //!    unsent (or lost) stream data as fits, below the peer's flow-control
 //!    limit, while the congestion window has room; an acknowledgement due
-//!    rides along.
+//!    rides along. Full-sized datagrams leave in runs of up to
+//!    [`Config::run`], one system call each (`batch`).
 //! 3. **Acknowledging.** A datagram with stream data or a ping is
 //!    acknowledged by the next datagram this side sends — a request's
 //!    answer carries the request's acknowledgement — and by one of its
@@ -65,6 +66,7 @@
 //! slow start from ten datagrams, then one datagram more per window
 //! acknowledged; a loss halves the window at most once per round trip.
 
+mod batch;
 mod channel;
 mod connection;
 pub mod mcast;
@@ -73,6 +75,7 @@ mod ranges;
 mod recovery;
 mod setup;
 
+pub use batch::enable_receive_runs;
 pub use channel::{receive_datagrams, UdpChannel};
 pub use connection::{Config, Connection};
 #[doc(hidden)]
