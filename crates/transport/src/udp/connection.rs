@@ -43,6 +43,10 @@ impl Default for Config {
 /// count whole milliseconds.
 const ACK_DELAY: Duration = Duration::from_millis(1);
 
+/// Ack-eliciting packets received that make an acknowledgement due at
+/// once, even from a side that answers (step 3).
+const MAX_UNACKED: u32 = 8;
+
 /// Received packet numbers kept as ranges, at most this many; older
 /// ones fall below the floor and are refused as duplicates (their data, if
 /// it was never acknowledged, is sent again in a newer packet).
@@ -86,6 +90,10 @@ pub struct Connection {
     ack_due: bool,
     /// Ack-eliciting packets received since the last acknowledgement.
     unacked_eliciting: u32,
+    /// Whether this side sent an ack-eliciting packet since the first of
+    /// those: it answers, so its next datagram will carry the
+    /// acknowledgement (step 3).
+    answered: bool,
     /// When an acknowledgement owed goes alone, if no datagram carries it
     /// sooner (step 3).
     ack_deadline: Option<Instant>,
@@ -129,6 +137,7 @@ impl Connection {
             number_floor: 0,
             ack_due: false,
             unacked_eliciting: 0,
+            answered: false,
             ack_deadline: None,
             largest_received: None,
             stream_received: RangeSet::default(),
@@ -237,11 +246,11 @@ impl Connection {
     }
 
     fn accept(&mut self, now: Instant, datagram: &[u8]) -> Result<(), PacketError> {
-        let h = Header::read(datagram)?;
-        if h.from != self.peer || h.to != self.me || h.session != self.keys.session {
+        let (h, header_len) = Header::read(datagram)?;
+        if h.from != self.peer {
             return Err(PacketError::Foreign);
         }
-        let body = packet::open(datagram, &self.keys.recv)?;
+        let body = packet::open(datagram, header_len, &self.keys.recv)?;
         if h.number < self.number_floor || self.received.contains(h.number) {
             // An authentic replay, or the network's duplicate: acknowledge
             // again, as the first acknowledgement may have been lost.
@@ -272,10 +281,19 @@ impl Connection {
             }
         }
         if eliciting {
-            // Step 3: at once for every second packet or a gap, else
-            // with the next datagram, or alone after the delay.
+            // Step 3: at once for a gap, for the second packet unless
+            // this side answers (its answer carries it), for the
+            // MAX_UNACKED-th in any case; else with the next datagram
+            // that carries data after the second, or alone after the
+            // delay.
+            if self.unacked_eliciting == 0 {
+                self.answered = false;
+            }
             self.unacked_eliciting += 1;
-            if self.unacked_eliciting >= 2 || !in_order {
+            if !in_order
+                || self.unacked_eliciting >= MAX_UNACKED
+                || (self.unacked_eliciting >= 2 && !self.answered)
+            {
                 self.ack_due = true;
             }
             self.ack_deadline.get_or_insert(now + ACK_DELAY);
@@ -309,7 +327,9 @@ impl Connection {
         if largest >= self.next_number {
             return Err(PacketError::Malformed("acknowledges a packet never sent"));
         }
-        self.peer_max_data = self.peer_max_data.max(ack.max_data);
+        if let Some(max) = ack.max_data {
+            self.peer_max_data = self.peer_max_data.max(max);
+        }
         self.largest_acked = Some(self.largest_acked.map_or(largest, |l| l.max(largest)));
         let mut newly = Vec::new();
         for r in &ack.ranges {
@@ -449,7 +469,14 @@ impl Connection {
                 .pending
                 .first()
                 .is_some_and(|r| r.start < self.peer_max_data);
-        let ack_owed = self.ack_due || self.ack_deadline.is_some_and(|t| t <= now);
+        // Step 3: an acknowledgement owed goes when due, after the delay,
+        // with data once two packets wait for it, or alone when data is
+        // blocked (an answering side whose window is full must not wait
+        // out the delay).
+        let blocked = !data && !self.pending.is_empty();
+        let ack_owed = self.ack_due
+            || self.ack_deadline.is_some_and(|t| t <= now)
+            || (self.unacked_eliciting >= 2 && (data || blocked));
         if !ack_owed && !data && !self.probe_due {
             return None;
         }
@@ -457,44 +484,36 @@ impl Connection {
         self.next_number += 1;
         let header = Header {
             from: self.me,
-            to: self.peer,
-            session: self.keys.session,
             number,
         };
         let mut w = Writer::new(&mut buf[..max], &header);
-        if self.ack_due || self.ack_deadline.is_some() {
+        // An acknowledgement carries the receive limit when it grew by an
+        // eighth of the window, or when it goes without data.
+        if ack_owed || (self.ack_deadline.is_some() && self.probe_due && !data) {
             let ranges: Vec<_> = self
                 .received
                 .iter_desc()
                 .take(packet::MAX_ACK_RANGES)
                 .map(|r| r.start..=r.end - 1)
                 .collect();
-            if !ranges.is_empty() && w.room() >= packet::ack_len(ranges.len()) {
-                w.ack(self.limit(), &ranges);
-                self.advertised = self.limit();
+            let limit = self.limit();
+            let grown = limit - self.advertised;
+            let max_data =
+                (grown > 0 && (!data || grown >= self.config.window / 8)).then_some(limit);
+            if !ranges.is_empty() && w.room() >= packet::ack_len(max_data, &ranges) {
+                w.ack(max_data, &ranges);
+                if max_data.is_some() {
+                    self.advertised = limit;
+                }
             }
             self.ack_due = false;
             self.ack_deadline = None;
             self.unacked_eliciting = 0;
         }
-        let mut ranges = Vec::new();
-        while data && w.room() > packet::STREAM_OVERHEAD {
-            let Some(r) = self.pending.first() else {
-                break;
-            };
-            if r.start >= self.peer_max_data {
-                break;
-            }
-            let room = (w.room() - packet::STREAM_OVERHEAD).min(u16::MAX as usize) as u64;
-            let end = r.end.min(self.peer_max_data).min(r.start + room);
-            let at = (r.start - self.send_base) as usize;
-            let len = (end - r.start) as usize;
-            let (a, b) = self.send_buf.as_slices();
-            let piece = slice_of(a, b, at, len);
-            w.stream(r.start, &piece);
-            self.pending.remove(r.start..end);
-            ranges.push(r.start..end);
-        }
+        let ranges = match data {
+            true => self.write_stream(&mut w),
+            false => Vec::new(),
+        };
         let eliciting = !ranges.is_empty() || self.probe_due;
         if self.probe_due && ranges.is_empty() {
             w.ping();
@@ -505,6 +524,7 @@ impl Connection {
         let len = w.seal(&self.keys.send);
         self.stats.sent += 1;
         if eliciting {
+            self.answered = true;
             self.probe_due = false;
             self.last_ack_eliciting = Some(now);
             self.cc.on_sent(len);
@@ -518,6 +538,49 @@ impl Connection {
             );
         }
         Some(len)
+    }
+}
+
+impl Connection {
+    /// Step 2: the lowest unsent stream data below the peer's limit, as
+    /// much as fits in `w`; the last piece runs to the end of the
+    /// datagram, so that a datagram full of data is exactly full (a run's
+    /// datagrams are of one size, `batch`). The offset ranges written.
+    fn write_stream(&mut self, w: &mut Writer<'_>) -> Vec<Range<u64>> {
+        let mut ranges = Vec::new();
+        let mut next = self.pending.first();
+        while let Some(r) = next.take() {
+            if r.start >= self.peer_max_data {
+                break;
+            }
+            let overhead = packet::stream_overhead(r.start);
+            if w.room() <= overhead {
+                break;
+            }
+            let available = r.end.min(self.peer_max_data) - r.start;
+            let to_end = (w.room() - overhead) as u64;
+            let (len, last) = if available >= to_end {
+                (to_end, true)
+            } else {
+                next = self.pending.after(r.end);
+                let more = next.as_ref().is_some_and(|n| n.start < self.peer_max_data);
+                let with_length = overhead + packet::varint_len(available);
+                match more && w.room() > with_length + available as usize {
+                    true => (available, false),
+                    false => {
+                        next = None;
+                        (available, true)
+                    }
+                }
+            };
+            let end = r.start + len;
+            let at = (r.start - self.send_base) as usize;
+            let (a, b) = self.send_buf.as_slices();
+            w.stream(r.start, &slice_of(a, b, at, len as usize), last);
+            self.pending.remove(r.start..end);
+            ranges.push(r.start..end);
+        }
+        ranges
     }
 }
 

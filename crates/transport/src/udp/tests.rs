@@ -282,14 +282,14 @@ fn forged_replayed_and_foreign_datagrams_are_refused_and_counted() {
         assert!(sim.step(true));
     }
     assert_eq!(sim.received[1], data);
-    // A session of other nonces refuses n0's datagrams.
+    // A session of other nonces refuses n0's datagrams: its key differs.
     let secret = [0x5a; 32];
     let other = Keys::derive(&secret, 77, 1, 0, &[9; 32], &[1; 32]);
     let mut stranger = Connection::new(1, 0, other, Config::default(), sim.now);
     let last = sim.sent_by_0.last().expect("a datagram");
     assert_eq!(
         stranger.on_datagram(sim.now, last),
-        Err(PacketError::Foreign)
+        Err(PacketError::Forged)
     );
 }
 
