@@ -14,6 +14,7 @@
 
 pub(super) use super::batch::read_datagrams;
 use super::batch::{self, Runs};
+use super::frame_header;
 use super::{Config, Connection, Keys, PacketError, UdpStats};
 use crate::{ChannelError, Frame, ReadOutcome, SendOutcome};
 use std::io;
@@ -88,7 +89,9 @@ impl UdpChannel {
         if st.conn.is_lost() || st.closed {
             return Err((lost(), payload));
         }
-        st.conn.write(&header.encode());
+        let mut compact = [0u8; frame_header::MAX_LEN];
+        let len = frame_header::encode(header, &mut compact);
+        st.conn.write(&compact[..len]);
         for segment in payload.segments() {
             st.conn.write(segment);
         }
@@ -143,7 +146,7 @@ impl UdpChannel {
             }
             let State { conn, inbox, .. } = &mut *st;
             let n = conn.read(inbox);
-            let parsed = parse(inbox, self.max_frame, &mut frames);
+            let parsed = parse_compact(inbox, self.max_frame, &mut frames);
             self.transmit(&mut st);
             parsed?;
             match (n, frames.is_empty()) {
@@ -302,7 +305,8 @@ pub fn receive_datagrams(
     })
 }
 
-/// Moves every complete frame of `inbox` into `frames`.
+/// Moves every complete frame of `inbox` (32-byte headers, as the
+/// multicast stream carries them) into `frames`.
 pub(super) fn parse(
     inbox: &mut Vec<u8>,
     max_frame: u64,
@@ -321,6 +325,30 @@ pub(super) fn parse(
         let payload = inbox[at + HEADER_LEN..at + total].to_vec();
         frames.push(Frame { header, payload });
         at += total;
+    }
+    inbox.drain(..at);
+    Ok(())
+}
+
+/// Moves every complete frame of `inbox` (headers as `frame_header`
+/// carries them) into `frames`.
+fn parse_compact(
+    inbox: &mut Vec<u8>,
+    max_frame: u64,
+    frames: &mut Vec<Frame>,
+) -> Result<(), ChannelError> {
+    let mut at = 0;
+    while let Some((header, header_len)) = frame_header::decode(&inbox[at..], max_frame)? {
+        let start = at + header_len;
+        let Some(end) = start
+            .checked_add(header.len as usize)
+            .filter(|&e| e <= inbox.len())
+        else {
+            break;
+        };
+        let payload = inbox[start..end].to_vec();
+        frames.push(Frame { header, payload });
+        at = end;
     }
     inbox.drain(..at);
     Ok(())

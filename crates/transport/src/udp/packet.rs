@@ -65,7 +65,7 @@ pub(super) fn varint_len(x: u64) -> usize {
 }
 
 /// Writes `x` (at most [`VARINT_MAX`]) at the start of `b`: its length.
-fn put_varint(b: &mut [u8], x: u64) -> usize {
+pub(super) fn put_varint(b: &mut [u8], x: u64) -> usize {
     debug_assert!(x <= VARINT_MAX);
     let len = varint_len(x);
     let tag = match len {
@@ -80,7 +80,7 @@ fn put_varint(b: &mut [u8], x: u64) -> usize {
 }
 
 /// The varint at the start of `b` and its length, if `b` holds it.
-fn get_varint(b: &[u8]) -> Option<(u64, usize)> {
+pub(super) fn get_varint(b: &[u8]) -> Option<(u64, usize)> {
     let first = *b.first()?;
     let len = 1 << (first >> 6);
     let bytes = b.get(..len)?;
