@@ -33,8 +33,9 @@ pub struct UdpChannel {
 
 struct State {
     conn: Connection,
-    /// Stream bytes read and not yet parsed into frames.
-    inbox: Vec<u8>,
+    /// The header of the frame whose payload begins the connection's
+    /// unread bytes, once it was parsed (`take_frames`).
+    header: Option<FrameHeader>,
     /// A run of datagrams being written (`batch`, step 1).
     scratch: Vec<u8>,
     /// The largest datagram: the size of every one in a run but the last.
@@ -67,7 +68,7 @@ impl UdpChannel {
             max_frame,
             state: Mutex::new(State {
                 conn: Connection::new(ends.0, ends.1, keys, config, Instant::now()),
-                inbox: Vec::new(),
+                header: None,
                 scratch: vec![0; datagram * runs.datagrams],
                 segment: datagram,
                 runs,
@@ -144,9 +145,11 @@ impl UdpChannel {
             if st.conn.is_lost() {
                 return Err(lost());
             }
-            let State { conn, inbox, .. } = &mut *st;
-            let n = conn.read(inbox);
-            let parsed = parse_compact(inbox, self.max_frame, &mut frames);
+            let State { conn, header, .. } = &mut *st;
+            let mut parsed = Ok(());
+            let n = conn.read_with(|bytes| {
+                parsed = take_frames(bytes, header, self.max_frame, &mut frames);
+            });
             self.transmit(&mut st);
             parsed?;
             match (n, frames.is_empty()) {
@@ -330,27 +333,49 @@ pub(super) fn parse(
     Ok(())
 }
 
-/// Moves every complete frame of `inbox` (headers as `frame_header`
-/// carries them) into `frames`.
-fn parse_compact(
-    inbox: &mut Vec<u8>,
+/// Moves every complete frame at the front of `bytes` (headers as
+/// `frame_header` carries them) into `frames`. The header of an
+/// incomplete frame is taken out into `header` and its payload moved to
+/// the front, with room reserved for the rest: a payload that ends the
+/// bytes is then taken whole, not copied.
+fn take_frames(
+    bytes: &mut Vec<u8>,
+    header: &mut Option<FrameHeader>,
     max_frame: u64,
     frames: &mut Vec<Frame>,
 ) -> Result<(), ChannelError> {
     let mut at = 0;
-    while let Some((header, header_len)) = frame_header::decode(&inbox[at..], max_frame)? {
-        let start = at + header_len;
-        let Some(end) = start
-            .checked_add(header.len as usize)
-            .filter(|&e| e <= inbox.len())
-        else {
-            break;
+    loop {
+        let h = match header.take() {
+            Some(h) => h,
+            None => match frame_header::decode(&bytes[at..], max_frame)? {
+                Some((h, len)) => {
+                    at += len;
+                    h
+                }
+                None => break,
+            },
         };
-        let payload = inbox[start..end].to_vec();
-        frames.push(Frame { header, payload });
-        at = end;
+        let len = h.len as usize;
+        if bytes.len() - at < len {
+            *header = Some(h);
+            bytes.drain(..at);
+            // A peer's claim reserves at most this much ahead of its data.
+            const MAX_RESERVE: usize = 64 << 20;
+            bytes.reserve((len - bytes.len()).min(MAX_RESERVE));
+            return Ok(());
+        }
+        let payload = match at == 0 && bytes.len() == len {
+            true => std::mem::take(bytes),
+            false => bytes[at..at + len].to_vec(),
+        };
+        at += payload.len();
+        frames.push(Frame { header: h, payload });
+        if bytes.is_empty() {
+            return Ok(());
+        }
     }
-    inbox.drain(..at);
+    bytes.drain(..at);
     Ok(())
 }
 

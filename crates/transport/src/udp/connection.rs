@@ -102,7 +102,9 @@ pub struct Connection {
     stream_received: RangeSet,
     segments: BTreeMap<u64, Vec<u8>>,
     delivered: u64,
-    readable: VecDeque<u8>,
+    /// Bytes received in order: those not yet read, and what the reader
+    /// left in it ([`read_with`](Connection::read_with)).
+    readable: Vec<u8>,
     consumed: u64,
     advertised: u64,
     last_heard: Instant,
@@ -143,7 +145,7 @@ impl Connection {
             stream_received: RangeSet::default(),
             segments: BTreeMap::new(),
             delivered: 0,
-            readable: VecDeque::new(),
+            readable: Vec::new(),
             consumed: 0,
             advertised: window,
             last_heard: now,
@@ -171,18 +173,27 @@ impl Connection {
 
     /// Moves the bytes received in order into `out` (step 7).
     pub fn read(&mut self, out: &mut Vec<u8>) -> usize {
-        let n = self.readable.len();
-        let (a, b) = self.readable.as_slices();
-        out.extend_from_slice(a);
-        out.extend_from_slice(b);
-        self.readable.clear();
-        self.consumed += n as u64;
+        self.read_with(|readable| {
+            out.extend_from_slice(readable);
+            readable.clear();
+        })
+    }
+
+    /// Reads in place: `reader` gets the bytes received in order, after
+    /// what it left there at its last call, and takes from the front what
+    /// it will; all of them count as read (flow control, step 6), so a
+    /// reader may keep a part of the stream (an incomplete frame) without
+    /// a copy. Returns how many bytes arrived since the last read.
+    pub(super) fn read_with(&mut self, reader: impl FnOnce(&mut Vec<u8>)) -> usize {
+        let n = self.delivered - self.consumed;
+        self.consumed = self.delivered;
+        reader(&mut self.readable);
         // Step 6: a window update once half the window was read since the
         // last limit was sent.
         if self.limit() - self.advertised >= self.config.window / 2 {
             self.ack_due = true;
         }
-        n
+        n as usize
     }
 
     #[cfg(test)]
@@ -311,13 +322,19 @@ impl Connection {
         }
         for gap in self.stream_received.gaps_in(offset..end) {
             let piece = &data[(gap.start - offset) as usize..(gap.end - offset) as usize];
-            self.segments.insert(gap.start, piece.to_vec());
+            if gap.start == self.delivered {
+                // In order: straight to the reader, not through `segments`.
+                self.readable.extend_from_slice(piece);
+                self.delivered = gap.end;
+            } else {
+                self.segments.insert(gap.start, piece.to_vec());
+            }
+            while let Some(piece) = self.segments.remove(&self.delivered) {
+                self.delivered += piece.len() as u64;
+                self.readable.extend_from_slice(&piece);
+            }
         }
         self.stream_received.insert(offset..end);
-        while let Some(piece) = self.segments.remove(&self.delivered) {
-            self.delivered += piece.len() as u64;
-            self.readable.extend(piece);
-        }
         Ok(())
     }
 
