@@ -30,11 +30,29 @@
 //!    length, then the bytes: a piece of the sender's byte stream. A
 //!    datagram's last piece takes type 9 and carries no length.
 //!
-//! A 1000-byte message whose datagram also acknowledges thus costs 7
-//! bytes of header and frames where it cost 57 in protocol version 6
-//! (a 24-byte header, a 22-byte `ACK`, an 11-byte `STREAM`): on a
-//! shaped link every byte costs wire time. (A pair's goodbye is a frame
-//! of the stream, as over TCP.)
+//! A datagram is read in this order:
+//!
+//! 1. The version byte: another version is refused before anything else.
+//! 2. The sender: the node's engine hands the datagram to that pair's
+//!    channel ([`sender`]); a channel refuses a sender not its peer.
+//! 3. The tag, under the pair's key for that direction: a forged, damaged
+//!    or foreign datagram stops here ([`open`]).
+//! 4. The packet number: one received before, or below the oldest kept,
+//!    is a duplicate (the connection's check).
+//! 5. The frames, every one parsed before any is applied ([`frames`]).
+//!
+//! Every datagram is sealed on its own, so that runs of them may leave
+//! in one system call and arrive cut apart (`batch`).
+//!
+//! On a shaped link every byte costs wire time (0.08 µs on 100 Mbit/s).
+//! Measured with `bench pingpong --link fast100`, a 1000-byte message is
+//! a datagram of 1036 bytes, 1042 when it also acknowledges (every
+//! second answer does, step 3 of `udp`): header 4 (packet numbers of 64
+//! to 16383), `STREAM` 5, `ACK` 6, the frame's header 8 (`frame_header`)
+//! and the tag 16. In protocol version 6 it was 1105 bytes (header 24,
+//! `ACK` 22 on every datagram, `STREAM` 11, frame header 32, tag 16);
+//! an 8-byte message went from 113 bytes to 43 or 49. (A pair's goodbye
+//! is a frame of the stream, as over TCP.)
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
