@@ -15,13 +15,13 @@
 //!
 //! 1. **Receiving a datagram.** It is refused, changing nothing but a
 //!    counter, unless it names the pair's peer as its sender, its tag
-//!    proves the pair's key for that direction of this session ([`Keys::derive`]: from the job secret
-//!    and both sides' fresh nonces, exchanged over the pair's
-//!    authenticated connection), its packet number was not received
-//!    before (a replay, or the network's duplicate: answered with an
-//!    acknowledgement), and every frame in it parses. Packet numbers never
-//!    repeat, so a recorded datagram cannot be replayed into this session
-//!    or another.
+//!    proves the pair's key for that direction of this session
+//!    ([`Keys::derive`]: from the job secret and both sides' fresh
+//!    nonces, exchanged over the pair's authenticated connection), its
+//!    packet number was not received before (a replay, or the network's
+//!    duplicate: answered with an acknowledgement), and every frame in it
+//!    parses. Packet numbers never repeat, so a recorded datagram cannot
+//!    be replayed into this session or another.
 //! 2. **Sending.** Bytes written join the stream at the next offset.
 //!    Every datagram takes a new packet number and as much of the lowest
 //!    unsent (or lost) stream data as fits, below the peer's flow-control
@@ -101,10 +101,11 @@ pub struct UdpStats {
     pub probes: u64,
     /// Datagrams refused as already received.
     pub duplicates: u64,
-    /// Datagrams refused for a tag that does not prove the key.
+    /// Datagrams refused for a tag that does not prove the key: forged,
+    /// damaged, or of another session.
     pub forged: u64,
-    /// Datagrams refused otherwise: not ours, another pair or session,
-    /// malformed.
+    /// Datagrams refused otherwise: not ours, of another version or
+    /// sender, malformed.
     pub refused: u64,
     /// Datagrams the socket would not send (a full buffer): lost, and
     /// their data sent again.
