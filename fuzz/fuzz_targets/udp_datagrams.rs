@@ -31,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
         rest = &rest[4 + take..];
         let _ = match op % 4 {
             0 => conn.on_datagram(now, body),
-            _ => conn.on_datagram(now, &seal_datagram(&peer, 0, 1, u64::from(number), body)),
+            _ => conn.on_datagram(now, &seal_datagram(&peer, 0, u64::from(number), body)),
         };
         now += Duration::from_micros(u64::from(op) * 37);
         if conn.timeout().is_some_and(|t| t <= now) {

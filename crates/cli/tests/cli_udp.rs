@@ -138,10 +138,9 @@ fn datagrams_of_strangers_do_not_disturb_a_running_job() {
             let len = (next() % 1500) as usize;
             let mut d: Vec<u8> = (0..len).map(|_| next() as u8).collect();
             if round % 3 == 0 && d.len() >= 24 {
-                // Shaped like ours: magic, version, sender 0 or 1.
-                d[..4].copy_from_slice(&[b'T', b'U', threadwire_wire::PROTOCOL_VERSION, 0]);
-                d[4..8].copy_from_slice(&((round / 3) % 2).to_le_bytes());
-                d[8..12].copy_from_slice(&(1 - (round / 3) % 2).to_le_bytes());
+                // Shaped like ours: version, sender 0 or 1 (a varint).
+                d[0] = threadwire_wire::PROTOCOL_VERSION;
+                d[1] = ((round / 3) % 2) as u8;
             }
             if socket.send_to(&d, ("127.0.0.1", port)).is_ok() {
                 thrown += 1;

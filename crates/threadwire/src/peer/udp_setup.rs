@@ -46,6 +46,7 @@ impl UdpNode {
     ) -> std::io::Result<UdpNode> {
         let socket = UdpSocket::bind(SocketAddr::new(ip, 0))?;
         socket.set_nonblocking(true)?;
+        udp::enable_receive_runs(&socket);
         let addr = socket.local_addr()?;
         Ok(UdpNode {
             socket: Arc::new(socket),

@@ -12,6 +12,9 @@
 //! ([`UdpChannel::timeout`], [`UdpChannel::on_timeout`]) are the caller's
 //! to keep.
 
+pub(super) use super::batch::read_datagrams;
+use super::batch::{self, Runs};
+use super::frame_header;
 use super::{Config, Connection, Keys, PacketError, UdpStats};
 use crate::{ChannelError, Frame, ReadOutcome, SendOutcome};
 use std::io;
@@ -19,9 +22,6 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use threadwire_wire::{FrameHeader, Payload, HEADER_LEN};
-
-/// The largest datagram this channel reads (a UDP datagram's limit).
-const MAX_READ: usize = 65_536;
 
 /// One pair's reliable channel over the node's UDP socket.
 pub struct UdpChannel {
@@ -33,10 +33,15 @@ pub struct UdpChannel {
 
 struct State {
     conn: Connection,
-    /// Stream bytes read and not yet parsed into frames.
-    inbox: Vec<u8>,
-    /// A datagram being written.
+    /// The header of the frame whose payload begins the connection's
+    /// unread bytes, once it was parsed (`take_frames`).
+    header: Option<FrameHeader>,
+    /// A run of datagrams being written (`batch`, step 1).
     scratch: Vec<u8>,
+    /// The largest datagram: the size of every one in a run but the last.
+    segment: usize,
+    /// Datagrams in a run (1 once the kernel refused runs).
+    runs: Runs,
     /// Datagrams the socket refused (a full send buffer): lost, and sent
     /// again by the protocol.
     refused: u64,
@@ -56,14 +61,17 @@ impl UdpChannel {
         max_frame: u64,
     ) -> UdpChannel {
         let datagram = config.max_datagram;
+        let runs = Runs::new(datagram, config.run);
         UdpChannel {
             socket,
             peer_addr,
             max_frame,
             state: Mutex::new(State {
                 conn: Connection::new(ends.0, ends.1, keys, config, Instant::now()),
-                inbox: Vec::new(),
-                scratch: vec![0; datagram],
+                header: None,
+                scratch: vec![0; datagram * runs.datagrams],
+                segment: datagram,
+                runs,
                 refused: 0,
                 closed: false,
             }),
@@ -82,7 +90,9 @@ impl UdpChannel {
         if st.conn.is_lost() || st.closed {
             return Err((lost(), payload));
         }
-        st.conn.write(&header.encode());
+        let mut compact = [0u8; frame_header::MAX_LEN];
+        let len = frame_header::encode(header, &mut compact);
+        st.conn.write(&compact[..len]);
         for segment in payload.segments() {
             st.conn.write(segment);
         }
@@ -135,9 +145,11 @@ impl UdpChannel {
             if st.conn.is_lost() {
                 return Err(lost());
             }
-            let State { conn, inbox, .. } = &mut *st;
-            let n = conn.read(inbox);
-            let parsed = parse(inbox, self.max_frame, &mut frames);
+            let State { conn, header, .. } = &mut *st;
+            let mut parsed = Ok(());
+            let n = conn.read_with(|bytes| {
+                parsed = take_frames(bytes, header, self.max_frame, &mut frames);
+            });
             self.transmit(&mut st);
             parsed?;
             match (n, frames.is_empty()) {
@@ -196,18 +208,55 @@ impl UdpChannel {
         s
     }
 
+    /// Datagrams in a run at most, now.
+    #[cfg(test)]
+    pub(super) fn run_length(&self) -> usize {
+        lock(&self.state).runs.datagrams
+    }
+
+    /// Sends what the connection has to send, in runs of full-sized
+    /// datagrams (`batch`): a shorter datagram ends its run.
     fn transmit(&self, st: &mut State) {
         let now = Instant::now();
         let State {
             conn,
             scratch,
+            segment,
+            runs,
             refused,
             ..
         } = st;
-        *refused += send_datagrams(&self.socket, self.peer_addr, scratch, false, |buf| {
-            conn.poll_transmit(now, buf)
-        })
-        .0;
+        let segment = *segment;
+        loop {
+            let mut len = 0;
+            let mut last = segment;
+            while last == segment && len + segment <= segment * runs.datagrams {
+                match conn.poll_transmit(now, &mut scratch[len..len + segment]) {
+                    Some(n) => {
+                        len += n;
+                        last = n;
+                    }
+                    None => last = 0,
+                }
+            }
+            if len == 0 {
+                return;
+            }
+            let outcome = batch::send_run(
+                &self.socket,
+                self.peer_addr,
+                &scratch[..len],
+                segment,
+                runs.datagrams > 1,
+            );
+            *refused += outcome.refused;
+            if outcome.runs_refused {
+                runs.datagrams = 1;
+            }
+            if last == 0 {
+                return;
+            }
+        }
     }
 }
 
@@ -259,30 +308,8 @@ pub fn receive_datagrams(
     })
 }
 
-/// Reads datagrams from the non-blocking `socket` until it is empty or
-/// `budget` are read, handing each to `on_datagram`; how many were read.
-pub(super) fn read_datagrams(
-    socket: &UdpSocket,
-    budget: usize,
-    mut on_datagram: impl FnMut(&[u8]),
-) -> io::Result<usize> {
-    let mut buf = [0u8; MAX_READ];
-    let mut n = 0;
-    while n < budget {
-        match socket.recv_from(&mut buf) {
-            Ok((len, _)) => {
-                n += 1;
-                on_datagram(&buf[..len]);
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
-}
-
-/// Moves every complete frame of `inbox` into `frames`.
+/// Moves every complete frame of `inbox` (32-byte headers, as the
+/// multicast stream carries them) into `frames`.
 pub(super) fn parse(
     inbox: &mut Vec<u8>,
     max_frame: u64,
@@ -303,6 +330,52 @@ pub(super) fn parse(
         at += total;
     }
     inbox.drain(..at);
+    Ok(())
+}
+
+/// Moves every complete frame at the front of `bytes` (headers as
+/// `frame_header` carries them) into `frames`. The header of an
+/// incomplete frame is taken out into `header` and its payload moved to
+/// the front, with room reserved for the rest: a payload that ends the
+/// bytes is then taken whole, not copied.
+fn take_frames(
+    bytes: &mut Vec<u8>,
+    header: &mut Option<FrameHeader>,
+    max_frame: u64,
+    frames: &mut Vec<Frame>,
+) -> Result<(), ChannelError> {
+    let mut at = 0;
+    loop {
+        let h = match header.take() {
+            Some(h) => h,
+            None => match frame_header::decode(&bytes[at..], max_frame)? {
+                Some((h, len)) => {
+                    at += len;
+                    h
+                }
+                None => break,
+            },
+        };
+        let len = h.len as usize;
+        if bytes.len() - at < len {
+            *header = Some(h);
+            bytes.drain(..at);
+            // A peer's claim reserves at most this much ahead of its data.
+            const MAX_RESERVE: usize = 64 << 20;
+            bytes.reserve((len - bytes.len()).min(MAX_RESERVE));
+            return Ok(());
+        }
+        let payload = match at == 0 && bytes.len() == len {
+            true => std::mem::take(bytes),
+            false => bytes[at..at + len].to_vec(),
+        };
+        at += payload.len();
+        frames.push(Frame { header: h, payload });
+        if bytes.is_empty() {
+            return Ok(());
+        }
+    }
+    bytes.drain(..at);
     Ok(())
 }
 

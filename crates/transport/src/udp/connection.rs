@@ -22,6 +22,9 @@ pub struct Config {
     /// With data unacknowledged, how long without a datagram from the
     /// peer before it is taken for lost (step 8).
     pub lost_after: Duration,
+    /// Datagrams sent in one system call at most (`batch`), where the
+    /// kernel allows.
+    pub run: usize,
 }
 
 impl Default for Config {
@@ -30,6 +33,7 @@ impl Default for Config {
             max_datagram: 1472,
             window: 1 << 20,
             lost_after: Duration::from_secs(5),
+            run: 16,
         }
     }
 }
@@ -38,6 +42,10 @@ impl Default for Config {
 /// (step 3): a request's answer usually carries it. The engine's timers
 /// count whole milliseconds.
 const ACK_DELAY: Duration = Duration::from_millis(1);
+
+/// Ack-eliciting packets received that make an acknowledgement due at
+/// once, even from a side that answers (step 3).
+const MAX_UNACKED: u32 = 8;
 
 /// Received packet numbers kept as ranges, at most this many; older
 /// ones fall below the floor and are refused as duplicates (their data, if
@@ -82,6 +90,10 @@ pub struct Connection {
     ack_due: bool,
     /// Ack-eliciting packets received since the last acknowledgement.
     unacked_eliciting: u32,
+    /// Whether this side sent an ack-eliciting packet since the first of
+    /// those: it answers, so its next datagram will carry the
+    /// acknowledgement (step 3).
+    answered: bool,
     /// When an acknowledgement owed goes alone, if no datagram carries it
     /// sooner (step 3).
     ack_deadline: Option<Instant>,
@@ -90,7 +102,9 @@ pub struct Connection {
     stream_received: RangeSet,
     segments: BTreeMap<u64, Vec<u8>>,
     delivered: u64,
-    readable: VecDeque<u8>,
+    /// Bytes received in order: those not yet read, and what the reader
+    /// left in it ([`read_with`](Connection::read_with)).
+    readable: Vec<u8>,
     consumed: u64,
     advertised: u64,
     last_heard: Instant,
@@ -125,12 +139,13 @@ impl Connection {
             number_floor: 0,
             ack_due: false,
             unacked_eliciting: 0,
+            answered: false,
             ack_deadline: None,
             largest_received: None,
             stream_received: RangeSet::default(),
             segments: BTreeMap::new(),
             delivered: 0,
-            readable: VecDeque::new(),
+            readable: Vec::new(),
             consumed: 0,
             advertised: window,
             last_heard: now,
@@ -158,18 +173,27 @@ impl Connection {
 
     /// Moves the bytes received in order into `out` (step 7).
     pub fn read(&mut self, out: &mut Vec<u8>) -> usize {
-        let n = self.readable.len();
-        let (a, b) = self.readable.as_slices();
-        out.extend_from_slice(a);
-        out.extend_from_slice(b);
-        self.readable.clear();
-        self.consumed += n as u64;
+        self.read_with(|readable| {
+            out.extend_from_slice(readable);
+            readable.clear();
+        })
+    }
+
+    /// Reads in place: `reader` gets the bytes received in order, after
+    /// what it left there at its last call, and takes from the front what
+    /// it will; all of them count as read (flow control, step 6), so a
+    /// reader may keep a part of the stream (an incomplete frame) without
+    /// a copy. Returns how many bytes arrived since the last read.
+    pub(super) fn read_with(&mut self, reader: impl FnOnce(&mut Vec<u8>)) -> usize {
+        let n = self.delivered - self.consumed;
+        self.consumed = self.delivered;
+        reader(&mut self.readable);
         // Step 6: a window update once half the window was read since the
         // last limit was sent.
         if self.limit() - self.advertised >= self.config.window / 2 {
             self.ack_due = true;
         }
-        n
+        n as usize
     }
 
     #[cfg(test)]
@@ -233,11 +257,11 @@ impl Connection {
     }
 
     fn accept(&mut self, now: Instant, datagram: &[u8]) -> Result<(), PacketError> {
-        let h = Header::read(datagram)?;
-        if h.from != self.peer || h.to != self.me || h.session != self.keys.session {
+        let (h, header_len) = Header::read(datagram)?;
+        if h.from != self.peer {
             return Err(PacketError::Foreign);
         }
-        let body = packet::open(datagram, &self.keys.recv)?;
+        let body = packet::open(datagram, header_len, &self.keys.recv)?;
         if h.number < self.number_floor || self.received.contains(h.number) {
             // An authentic replay, or the network's duplicate: acknowledge
             // again, as the first acknowledgement may have been lost.
@@ -268,10 +292,19 @@ impl Connection {
             }
         }
         if eliciting {
-            // Step 3: at once for every second packet or a gap, else
-            // with the next datagram, or alone after the delay.
+            // Step 3: at once for a gap, for the second packet unless
+            // this side answers (its answer carries it), for the
+            // MAX_UNACKED-th in any case; else with the next datagram
+            // that carries data after the second, or alone after the
+            // delay.
+            if self.unacked_eliciting == 0 {
+                self.answered = false;
+            }
             self.unacked_eliciting += 1;
-            if self.unacked_eliciting >= 2 || !in_order {
+            if !in_order
+                || self.unacked_eliciting >= MAX_UNACKED
+                || (self.unacked_eliciting >= 2 && !self.answered)
+            {
                 self.ack_due = true;
             }
             self.ack_deadline.get_or_insert(now + ACK_DELAY);
@@ -289,13 +322,19 @@ impl Connection {
         }
         for gap in self.stream_received.gaps_in(offset..end) {
             let piece = &data[(gap.start - offset) as usize..(gap.end - offset) as usize];
-            self.segments.insert(gap.start, piece.to_vec());
+            if gap.start == self.delivered {
+                // In order: straight to the reader, not through `segments`.
+                self.readable.extend_from_slice(piece);
+                self.delivered = gap.end;
+            } else {
+                self.segments.insert(gap.start, piece.to_vec());
+            }
+            while let Some(piece) = self.segments.remove(&self.delivered) {
+                self.delivered += piece.len() as u64;
+                self.readable.extend_from_slice(&piece);
+            }
         }
         self.stream_received.insert(offset..end);
-        while let Some(piece) = self.segments.remove(&self.delivered) {
-            self.delivered += piece.len() as u64;
-            self.readable.extend(piece);
-        }
         Ok(())
     }
 
@@ -305,7 +344,9 @@ impl Connection {
         if largest >= self.next_number {
             return Err(PacketError::Malformed("acknowledges a packet never sent"));
         }
-        self.peer_max_data = self.peer_max_data.max(ack.max_data);
+        if let Some(max) = ack.max_data {
+            self.peer_max_data = self.peer_max_data.max(max);
+        }
         self.largest_acked = Some(self.largest_acked.map_or(largest, |l| l.max(largest)));
         let mut newly = Vec::new();
         for r in &ack.ranges {
@@ -445,7 +486,14 @@ impl Connection {
                 .pending
                 .first()
                 .is_some_and(|r| r.start < self.peer_max_data);
-        let ack_owed = self.ack_due || self.ack_deadline.is_some_and(|t| t <= now);
+        // Step 3: an acknowledgement owed goes when due, after the delay,
+        // with data once two packets wait for it, or alone when data is
+        // blocked (an answering side whose window is full must not wait
+        // out the delay).
+        let blocked = !data && !self.pending.is_empty();
+        let ack_owed = self.ack_due
+            || self.ack_deadline.is_some_and(|t| t <= now)
+            || (self.unacked_eliciting >= 2 && (data || blocked));
         if !ack_owed && !data && !self.probe_due {
             return None;
         }
@@ -453,44 +501,36 @@ impl Connection {
         self.next_number += 1;
         let header = Header {
             from: self.me,
-            to: self.peer,
-            session: self.keys.session,
             number,
         };
         let mut w = Writer::new(&mut buf[..max], &header);
-        if self.ack_due || self.ack_deadline.is_some() {
+        // An acknowledgement carries the receive limit when it grew by an
+        // eighth of the window, or when it goes without data.
+        if ack_owed || (self.ack_deadline.is_some() && self.probe_due && !data) {
             let ranges: Vec<_> = self
                 .received
                 .iter_desc()
                 .take(packet::MAX_ACK_RANGES)
                 .map(|r| r.start..=r.end - 1)
                 .collect();
-            if !ranges.is_empty() && w.room() >= packet::ack_len(ranges.len()) {
-                w.ack(self.limit(), &ranges);
-                self.advertised = self.limit();
+            let limit = self.limit();
+            let grown = limit - self.advertised;
+            let max_data =
+                (grown > 0 && (!data || grown >= self.config.window / 8)).then_some(limit);
+            if !ranges.is_empty() && w.room() >= packet::ack_len(max_data, &ranges) {
+                w.ack(max_data, &ranges);
+                if max_data.is_some() {
+                    self.advertised = limit;
+                }
             }
             self.ack_due = false;
             self.ack_deadline = None;
             self.unacked_eliciting = 0;
         }
-        let mut ranges = Vec::new();
-        while data && w.room() > packet::STREAM_OVERHEAD {
-            let Some(r) = self.pending.first() else {
-                break;
-            };
-            if r.start >= self.peer_max_data {
-                break;
-            }
-            let room = (w.room() - packet::STREAM_OVERHEAD).min(u16::MAX as usize) as u64;
-            let end = r.end.min(self.peer_max_data).min(r.start + room);
-            let at = (r.start - self.send_base) as usize;
-            let len = (end - r.start) as usize;
-            let (a, b) = self.send_buf.as_slices();
-            let piece = slice_of(a, b, at, len);
-            w.stream(r.start, &piece);
-            self.pending.remove(r.start..end);
-            ranges.push(r.start..end);
-        }
+        let ranges = match data {
+            true => self.write_stream(&mut w),
+            false => Vec::new(),
+        };
         let eliciting = !ranges.is_empty() || self.probe_due;
         if self.probe_due && ranges.is_empty() {
             w.ping();
@@ -501,6 +541,7 @@ impl Connection {
         let len = w.seal(&self.keys.send);
         self.stats.sent += 1;
         if eliciting {
+            self.answered = true;
             self.probe_due = false;
             self.last_ack_eliciting = Some(now);
             self.cc.on_sent(len);
@@ -514,6 +555,49 @@ impl Connection {
             );
         }
         Some(len)
+    }
+}
+
+impl Connection {
+    /// Step 2: the lowest unsent stream data below the peer's limit, as
+    /// much as fits in `w`; the last piece runs to the end of the
+    /// datagram, so that a datagram full of data is exactly full (a run's
+    /// datagrams are of one size, `batch`). The offset ranges written.
+    fn write_stream(&mut self, w: &mut Writer<'_>) -> Vec<Range<u64>> {
+        let mut ranges = Vec::new();
+        let mut next = self.pending.first();
+        while let Some(r) = next.take() {
+            if r.start >= self.peer_max_data {
+                break;
+            }
+            let overhead = packet::stream_overhead(r.start);
+            if w.room() <= overhead {
+                break;
+            }
+            let available = r.end.min(self.peer_max_data) - r.start;
+            let to_end = (w.room() - overhead) as u64;
+            let (len, last) = if available >= to_end {
+                (to_end, true)
+            } else {
+                next = self.pending.after(r.end);
+                let more = next.as_ref().is_some_and(|n| n.start < self.peer_max_data);
+                let with_length = overhead + packet::varint_len(available);
+                match more && w.room() > with_length + available as usize {
+                    true => (available, false),
+                    false => {
+                        next = None;
+                        (available, true)
+                    }
+                }
+            };
+            let end = r.start + len;
+            let at = (r.start - self.send_base) as usize;
+            let (a, b) = self.send_buf.as_slices();
+            w.stream(r.start, &slice_of(a, b, at, len as usize), last);
+            self.pending.remove(r.start..end);
+            ranges.push(r.start..end);
+        }
+        ranges
     }
 }
 

@@ -5,35 +5,40 @@
 //! [`Connection`] is the protocol without I/O (its caller reads and
 //! writes the socket and keeps time), so that loss, reordering,
 //! duplication and forgery are tested deterministically. The frames of
-//! the wire crate travel in its stream exactly as over TCP.
+//! the wire crate travel in its stream as over TCP, their headers in 7 to
+//! 42 bytes instead of 32 (`frame_header`).
 //!
 //! # The protocol
 //!
-//! Datagrams carry a header (sender, receiver, the pair's session, a
-//! packet number), frames and a 16-byte tag (`packet` has the layout).
+//! Datagrams carry a header (protocol version, sender, packet number),
+//! frames and a 16-byte tag (`packet` has the layout).
 //!
 //! 1. **Receiving a datagram.** It is refused, changing nothing but a
-//!    counter, unless it names this pair and session, its tag proves the
-//!    pair's key for that direction ([`Keys::derive`]: from the job secret
-//!    and both sides' fresh nonces, exchanged over the pair's
-//!    authenticated connection), its packet number was not received
-//!    before (a replay, or the network's duplicate: answered with an
-//!    acknowledgement), and every frame in it parses. Packet numbers never
-//!    repeat, so a recorded datagram cannot be replayed into this session
-//!    or another.
+//!    counter, unless it names the pair's peer as its sender, its tag
+//!    proves the pair's key for that direction of this session
+//!    ([`Keys::derive`]: from the job secret and both sides' fresh
+//!    nonces, exchanged over the pair's authenticated connection), its
+//!    packet number was not received before (a replay, or the network's
+//!    duplicate: answered with an acknowledgement), and every frame in it
+//!    parses. Packet numbers never repeat, so a recorded datagram cannot
+//!    be replayed into this session or another.
 //! 2. **Sending.** Bytes written join the stream at the next offset.
 //!    Every datagram takes a new packet number and as much of the lowest
 //!    unsent (or lost) stream data as fits, below the peer's flow-control
 //!    limit, while the congestion window has room; an acknowledgement due
-//!    rides along.
+//!    rides along. Full-sized datagrams leave in runs of up to
+//!    [`Config::run`], one system call each (`batch`).
 //! 3. **Acknowledging.** A datagram with stream data or a ping is
-//!    acknowledged by the next datagram this side sends — a request's
-//!    answer carries the request's acknowledgement — and by one of its
-//!    own at once when it is the second unacknowledged, or arrived out of
-//!    order (a gap to repair), else after 1 ms (QUIC's max_ack_delay,
-//!    which the peer's probe timeout adds). An acknowledgement lists the
+//!    acknowledged at once when it arrived out of order (a gap to
+//!    repair), or is the second unacknowledged and this side sent nothing
+//!    since the first (a one-way stream), or is the eighth; else by the
+//!    next datagram with data once two wait — in a ping-pong every second
+//!    answer carries the acknowledgement, sparing the others its bytes —
+//!    or alone when this side's data is blocked, or after 1 ms (QUIC's
+//!    max_ack_delay, which the peer's probe timeout adds). An acknowledgement lists the
 //!    highest 32 ranges of packet numbers received, cumulative and
-//!    selective at once, and the receive limit.
+//!    selective at once, and the receive limit when it went up by an
+//!    eighth of the window or the acknowledgement goes alone.
 //! 4. **Loss.** A packet is lost once one sent three numbers later is
 //!    acknowledged, or once the loss delay (9/8 of the larger of the
 //!    latest and smoothed round trips, at least 1 ms) has passed since it
@@ -50,7 +55,7 @@
 //!    loss rules of step 4 one round trip later.
 //! 6. **Flow control.** The receiver accepts stream bytes below the limit
 //!    `read + window` and refuses a datagram beyond it as a breach; it
-//!    sends its limit in every acknowledgement, and makes one due when
+//!    sends its limit with acknowledgements (step 3), and makes one due when
 //!    its reader has taken half a window since the last limit sent. A
 //!    sender blocked at the limit with nothing in flight probes (step 5)
 //!    so that a lost update costs a timeout, never a deadlock. Memory per
@@ -65,14 +70,17 @@
 //! slow start from ten datagrams, then one datagram more per window
 //! acknowledged; a loss halves the window at most once per round trip.
 
+mod batch;
 mod channel;
 mod connection;
+mod frame_header;
 pub mod mcast;
 mod packet;
 mod ranges;
 mod recovery;
 mod setup;
 
+pub use batch::enable_receive_runs;
 pub use channel::{receive_datagrams, UdpChannel};
 pub use connection::{Config, Connection};
 #[doc(hidden)]
@@ -93,10 +101,11 @@ pub struct UdpStats {
     pub probes: u64,
     /// Datagrams refused as already received.
     pub duplicates: u64,
-    /// Datagrams refused for a tag that does not prove the key.
+    /// Datagrams refused for a tag that does not prove the key: forged,
+    /// damaged, or of another session.
     pub forged: u64,
-    /// Datagrams refused otherwise: not ours, another pair or session,
-    /// malformed.
+    /// Datagrams refused otherwise: not ours, of another version or
+    /// sender, malformed.
     pub refused: u64,
     /// Datagrams the socket would not send (a full buffer): lost, and
     /// their data sent again.

@@ -81,6 +81,11 @@ impl RangeSet {
         self.map.iter().next().map(|(&s, &e)| s..e)
     }
 
+    /// The lowest range starting at or after `x`.
+    pub(super) fn after(&self, x: u64) -> Option<Range<u64>> {
+        self.map.range(x..).next().map(|(&s, &e)| s..e)
+    }
+
     /// The ranges, highest first.
     pub(super) fn iter_desc(&self) -> impl Iterator<Item = Range<u64>> + '_ {
         self.map.iter().rev().map(|(&s, &e)| s..e)

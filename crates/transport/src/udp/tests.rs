@@ -282,14 +282,14 @@ fn forged_replayed_and_foreign_datagrams_are_refused_and_counted() {
         assert!(sim.step(true));
     }
     assert_eq!(sim.received[1], data);
-    // A session of other nonces refuses n0's datagrams.
+    // A session of other nonces refuses n0's datagrams: its key differs.
     let secret = [0x5a; 32];
     let other = Keys::derive(&secret, 77, 1, 0, &[9; 32], &[1; 32]);
     let mut stranger = Connection::new(1, 0, other, Config::default(), sim.now);
     let last = sim.sent_by_0.last().expect("a datagram");
     assert_eq!(
         stranger.on_datagram(sim.now, last),
-        Err(PacketError::Foreign)
+        Err(PacketError::Forged)
     );
 }
 
@@ -348,19 +348,57 @@ fn a_silent_peer_is_lost_after_the_timeout() {
     assert!(sim.conns[0].stats().probes > 0);
 }
 
-/// Two channels on real loopback sockets: frames of every size both ways.
+/// Two channels on real loopback sockets: frames of every size both ways,
+/// sent in runs and read in runs.
 #[test]
 fn channels_on_real_sockets_carry_frames() {
+    let (runs, reads, received) = carry_frames_on_real_sockets(false);
+    assert!(runs > 1);
+    assert!(
+        (reads as u64) < received,
+        "{reads} reads for {received} datagrams"
+    );
+}
+
+/// A kernel that refuses segmentation (`SO_NO_CHECK` on the sending
+/// socket makes it refuse `UDP_SEGMENT` with `EINVAL`): the channel falls
+/// back to one datagram a call and carries everything.
+#[test]
+fn a_refused_run_falls_back_to_one_datagram_a_call() {
+    let (runs, _, _) = carry_frames_on_real_sockets(true);
+    assert_eq!(runs, 1);
+}
+
+/// Sends frames of every size from a channel to another on loopback:
+/// the sender's datagrams in a run at the end, the receiver's reads and
+/// datagrams accepted.
+fn carry_frames_on_real_sockets(refuse_runs: bool) -> (usize, usize, u64) {
     use std::net::UdpSocket;
+    use std::os::fd::AsRawFd;
     use std::sync::Arc;
     use threadwire_wire::{Format, FrameHeader, Payload};
     let sockets: Vec<Arc<UdpSocket>> = (0..2)
         .map(|_| {
             let s = UdpSocket::bind("127.0.0.1:0").unwrap();
             s.set_nonblocking(true).unwrap();
+            super::enable_receive_runs(&s);
             Arc::new(s)
         })
         .collect();
+    if refuse_runs {
+        let on: libc::c_int = 1;
+        // SAFETY: `on` is a live int of the size passed.
+        let r = unsafe {
+            libc::setsockopt(
+                sockets[0].as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_NO_CHECK,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(r, 0);
+    }
     let (ka, kb) = keys();
     let addr = |i: usize| sockets[i].local_addr().unwrap();
     let a = UdpChannel::new(
@@ -387,6 +425,7 @@ fn channels_on_real_sockets_carry_frames() {
             .unwrap();
     }
     let mut got = Vec::new();
+    let mut reads = 0;
     let deadline = Instant::now() + Duration::from_secs(20);
     while got.len() < sizes.len() {
         assert!(
@@ -396,11 +435,14 @@ fn channels_on_real_sockets_carry_frames() {
             sizes.len()
         );
         for (me, other, sock) in [(&b, 0u32, 1usize), (&a, 1, 0)] {
-            receive_datagrams(&sockets[sock], 64, |from, d| {
+            let n = receive_datagrams(&sockets[sock], 64, |from, d| {
                 assert_eq!(from, other);
                 let _ = me.on_datagram(d);
             })
             .unwrap();
+            if sock == 1 {
+                reads += n;
+            }
         }
         b.receive(|f| got.push(f)).unwrap();
         a.receive(|_| {}).unwrap();
@@ -415,4 +457,5 @@ fn channels_on_real_sockets_carry_frames() {
         assert_eq!(f.header.tag, i as u32);
         assert_eq!(f.payload, stream(sizes[i], i as u8), "frame {i}");
     }
+    (a.run_length(), reads, b.stats().received)
 }
