@@ -297,6 +297,25 @@ mod tests {
     }
 
     #[test]
+    fn a_wrong_product_fails_with_where_it_is_wrong() {
+        let a = Matrix::from_fn(5, 5, |i, j| element(1, i, j));
+        let b = Matrix::from_fn(5, 5, |i, j| element(2, i, j));
+        let mut c = a.clone();
+        c.data[7] += 1.0;
+        let wrong = verify_identity(&a, &c, "node 3").unwrap_err().to_string();
+        assert!(
+            wrong.contains("at node 3, first at element (1, 2)"),
+            "{wrong}"
+        );
+        let mut product = Matrix::zeros(5, 5);
+        Kernel::Naive.multiply_add(a.view(), b.view(), &mut product.data, 1);
+        assert!(verify_random(&a, &b, &product, 1).is_ok());
+        product.data[24] = f64::NAN;
+        let wrong = verify_random(&a, &b, &product, 1).unwrap_err();
+        assert!(matches!(wrong, Error::Wrong(_)), "{wrong}");
+    }
+
+    #[test]
     fn bad_configurations_are_refused_with_their_reason() {
         let cfg = Config {
             mesh: Some(Mesh { rows: 2, cols: 3 }),

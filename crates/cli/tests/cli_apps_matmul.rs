@@ -1,0 +1,107 @@
+//! `threadwire apps matmul` end to end: SUMMA on 1, 4 (2x2) and 6 (2x3)
+//! nodes with every kernel, serial and threaded, at odd and even small
+//! sizes, and host–node with every kernel — each verified (A x I = A at
+//! every node and at the master, a random product against blas); a mesh
+//! that does not fit the nodes refused before any node starts.
+
+mod support;
+use support::command::*;
+
+const KERNELS: [&str; 4] = ["naive", "bmm", "strassen", "blas"];
+
+/// Every kernel, serial and on 2 threads, at sizes 13 and 50, with
+/// panels of 7 (several per owner: the overlap runs) and of 256 (one
+/// per owner).
+fn summa_verifies_on(nodes: &str, mesh: &str) {
+    for kernel in KERNELS {
+        for size in ["13", "50"] {
+            for mode in [&["--serial"][..], &["--threads", "2", "--panel", "7"]] {
+                let ran = run_ok(
+                    threadwire()
+                        .args(["apps", "matmul", "-n", nodes, "--mesh", mesh])
+                        .args(["--kernel", kernel, "--size", size])
+                        .args(mode),
+                );
+                let header =
+                    format!("matmul {size}x{size}, summa {mesh} on {nodes} nodes, kernel {kernel}");
+                assert!(ran.stdout.contains(&header), "{}", ran.show());
+                assert!(
+                    ran.stdout
+                        .contains("verified: A x I = A at every node and at the master"),
+                    "{}",
+                    ran.show()
+                );
+                let serial = ran.stdout.contains("serial (1 thread/node, no overlap)");
+                assert_eq!(serial, mode[0] == "--serial", "{}", ran.show());
+                assert!(ran.stdout.contains("GFLOP/s"), "{}", ran.show());
+            }
+        }
+    }
+}
+
+#[test]
+fn apps_matmul_summa_verifies_on_one_node() {
+    summa_verifies_on("1", "1x1");
+}
+
+#[test]
+fn apps_matmul_summa_verifies_on_a_2x2_mesh() {
+    summa_verifies_on("4", "2x2");
+}
+
+#[test]
+fn apps_matmul_summa_verifies_on_a_2x3_mesh() {
+    summa_verifies_on("6", "2x3");
+}
+
+#[test]
+fn apps_matmul_host_node_verifies_with_every_kernel() {
+    for kernel in KERNELS {
+        let ran = run_ok(threadwire().args([
+            "apps",
+            "matmul",
+            "-n",
+            "3",
+            "--layout",
+            "host-node",
+            "--kernel",
+            kernel,
+            "--size",
+            "37",
+        ]));
+        assert!(
+            ran.stdout.contains("verified: A x I = A at the master"),
+            "{}",
+            ran.show()
+        );
+    }
+}
+
+#[test]
+fn a_mesh_that_does_not_fit_the_nodes_is_refused_before_the_job_starts() {
+    for (args, says) in [
+        (
+            &["-n", "4", "--mesh", "2x3"][..],
+            "a 2x3 mesh has 6 places but the job has 4 nodes",
+        ),
+        (&["-n", "4", "--mesh", "2by2"], "a mesh is RxC"),
+        (
+            &["--serial", "--threads", "2"],
+            "--serial runs one thread per node",
+        ),
+        (
+            &["--layout", "host-node", "--mesh", "2x2"],
+            "--mesh is for the summa layout",
+        ),
+        (&["--size", "0"], "size 0"),
+    ] {
+        let ran = run(threadwire().args(["apps", "matmul"]).args(args));
+        assert_ne!(ran.code(), Some(0), "{args:?}: {}", ran.show());
+        assert!(ran.stderr.contains(says), "{args:?}: {}", ran.show());
+        assert!(
+            !ran.stdout.contains("[n0]"),
+            "a node started: {}",
+            ran.show()
+        );
+    }
+}
