@@ -12,14 +12,15 @@
 //!    [`Group::mesh`] into the caller's row group (ranked by column) and
 //!    column group (ranked by row).
 //! 2. **Blocks.** Each node makes its blocks of A and B from the seed
-//!    ([`super::element`]); for the first round B = I. A barrier, and the
-//!    clock starts.
+//!    ([`super::element`]), already cut into the panels of step 3 (for
+//!    the first round B = I). A barrier, and the clock starts.
 //! 3. **Panels.** The inner dimension is cut at every boundary of `KA`
 //!    and `KB` and every `panel` columns, so that a panel has one owner
 //!    column (of A) and one owner row (of B). For each panel the owner
 //!    column broadcasts its columns of `A[I_r, ·]` along each mesh row and
 //!    the owner row its rows of `B[·, J_c]` along each mesh column (both
-//!    started at once, [`Group::ibcast`]); every node then adds their
+//!    started at once, [`Group::ibcast`], the owner's panel moved in and
+//!    back out, not copied); every node then adds their
 //!    product to its block of C with the kernel on T threads.
 //! 4. **Overlap.** Threaded, the multiply of panel p runs on a compute
 //!    thread (and the kernel's threads) while this thread, the node's
@@ -157,9 +158,6 @@ struct Place {
     /// `I_r`, `J_c`.
     rows: Range<usize>,
     cols: Range<usize>,
-    /// `KA_c`, `KB_r`.
-    a_inner: Range<usize>,
-    b_inner: Range<usize>,
 }
 
 impl Place {
@@ -172,8 +170,6 @@ impl Place {
             col,
             rows: part(n, mesh.rows, row),
             cols: part(n, mesh.cols, col),
-            a_inner: part(n, mesh.cols, col),
-            b_inner: part(n, mesh.rows, row),
         }
     }
 }
@@ -188,28 +184,25 @@ pub fn run(ep: &Endpoint, cfg: Config) -> Result<Option<Report>, Error> {
     let (row_group, col_group) = world.mesh(mesh.rows, mesh.cols)?;
     let place = Place::new(mesh, ep.node().id() as usize, n);
     let (a_seed, b_seed) = seeds(cfg.seed);
-    let a_block = Matrix::from_fn(place.rows.len(), place.a_inner.len(), |i, j| {
-        super::element(a_seed, place.rows.start + i, place.a_inner.start + j)
-    });
     let groups = Groups {
         world: &world,
         row: &row_group,
         col: &col_group,
     };
+    let panels = panels(n, mesh, cfg.panel);
+    let a = |i: usize, j: usize| super::element(a_seed, i, j);
+    let identity = |i: usize, j: usize| f64::from(u8::from(i == j));
+    let random = |i: usize, j: usize| super::element(b_seed, i, j);
     // The identity round, then the random one (step 2).
-    let identity = Matrix::from_fn(place.b_inner.len(), place.cols.len(), |i, j| {
-        f64::from(u8::from(place.b_inner.start + i == place.cols.start + j))
-    });
-    let (c, times) = multiply(&groups, &place, &a_block, &identity, cfg)?;
+    let owned = Owned::make(&place, &panels, a, identity);
+    let (c, times) = multiply(&groups, &place, &panels, owned, cfg)?;
     let expected = Matrix::from_fn(place.rows.len(), place.cols.len(), |i, j| {
-        super::element(a_seed, place.rows.start + i, place.cols.start + j)
+        a(place.rows.start + i, place.cols.start + j)
     });
     let identity_here = c == expected;
     let first = gather(&groups, &place, &c, times, identity_here)?;
-    let b_block = Matrix::from_fn(place.b_inner.len(), place.cols.len(), |i, j| {
-        super::element(b_seed, place.b_inner.start + i, place.cols.start + j)
-    });
-    let (c, times) = multiply(&groups, &place, &a_block, &b_block, cfg)?;
+    let owned = Owned::make(&place, &panels, a, random);
+    let (c, times) = multiply(&groups, &place, &panels, owned, cfg)?;
     let second = gather(&groups, &place, &c, times, true)?;
     let (Some(first), Some(second)) = (first, second) else {
         return Ok(None);
@@ -218,9 +211,9 @@ pub fn run(ep: &Endpoint, cfg: Config) -> Result<Option<Report>, Error> {
     if let Some(node) = first.identity_failed {
         return Err(Error::Wrong(format!("A x I differs from A at node {node}")));
     }
-    let a = Matrix::from_fn(n, n, |i, j| super::element(a_seed, i, j));
+    let a = Matrix::from_fn(n, n, a);
     verify_identity(&a, &first.c, "the master")?;
-    let b = Matrix::from_fn(n, n, |i, j| super::element(b_seed, i, j));
+    let b = Matrix::from_fn(n, n, random);
     let max_error = verify_random(&a, &b, &second.c, cfg.threads as usize)?;
     Ok(Some(Report {
         size: n,
@@ -243,33 +236,76 @@ struct Groups<'a> {
     col: &'a Group,
 }
 
+/// This node's own panels of A and B, by panel (`None` where another
+/// node owns it): made before the clock starts, each moved into its
+/// broadcast and back out of it, never copied.
+struct Owned {
+    a: Vec<Option<Vec<f64>>>,
+    b: Vec<Option<Vec<f64>>>,
+}
+
+impl Owned {
+    /// The panels of A (`a(i, j)`) and B (`b(i, j)`) that this node owns.
+    fn make(
+        place: &Place,
+        panels: &[Panel],
+        a: impl Fn(usize, usize) -> f64,
+        b: impl Fn(usize, usize) -> f64,
+    ) -> Owned {
+        let (rows, cols) = (&place.rows, &place.cols);
+        let a = panels
+            .iter()
+            .map(|p| {
+                (p.a_owner == place.col).then(|| {
+                    Matrix::from_fn(rows.len(), p.range.len(), |i, j| {
+                        a(rows.start + i, p.range.start + j)
+                    })
+                    .data
+                })
+            })
+            .collect();
+        let b = panels
+            .iter()
+            .map(|p| {
+                (p.b_owner == place.row).then(|| {
+                    Matrix::from_fn(p.range.len(), cols.len(), |i, j| {
+                        b(p.range.start + i, cols.start + j)
+                    })
+                    .data
+                })
+            })
+            .collect();
+        Owned { a, b }
+    }
+}
+
 /// Steps 2–4: this node's block of `A × B` from its blocks, and its times.
 fn multiply(
     groups: &Groups<'_>,
     place: &Place,
-    a: &Matrix,
-    b: &Matrix,
+    panels: &[Panel],
+    mut owned: Owned,
     cfg: Config,
 ) -> Result<(Matrix, Times), Error> {
-    let panels = panels(cfg.size, place.mesh, cfg.panel);
     let mut c = Matrix::zeros(place.rows.len(), place.cols.len());
     let threads = cfg.threads as usize;
     let mut compute = Duration::ZERO;
     let mut communication = Duration::ZERO;
     groups.world.barrier()?;
     let began = Instant::now();
-    let mut fetch = |panel: &Panel| -> Result<(Matrix, Matrix), Error> {
+    let mut fetch = |p: usize| -> Result<(Matrix, Matrix), Error> {
         let t = Instant::now();
-        let got = fetch(groups, place, a, b, panel);
+        let (a, b) = (owned.a[p].take(), owned.b[p].take());
+        let got = fetch(groups, place, &panels[p], a, b);
         communication += t.elapsed();
         got
     };
-    let Some(first) = panels.first() else {
+    if panels.is_empty() {
         return Ok((c, Times::default()));
-    };
-    let mut current = fetch(first)?;
+    }
+    let mut current = fetch(0)?;
     for p in 0..panels.len() {
-        let next = panels.get(p + 1);
+        let next = (p + 1 < panels.len()).then_some(p + 1);
         let (pa, pb) = &current;
         if cfg.serial {
             let t = Instant::now();
@@ -292,7 +328,8 @@ fn multiply(
             let fetched = next.map(&mut fetch).transpose();
             (computing.join(), fetched)
         });
-        compute += took.map_err(|_| Error::Panicked(groups.world.members()[0]))?;
+        compute +=
+            took.map_err(|_| Error::Panicked(groups.world.members()[groups.world.rank()]))?;
         if let Some(next) = fetched? {
             current = next;
         }
@@ -307,34 +344,35 @@ fn multiply(
     ))
 }
 
-/// One panel's blocks of A and B at this node (step 3).
+/// One panel's blocks of A and B at this node (step 3): `a` and `b` are
+/// this node's own, if it is the panel's owner column or row.
 fn fetch(
     groups: &Groups<'_>,
     place: &Place,
-    a: &Matrix,
-    b: &Matrix,
     panel: &Panel,
+    a: Option<Vec<f64>>,
+    b: Option<Vec<f64>>,
 ) -> Result<(Matrix, Matrix), Error> {
     let width = panel.range.len();
     let (m, n) = (place.rows.len(), place.cols.len());
-    let a_panel = match place.col == panel.a_owner {
-        true => {
-            let first = panel.range.start - place.a_inner.start;
-            a.view().block(0, first, m, width).to_matrix().data
-        }
-        false => vec![0.0; m * width],
+    let a_panel = a.unwrap_or_else(|| vec![0.0; m * width]);
+    let b_panel = b.unwrap_or_else(|| vec![0.0; width * n]);
+    // A group of one (a mesh one node wide) has nobody to send to: the
+    // panel stays here (`Err`: not started).
+    let start = |group: &Group, buf: Vec<f64>, root: usize| match group.size() {
+        1 => Err(buf),
+        _ => Ok(group.ibcast(buf, root)),
     };
-    let b_panel = match place.row == panel.b_owner {
-        true => {
-            let first = panel.range.start - place.b_inner.start;
-            b.data[first * n..(first + width) * n].to_vec()
-        }
-        false => vec![0.0; width * n],
+    let a_request = start(groups.row, a_panel, panel.a_owner);
+    let b_request = start(groups.col, b_panel, panel.b_owner);
+    let a_panel = match a_request {
+        Ok(request) => request.wait()?,
+        Err(own) => own,
     };
-    let a_request = groups.row.ibcast(a_panel, panel.a_owner);
-    let b_request = groups.col.ibcast(b_panel, panel.b_owner);
-    let a_panel = a_request.wait()?;
-    let b_panel = b_request.wait()?;
+    let b_panel = match b_request {
+        Ok(request) => request.wait()?,
+        Err(own) => own,
+    };
     let check = |data: &[f64], rows: usize, cols: usize| match data.len() == rows * cols {
         true => Ok(()),
         false => Err(Error::Protocol(format!(
