@@ -56,8 +56,8 @@ impl Report {
 /// ```text
 /// matmul 512x512, summa 2x2 on 4 nodes, kernel blas, 2 kernel threads/node, broadcasts overlapped
 /// verified: A x I = A at every node and at the master; random product within 3.4e-14 of blas
-///  total ms  computation ms  communication ms  GFLOP/s
-///     41.20           30.10             18.70     6.51
+///  total ms  computation ms  communication ms  GFLOP/s  verified
+///     41.20           30.10             18.70     6.51       yes
 /// ```
 impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -85,17 +85,19 @@ impl std::fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "{:>9} {:>15} {:>17} {:>8}",
-            "total ms", "computation ms", "communication ms", "GFLOP/s"
+            "{:>9} {:>15} {:>17} {:>8} {:>9}",
+            "total ms", "computation ms", "communication ms", "GFLOP/s", "verified"
         )?;
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        // A report exists only for a verified product: a wrong one is an error.
         write!(
             f,
-            "{:>9.2} {:>15.2} {:>17.2} {:>8.2}",
+            "{:>9.2} {:>15.2} {:>17.2} {:>8.2} {:>9}",
             ms(self.elapsed),
             ms(self.compute),
             ms(self.communication),
-            self.gflops()
+            self.gflops(),
+            "yes"
         )
     }
 }
@@ -124,7 +126,7 @@ mod tests {
         assert!(text.contains("summa 2x3 on 6 nodes, kernel bmm"), "{text}");
         assert!(text.contains("at every node and at the master"), "{text}");
         assert!(
-            text.ends_with("   500.00          400.00            200.00     4.00"),
+            text.ends_with("   500.00          400.00            200.00     4.00       yes"),
             "{text}"
         );
     }
