@@ -1,4 +1,6 @@
-//! The host–node matrix multiply: `threadwire run -n 4 -- target/release/examples/matmul [SIZE [THREADS]]`.
+//! The distributed matrix multiply, SUMMA on the squarest mesh of the
+//! job's nodes with the blas kernel:
+//! `threadwire run -n 4 -- target/release/examples/matmul [SIZE [THREADS]]`.
 use threadwire_apps::matmul::{self, Config};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -11,11 +13,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         cfg.threads = t.parse()?;
     }
     let ep = threadwire::init()?;
-    if let Some(r) = matmul::run(&ep, cfg)? {
-        println!(
-            "matmul {}x{} on {} worker threads: verified (A x I = A; max error {:.1e}), {:.1} ms, {:.2} GFLOP/s",
-            r.size, r.size, r.workers, r.max_error, r.elapsed.as_secs_f64() * 1e3, r.gflops()
-        );
+    if let Some(report) = matmul::run(&ep, cfg)? {
+        println!("{report}");
     }
     let s = ep.node().stats();
     println!(

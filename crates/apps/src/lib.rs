@@ -1,7 +1,9 @@
 //! Distributed applications on threadwire, written against the public API
 //! only, as a user would write them.
 //!
-//! - [`matmul`]: the host–node matrix multiply.
+//! - [`matmul`]: the distributed multithreaded matrix multiply of the
+//!   thesis: host–node or SUMMA on a mesh, naive, BMM, Strassen–Winograd
+//!   or blas kernels.
 //! - [`fft`]: the host–node DIF FFT of NCS' Table 3, one thread per node
 //!   against two.
 #![warn(missing_docs)]

@@ -28,7 +28,7 @@ pub enum Command {
     Pvm(PvmArgs),
     /// Run a bundled application as a job.
     #[command(subcommand)]
-    Apps(App),
+    Apps(crate::apps::App),
     /// Measure threadwire.
     #[command(subcommand)]
     Bench(Bench),
@@ -304,66 +304,6 @@ pub struct JobArgs {
     /// 127.0.0.1; `ssh:` hosts need one they can reach).
     #[arg(long, value_name = "ADDR")]
     pub bind: Option<std::net::IpAddr>,
-}
-
-#[derive(Subcommand)]
-pub enum App {
-    /// Host–node matrix multiply: node 0 distributes, worker threads compute, node 0 verifies.
-    Matmul {
-        #[command(flatten)]
-        job: MatmulJob,
-    },
-    /// Host–node DIF FFT (NCS' Table 3): sets of points transformed by T
-    /// threads on each node, verified against rustfft, timed with one
-    /// thread per node against T, beside the seed's figures.
-    #[command(after_help = "\
-Points must be a power of two, at least 2 x nodes x threads (a butterfly row
-for every worker thread); nodes and threads must be powers of two; at most
-2^26 points in all. Node 0's thread 0 is the host; every node, node 0 too,
-runs the worker threads. On emulated hosts, start the same command under
-`threadwire run --hosts FILE -n N -- threadwire apps fft ...`.
-
-Examples:
-  threadwire apps fft -n 4                        # 512 points x 8 sets, as the seed
-  threadwire apps fft -n 2 --points 1048576 --sets 2
-  threadwire apps fft -n 4 --threads 1            # one thread per node alone")]
-    Fft {
-        #[command(flatten)]
-        job: FftJob,
-    },
-}
-
-#[derive(Args, Clone)]
-pub struct FftJob {
-    /// Number of nodes: a power of two.
-    #[arg(short = 'n', long = "nodes", default_value_t = 4)]
-    pub nodes: u32,
-    /// Points of a set: a power of two.
-    #[arg(long, default_value_t = 512)]
-    pub points: usize,
-    /// Sets transformed one after another in a round.
-    #[arg(long, default_value_t = 8)]
-    pub sets: usize,
-    /// Worker threads per node of the threaded configuration, timed
-    /// against one per node (1: that configuration alone).
-    #[arg(long, default_value_t = 2)]
-    pub threads: u32,
-    /// Timed rounds of each configuration (after one untimed round).
-    #[arg(long, default_value_t = 5)]
-    pub rounds: usize,
-}
-
-#[derive(Args, Clone)]
-pub struct MatmulJob {
-    /// Number of nodes.
-    #[arg(short = 'n', long = "nodes", default_value_t = 4)]
-    pub nodes: u32,
-    /// Matrix size.
-    #[arg(long, default_value_t = 512)]
-    pub size: usize,
-    /// Worker threads per worker node.
-    #[arg(long, default_value_t = 2)]
-    pub threads: u32,
 }
 
 #[derive(Subcommand)]

@@ -1,6 +1,7 @@
 //! The `threadwire` command: parses arguments ([`args`]), calls the
 //! libraries and writes what they return.
 
+mod apps;
 mod args;
 mod bench;
 mod progress;
@@ -8,7 +9,7 @@ mod render;
 mod suite;
 
 use anyhow::{Context, Result};
-use args::{App, Cli, Command, JobArgs, Net, Prefix, VmArgs, VmRequest};
+use args::{Cli, Command, JobArgs, Net, Prefix, VmArgs, VmRequest};
 use bench::Outcome;
 use clap::Parser;
 use std::ffi::OsString;
@@ -55,64 +56,7 @@ fn dispatch(cli: Cli) -> Result<Outcome> {
             exit(launch(&args.job, exe, program.collect())?)
         }
         Command::Pvm(args) => exit(pvm(args)?),
-        Command::Apps(App::Matmul { job }) => {
-            if bench::under_launcher() {
-                let cfg = threadwire_apps::matmul::Config {
-                    size: job.size,
-                    threads: job.threads,
-                    ..Default::default()
-                };
-                if let Some(report) = threadwire_apps::matmul::node(cfg)? {
-                    println!("{report}");
-                }
-                return exit(0);
-            }
-            let spec = JobArgs {
-                nodes: job.nodes,
-                stats: true,
-                ..JobArgs::default()
-            };
-            let (size, threads) = (job.size.to_string(), job.threads.to_string());
-            let args = ["apps", "matmul", "--size", &size, "--threads", &threads];
-            let args = args.map(OsString::from).to_vec();
-            exit(launch(&spec, std::env::current_exe()?, args)?)
-        }
-        Command::Apps(App::Fft { job }) => {
-            let cfg = threadwire_apps::fft::Config {
-                points: job.points,
-                sets: job.sets,
-                threads: job.threads,
-                rounds: job.rounds,
-                ..Default::default()
-            };
-            if bench::under_launcher() {
-                if let Some(report) = threadwire_apps::fft::node(cfg)? {
-                    println!("{report}");
-                }
-                return exit(0);
-            }
-            cfg.check(job.nodes)?;
-            let spec = JobArgs {
-                nodes: job.nodes,
-                ..JobArgs::default()
-            };
-            let [points, sets, threads, rounds] =
-                [job.points, job.sets, job.threads as usize, job.rounds].map(|v| v.to_string());
-            let args = [
-                "apps",
-                "fft",
-                "--points",
-                &points,
-                "--sets",
-                &sets,
-                "--threads",
-                &threads,
-                "--rounds",
-                &rounds,
-            ];
-            let args = args.map(OsString::from).to_vec();
-            exit(launch(&spec, std::env::current_exe()?, args)?)
-        }
+        Command::Apps(app) => apps::run(app),
         Command::Bench(command) => bench::run(command),
         Command::Net(Net::Up {
             hosts,
