@@ -496,20 +496,25 @@ impl<'a> Job<'a> {
             return;
         }
         self.first_bad.get_or_insert(exit);
-        if self.failure.is_some() || self.kill_at.is_some() {
+        let aborting = self.spec.on_failure == FailurePolicy::Abort;
+        if aborting && (self.failure.is_some() || self.kill_at.is_some()) {
+            // The rest are being stopped already.
             return;
         }
+        // Under --keep-going every failure is told, not only the first: a
+        // survivor waiting on a node that failed second would otherwise
+        // wait until the job's timeout (one that never connected to it
+        // has no connection to see close).
         self.send_all(&Control::PeerLost {
             node,
             cause: cause.clone(),
         });
-        let aborting = self.spec.on_failure == FailurePolicy::Abort;
         on_event(&Event::NodeFailed {
             node,
             cause: cause.clone(),
             aborting,
         });
-        self.failure = Some((node, cause));
+        self.failure.get_or_insert((node, cause));
         if aborting {
             self.kill_at = Some(Instant::now() + GRACE);
         }

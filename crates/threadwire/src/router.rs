@@ -476,6 +476,18 @@ impl Router {
         // (first cause wins): a receive waiting for one gets it rather
         // than failing, and whoever sees the loss finds them delivered.
         if !self.notify.exited(&self.mailboxes, &lost, || p.set_lost(lost.clone())) {
+            // A node that said goodbye and then failed (its process ended
+            // in error, as the launcher reports) failed all the same: the
+            // collectives waiting on it must stop, not wait on a member
+            // that will never take part again.
+            if let LossCause::Failed(why) = &lost.cause {
+                if !p.set_failed_later(lost.clone()) {
+                    return;
+                }
+                tracing::warn!("n{}: node n{peer}, finished, then failed: {why}", self.id);
+                self.failures.fetch_add(1, Ordering::SeqCst);
+                self.mailboxes.for_each(|m| m.fail_for(&lost));
+            }
             return;
         }
         if let LossCause::Failed(why) = &lost.cause {

@@ -189,11 +189,10 @@ impl Comm {
     /// A member's node that failed (not merely finished), if any.
     fn failed_member(&self) -> Option<CollError> {
         let router = &self.node().router;
-        self.member_nodes.iter().find_map(|&n| {
-            let lost = router.peers[n as usize].lost()?;
-            matches!(lost.cause, crate::LossCause::Failed(_))
-                .then(|| CollError::PeerLost(lost.clone()))
-        })
+        self.member_nodes
+            .iter()
+            .find_map(|&n| router.peers[n as usize].failure())
+            .map(|lost| CollError::PeerLost(lost.clone()))
     }
 
     /// Advances this group's nonblocking calls that started before call

@@ -61,6 +61,9 @@ pub(crate) struct Peer {
     setup: Mutex<SetupState>,
     setup_done: AtomicBool,
     lost: OnceLock<PeerLost>,
+    /// A failure reported after the peer had finished (its goodbye came,
+    /// then its process ended in error): it failed all the same.
+    failed_later: OnceLock<PeerLost>,
     /// This node's goodbye has been sent on the pair ([`Peer::say_goodbye`]).
     bye_sent: AtomicBool,
 }
@@ -79,6 +82,7 @@ impl Peer {
             setup: Mutex::new(SetupState::Idle),
             setup_done: AtomicBool::new(false),
             lost: OnceLock::new(),
+            failed_later: OnceLock::new(),
             bye_sent: AtomicBool::new(false),
         }
     }
@@ -156,6 +160,21 @@ impl Peer {
 
     pub(crate) fn lost(&self) -> Option<&PeerLost> {
         self.lost.get()
+    }
+
+    /// The peer's failure, if it failed: its loss, or a failure reported
+    /// after it had finished.
+    pub(crate) fn failure(&self) -> Option<&PeerLost> {
+        self.lost()
+            .filter(|l| matches!(l.cause, crate::LossCause::Failed(_)))
+            .or_else(|| self.failed_later.get())
+    }
+
+    /// Records `lost`, a failure, for a peer that had finished; `false` if
+    /// it had not finished, or a failure is recorded already.
+    pub(crate) fn set_failed_later(&self, lost: PeerLost) -> bool {
+        let finished = matches!(self.lost().map(|l| &l.cause), Some(crate::LossCause::Finished));
+        finished && self.failed_later.set(lost).is_ok()
     }
 
     /// Records the loss, dropping the frames that waited for a connection;
