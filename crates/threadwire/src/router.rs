@@ -479,8 +479,9 @@ impl Router {
             // A node that said goodbye and then failed (its process ended
             // in error, as the launcher reports) failed all the same: the
             // collectives waiting on it must stop, not wait on a member
-            // that will never take part again.
-            if let LossCause::Failed(why) = &lost.cause {
+            // that will never take part again. (Its connection closing
+            // after the goodbye is no news.)
+            if let LossCause::Failed(why @ Failure::ReportedByLauncher(_)) = &lost.cause {
                 if !p.set_failed_later(lost.clone()) {
                     return;
                 }
