@@ -4,9 +4,8 @@
 //! lost in the middle failing the job, not hanging it.
 
 mod support;
-use std::time::{Duration, Instant};
 use support::command::*;
-use threadwire_testbed::retry::retry_until;
+use support::lost_node::*;
 
 /// The configurations' rows of the report: (threads per node, workers).
 fn configurations(stdout: &str) -> Vec<(u32, u32)> {
@@ -138,63 +137,11 @@ fn apps_fft_verifies_on_namespace_hosts() {
 /// naming n1, within the hang deadline.
 #[test]
 fn a_node_lost_during_the_fft_fails_the_job_with_its_name() {
-    let consoles =
-        std::env::temp_dir().join(format!("threadwire-fft-consoles-{}", std::process::id()));
-    std::fs::create_dir_all(&consoles).expect("console directory");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&consoles, std::fs::Permissions::from_mode(0o700)).expect("mode 0700");
-    let job = {
-        let consoles = consoles.clone();
-        std::thread::spawn(move || {
-            run(threadwire()
-                .env("THREADWIRE_CONSOLE_DIR", &consoles)
-                .args(["run", "-n", "2", "--keep-going", "--timeout", "50", "--"])
-                .arg(env!("CARGO_BIN_EXE_threadwire"))
-                .args([
-                    "apps", "fft", "--points", "65536", "--sets", "8", "--rounds", "100000",
-                ]))
-        })
-    };
     // A node's thread count reaching 3 (t0 and the two workers: the app
     // runs) gives no sign but the console's answer: retried.
-    let node1 = retry_until(Instant::now() + Duration::from_secs(30), || {
-        let nodes = run(threadwire()
-            .env("THREADWIRE_CONSOLE_DIR", &consoles)
-            .args(["vm", "nodes"]));
-        let rows: Vec<Vec<String>> = nodes
-            .stdout
-            .lines()
-            .map(|l| l.split_whitespace().map(String::from).collect())
-            .collect();
-        let running = |node: &str| {
-            rows.iter()
-                .find(|r| r.first().map(String::as_str) == Some(node))
-                .filter(|r| r.get(3).and_then(|t| t.parse::<u32>().ok()) >= Some(3))
-                .and_then(|r| r.get(2).cloned())
-        };
-        running("n0").and(running("n1"))
+    let app = ["apps", "fft", "--points", "65536", "--sets", "8", "--rounds", "100000"];
+    let (ran, killed) = kill_node1_when("threadwire-fft-consoles", 2, 50, &app, |row| {
+        row.get(3).and_then(|t| t.parse::<u32>().ok()) >= Some(3)
     });
-    if let Some(pid) = &node1 {
-        let killed = std::process::Command::new("kill")
-            .args(["-KILL", pid])
-            .status()
-            .expect("run kill");
-        assert!(killed.success(), "kill -KILL {pid}");
-    }
-    let ran = job.join().expect("the job's thread");
-    let _ = std::fs::remove_dir_all(&consoles);
-    assert!(
-        node1.is_some(),
-        "the app never ran on both nodes: {}",
-        ran.show()
-    );
-    assert_ne!(ran.code(), Some(0), "{}", ran.show());
-    assert!(
-        ran.stderr
-            .lines()
-            .any(|l| l.starts_with("[n0] threadwire: ") && l.contains("n1 was lost")),
-        "node 0 did not fail naming n1: {}",
-        ran.show()
-    );
-    assert!(!ran.stdout.contains("verified"), "{}", ran.show());
+    assert_node0_failed_naming_n1(&ran, killed);
 }

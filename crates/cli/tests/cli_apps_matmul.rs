@@ -6,9 +6,8 @@
 //! lost in the middle failing the job, not hanging it.
 
 mod support;
-use std::time::{Duration, Instant};
 use support::command::*;
-use threadwire_testbed::retry::retry_until;
+use support::lost_node::*;
 
 const KERNELS: [&str; 4] = ["naive", "bmm", "strassen", "blas"];
 
@@ -119,67 +118,15 @@ fn a_mesh_that_does_not_fit_the_nodes_is_refused_before_the_job_starts() {
 /// said goodbye and then failed counts as failed for the collectives).
 #[test]
 fn a_node_lost_during_summa_fails_the_job_with_its_name() {
-    let consoles =
-        std::env::temp_dir().join(format!("threadwire-matmul-consoles-{}", std::process::id()));
-    std::fs::create_dir_all(&consoles).expect("console directory");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&consoles, std::fs::Permissions::from_mode(0o700)).expect("mode 0700");
-    let job = {
-        let consoles = consoles.clone();
-        std::thread::spawn(move || {
-            // Naive at 1200 on a 2x2 mesh: seconds in a debug build.
-            run(threadwire()
-                .env("THREADWIRE_CONSOLE_DIR", &consoles)
-                .args(["run", "-n", "4", "--keep-going", "--timeout", "20", "--"])
-                .arg(env!("CARGO_BIN_EXE_threadwire"))
-                .args([
-                    "apps", "matmul", "--kernel", "naive", "--size", "1200", "--panel", "16",
-                ]))
-        })
-    };
-    // Both nodes `running` in the job's console: joined, in the app (a
-    // node killed while `joining` is the launcher's case, not the app's).
-    let node1 = retry_until(Instant::now() + Duration::from_secs(30), || {
-        let nodes = run(threadwire()
-            .env("THREADWIRE_CONSOLE_DIR", &consoles)
-            .args(["vm", "nodes"]));
-        let rows: Vec<Vec<String>> = nodes
-            .stdout
-            .lines()
-            .map(|l| l.split_whitespace().map(String::from).collect())
-            .collect();
-        let running = |node: &str| {
-            rows.iter()
-                .find(|r| r.first().map(String::as_str) == Some(node))
-                .filter(|r| r.get(5).map(String::as_str) == Some("running"))
-                .and_then(|r| r.get(2).cloned())
-        };
-        running("n0").and(running("n1"))
+    // Naive at 1200 on a 2x2 mesh: seconds in a debug build. Both nodes
+    // `running` in the job's console: joined, in the app (a node killed
+    // while `joining` is the launcher's case, not the app's).
+    let app = ["apps", "matmul", "--kernel", "naive", "--size", "1200", "--panel", "16"];
+    let (ran, killed) = kill_node1_when("threadwire-matmul-consoles", 4, 20, &app, |row| {
+        row.get(5).map(String::as_str) == Some("running")
     });
-    if let Some(pid) = &node1 {
-        let killed = std::process::Command::new("kill")
-            .args(["-KILL", pid])
-            .status()
-            .expect("run kill");
-        assert!(killed.success(), "kill -KILL {pid}");
-    }
-    let ran = job.join().expect("the job's thread");
-    let _ = std::fs::remove_dir_all(&consoles);
-    assert!(
-        node1.is_some(),
-        "the app never ran on both nodes: {}",
-        ran.show()
-    );
-    assert_ne!(ran.code(), Some(0), "{}", ran.show());
+    assert_node0_failed_naming_n1(&ran, killed);
     // Every survivor ends: none waits on the failed nodes until the job's
     // timeout (status 124).
     assert_ne!(ran.code(), Some(124), "a survivor hung: {}", ran.show());
-    assert!(
-        ran.stderr
-            .lines()
-            .any(|l| l.starts_with("[n0] threadwire: ") && l.contains("n1 was lost")),
-        "node 0 did not fail naming n1: {}",
-        ran.show()
-    );
-    assert!(!ran.stdout.contains("verified"), "{}", ran.show());
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod cdylib;
+pub mod lost_node;
 pub mod command;
 pub mod pvm;
 pub mod report;
