@@ -139,7 +139,9 @@ fn apps_fft_verifies_on_namespace_hosts() {
 fn a_node_lost_during_the_fft_fails_the_job_with_its_name() {
     // A node's thread count reaching 3 (t0 and the two workers: the app
     // runs) gives no sign but the console's answer: retried.
-    let app = ["apps", "fft", "--points", "65536", "--sets", "8", "--rounds", "100000"];
+    let app = [
+        "apps", "fft", "--points", "65536", "--sets", "8", "--rounds", "100000",
+    ];
     let (ran, killed) = kill_node1_when("threadwire-fft-consoles", 2, 50, &app, |row| {
         row.get(3).and_then(|t| t.parse::<u32>().ok()) >= Some(3)
     });

@@ -121,7 +121,9 @@ fn a_node_lost_during_summa_fails_the_job_with_its_name() {
     // Naive at 1200 on a 2x2 mesh: seconds in a debug build. Both nodes
     // `running` in the job's console: joined, in the app (a node killed
     // while `joining` is the launcher's case, not the app's).
-    let app = ["apps", "matmul", "--kernel", "naive", "--size", "1200", "--panel", "16"];
+    let app = [
+        "apps", "matmul", "--kernel", "naive", "--size", "1200", "--panel", "16",
+    ];
     let (ran, killed) = kill_node1_when("threadwire-matmul-consoles", 4, 20, &app, |row| {
         row.get(5).map(String::as_str) == Some("running")
     });

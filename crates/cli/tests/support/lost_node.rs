@@ -29,7 +29,15 @@ pub fn kill_node1_when(
         std::thread::spawn(move || {
             run(threadwire()
                 .env("THREADWIRE_CONSOLE_DIR", &consoles)
-                .args(["run", "-n", &nodes, "--keep-going", "--timeout", &timeout, "--"])
+                .args([
+                    "run",
+                    "-n",
+                    &nodes,
+                    "--keep-going",
+                    "--timeout",
+                    &timeout,
+                    "--",
+                ])
                 .arg(env!("CARGO_BIN_EXE_threadwire"))
                 .args(app))
         })

@@ -3,8 +3,8 @@
 #![allow(dead_code)]
 
 pub mod cdylib;
-pub mod lost_node;
 pub mod command;
+pub mod lost_node;
 pub mod pvm;
 pub mod report;
 pub mod sshd;
