@@ -198,7 +198,8 @@ fn choose(layout: Layout, operation: Operation, size: usize, forced: &Algorithms
             match forced.allgather {
                 Some(a) => (a.name(), true, "forced".into()),
                 None => {
-                    let a = tuning::allgather(total);
+                    // The benchmark's nodes share one host: no multicast.
+                    let a = tuning::allgather(total, false);
                     let rule = match a {
                         AllgatherAlgorithm::Bruck => format!("{total} gathered ≤ ALLGATHER_SHORT"),
                         _ => format!("{total} gathered > ALLGATHER_SHORT"),

@@ -155,7 +155,7 @@ pub(crate) async fn bcast_flat<T: Element>(
 ) -> Result<(), CollError> {
     let algorithm = match c.algorithms().bcast {
         Some(BcastAlgorithm::Hierarchical | BcastAlgorithm::HostStage) | None
-            if c.multicast_job() && c.spans_nodes() =>
+            if c.by_multicast() =>
         {
             BcastAlgorithm::Multicast
         }
@@ -271,12 +271,7 @@ pub(super) async fn scan<T: Reducible>(
 
 pub(super) async fn allgather<T: Element>(c: &Call, data: &[T]) -> Result<Vec<T>, CollError> {
     let algorithm = c.algorithms().allgather.unwrap_or_else(|| {
-        match tuning::allgather(std::mem::size_of_val(data) * c.size()) {
-            AllgatherAlgorithm::Ring if c.multicast_job() && c.spans_nodes() => {
-                AllgatherAlgorithm::Multicast
-            }
-            a => a,
-        }
+        tuning::allgather(std::mem::size_of_val(data) * c.size(), c.by_multicast())
     });
     match algorithm {
         AllgatherAlgorithm::Bruck => exchange::allgather_bruck(c, data).await,

@@ -476,10 +476,12 @@ impl Call {
         !self.comm.member_nodes.is_empty()
     }
 
-    /// Whether the job broadcasts by multicast where it can (the same at
-    /// every member).
-    pub(crate) fn multicast_job(&self) -> bool {
-        self.comm.node().router.multicast_job.load(Ordering::Acquire)
+    /// Whether the call's group can go by multicast streams: the job
+    /// broadcasts by multicast where it can (the same at every member)
+    /// and the group spans nodes.
+    pub(crate) fn by_multicast(&self) -> bool {
+        let router = &self.comm.node().router;
+        router.multicast_job.load(Ordering::Acquire) && self.spans_nodes()
     }
 
     /// One step of most algorithms: posts the receive from `from`, sends

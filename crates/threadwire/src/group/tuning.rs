@@ -365,16 +365,18 @@ pub fn bcast_chain_min(members: usize) -> usize {
 }
 
 /// The allgather algorithm for `total_bytes` gathered: Bruck up to
-/// [`ALLGATHER_SHORT`], a ring above — where a group spanning nodes
-/// has multicast streams (the UDP channel between hosts), multicast
-/// instead of the ring: 8 members on 100 Mbit/s hosts, 1 MiB each, took
+/// [`ALLGATHER_SHORT`], a ring above — where the group spans nodes that
+/// have multicast streams (`multicast`: the UDP channel between hosts),
+/// multicast instead of the ring: 8 members on 100 Mbit/s hosts, 1 MiB each, took
 /// 652–692 ms against the ring's 736–771, 256 KiB 160–164 against 179
 /// (`bench coll --link fast100 --layout 8x1 --operations allgather`),
 /// level at 64 KiB, and Bruck keeps the small sizes (64 B: 226 µs
 /// against 244).
-pub fn allgather(total_bytes: usize) -> AllgatherAlgorithm {
+pub fn allgather(total_bytes: usize, multicast: bool) -> AllgatherAlgorithm {
     if total_bytes <= ALLGATHER_SHORT {
         AllgatherAlgorithm::Bruck
+    } else if multicast {
+        AllgatherAlgorithm::Multicast
     } else {
         AllgatherAlgorithm::Ring
     }

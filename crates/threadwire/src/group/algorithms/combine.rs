@@ -141,7 +141,7 @@ pub(crate) async fn allreduce_ring<T: Reducible>(
     }
     // Member i now holds the reduced block i + 1.
     let block_bytes = n / p.max(1) * T::SIZE;
-    if block_bytes >= ALLREDUCE_MULTICAST_BLOCK && c.multicast_job() && c.spans_nodes() {
+    if block_bytes >= ALLREDUCE_MULTICAST_BLOCK && c.by_multicast() {
         return multicast::allgather_in_place(c, buf, |i| block((i + 1) % p, n, p)).await;
     }
     for step in 0..p.saturating_sub(1) {
