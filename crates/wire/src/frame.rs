@@ -37,8 +37,9 @@ pub const HEADER_LEN: usize = 32;
 /// directory's gone nodes). 4: large active messages announced
 /// (`AmRts`) and fetched like rendezvous data. 5: connections made on
 /// first use, and the handshake's Busy answer. 7: the UDP channel's
-/// compact datagrams (varint header without receiver or session).
-pub const PROTOCOL_VERSION: u8 = 7;
+/// compact datagrams (varint header without receiver or session). 8:
+/// the multicast streams carry frame headers compactly too.
+pub const PROTOCOL_VERSION: u8 = 8;
 const MAGIC: [u8; 2] = *b"TW";
 /// The source thread of every bulk frame ([`FrameHeader::bulk`]): they are
 /// sent by a node's progress engine, not by the thread that announced the

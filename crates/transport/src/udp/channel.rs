@@ -21,7 +21,7 @@ use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use threadwire_wire::{FrameHeader, Payload, HEADER_LEN};
+use threadwire_wire::{FrameHeader, Payload};
 
 /// One pair's reliable channel over the node's UDP socket.
 pub struct UdpChannel {
@@ -260,39 +260,6 @@ impl UdpChannel {
     }
 }
 
-/// Sends to `to` each datagram `next` writes into `scratch` (its length),
-/// until it has none; how many the socket refused. A refused datagram —
-/// a full send buffer, or the network refused it — is the protocol's to
-/// send again: with `stop_on_refusal` the first ends the sending, its
-/// length returned with it still in `scratch`; else it counts as lost
-/// (the unicast channel's loss rules find it).
-pub(super) fn send_datagrams(
-    socket: &UdpSocket,
-    to: SocketAddr,
-    scratch: &mut [u8],
-    stop_on_refusal: bool,
-    mut next: impl FnMut(&mut [u8]) -> Option<usize>,
-) -> (u64, Option<usize>) {
-    let mut refused = 0;
-    while let Some(len) = next(scratch) {
-        loop {
-            match socket.send_to(&scratch[..len], to) {
-                Ok(_) => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    tracing::trace!("udp send to {to}: {e}");
-                    refused += 1;
-                    if stop_on_refusal {
-                        return (refused, Some(len));
-                    }
-                    break;
-                }
-            }
-        }
-    }
-    (refused, None)
-}
-
 /// Reads datagrams from `socket` until it is empty or `budget` are read,
 /// handing each with the node number its header names (not yet
 /// authenticated: the pair's channel checks). Returns how many were read.
@@ -308,37 +275,13 @@ pub fn receive_datagrams(
     })
 }
 
-/// Moves every complete frame of `inbox` (32-byte headers, as the
-/// multicast stream carries them) into `frames`.
-pub(super) fn parse(
-    inbox: &mut Vec<u8>,
-    max_frame: u64,
-    frames: &mut Vec<Frame>,
-) -> Result<(), ChannelError> {
-    let mut at = 0;
-    while inbox.len() - at >= HEADER_LEN {
-        let raw: &[u8; HEADER_LEN] = inbox[at..at + HEADER_LEN]
-            .try_into()
-            .unwrap_or_else(|_| unreachable!());
-        let header = FrameHeader::decode(raw, max_frame)?;
-        let total = HEADER_LEN + header.len as usize;
-        if inbox.len() - at < total {
-            break;
-        }
-        let payload = inbox[at + HEADER_LEN..at + total].to_vec();
-        frames.push(Frame { header, payload });
-        at += total;
-    }
-    inbox.drain(..at);
-    Ok(())
-}
-
 /// Moves every complete frame at the front of `bytes` (headers as
 /// `frame_header` carries them) into `frames`. The header of an
 /// incomplete frame is taken out into `header` and its payload moved to
 /// the front, with room reserved for the rest: a payload that ends the
-/// bytes is then taken whole, not copied.
-fn take_frames(
+/// bytes is then taken whole, not copied. The multicast streams' frames
+/// too (`mcast::endpoint`).
+pub(super) fn take_frames(
     bytes: &mut Vec<u8>,
     header: &mut Option<FrameHeader>,
     max_frame: u64,

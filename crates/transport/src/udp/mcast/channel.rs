@@ -7,7 +7,8 @@
 //! [`McastChannel::flush`] and [`McastChannel::on_timeout`], whose times
 //! ([`McastChannel::timeout`]) are the caller's to keep.
 
-use super::super::channel::{lock, read_datagrams, send_datagrams};
+use super::super::channel::{lock, read_datagrams};
+use super::super::frame_header;
 use super::{Control, Endpoint, McastConfig, McastStats};
 use crate::{ChannelError, Frame, SendOutcome};
 use sha2::{Digest, Sha256};
@@ -165,7 +166,9 @@ impl McastChannel {
         payload: Payload,
     ) -> Result<SendOutcome, (ChannelError, Payload)> {
         let mut st = lock(&self.state);
-        st.endpoint.write(&header.encode());
+        let mut compact = [0u8; frame_header::MAX_LEN];
+        let len = frame_header::encode(header, &mut compact);
+        st.endpoint.write(&compact[..len]);
         for segment in payload.segments() {
             st.endpoint.write(segment);
         }
@@ -280,13 +283,20 @@ impl McastChannel {
         } = st;
         // A datagram the socket refused goes again after a tick
         // (`Endpoint::refused`), and nothing more leaves meanwhile.
-        let to = self.group.into();
-        let (n, stopped) = send_datagrams(&self.socket, to, scratch, true, |buf| {
-            endpoint.poll_transmit(now, buf)
-        });
-        *unsent += n;
-        if let Some(len) = stopped {
-            endpoint.refused(now, &scratch[..len]);
+        let to: SocketAddr = self.group.into();
+        while let Some(len) = endpoint.poll_transmit(now, scratch) {
+            let sent = loop {
+                match self.socket.send_to(&scratch[..len], to) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    sent => break sent,
+                }
+            };
+            if let Err(e) = sent {
+                tracing::trace!("mcast send to {to}: {e}");
+                *unsent += 1;
+                endpoint.refused(now, &scratch[..len]);
+                return;
+            }
         }
     }
 }

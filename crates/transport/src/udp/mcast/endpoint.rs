@@ -1,7 +1,7 @@
 //! [`Endpoint`]: one node's side of the job's multicast, without I/O —
 //! its own stream's sender and a receiver per stream it joined.
 
-use super::super::channel::parse;
+use super::super::channel::take_frames;
 use super::super::packet::TAG_LEN;
 use super::control::Control;
 use super::packet::{self, Header};
@@ -187,7 +187,7 @@ impl Endpoint {
     ) -> Result<(), (u32, ChannelError)> {
         let mut parsed = Vec::new();
         for (&node, r) in &mut self.receivers {
-            let result = parse(&mut r.inbox, max_frame, &mut parsed);
+            let result = take_frames(&mut r.inbox, &mut r.header, max_frame, &mut parsed);
             frames.extend(parsed.drain(..).map(|f| (node, f)));
             result.map_err(|e| (node, e))?;
         }

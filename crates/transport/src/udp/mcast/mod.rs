@@ -1,4 +1,5 @@
-//! Reliable multicast: each node's one ordered stream of wire frames,
+//! Reliable multicast: each node's one ordered stream of wire frames
+//! (their headers compact, as on the unicast channel: `frame_header`),
 //! multicast once to the job's group and received reliably and in order
 //! by every other node of the job.
 //!

@@ -10,6 +10,7 @@ use hmac::Hmac;
 use sha2::Sha256;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+use threadwire_wire::FrameHeader;
 
 /// The longest wait between NAKs for data that does not come (step 5):
 /// a repair may wait behind a slow link's queue (50 ms at 10 Mbit/s in
@@ -28,6 +29,9 @@ pub(super) struct Receiver {
     have: RangeSet,
     /// In-order bytes not yet parsed into frames.
     pub(super) inbox: Vec<u8>,
+    /// The header of the frame whose payload begins `inbox`, once parsed
+    /// (`channel::take_frames`).
+    pub(super) header: Option<FrameHeader>,
     /// The highest end the sender told.
     end: u64,
     nak_at: Option<Instant>,
@@ -49,6 +53,7 @@ impl Receiver {
             pieces: BTreeMap::new(),
             have: RangeSet::default(),
             inbox: Vec::new(),
+            header: None,
             end: from,
             nak_at: None,
             nak_every: None,
