@@ -78,6 +78,12 @@ pub enum NodeResult {
         /// When it was past `init`.
         joined_ns: u64,
     },
+    /// `apps matmul`: the master's timed multiply, from the start to the
+    /// last node's end, in seconds.
+    Matmul {
+        /// The elapsed time.
+        seconds: f64,
+    },
     /// `bench spawn`, added-nodes rows: node 0's milliseconds to add N
     /// nodes to the running job, per repetition.
     NodesAdded {
@@ -199,6 +205,7 @@ mod tests {
                 repetitions: 5,
                 iterations: 100_000,
             }),
+            NodeResult::Matmul { seconds: 0.125 },
             NodeResult::Joined {
                 started_ns: u64::MAX,
                 joined_ns: 1,

@@ -26,7 +26,8 @@
 //! same way. [`bcast`] is the peers of `bench bcast`: PVM's `pvm_mcast`
 //! and `pvm_bcast` and MPI's `MPI_Bcast`, one process on each of `k + 1`
 //! emulated hosts. [`udp`] is the peers of the ping-pong's `udp` path:
-//! sockperf's UDP ping-pong and the `iperf3 -u` floor.
+//! sockperf's UDP ping-pong and the `iperf3 -u` floor. [`pdgemm`] is
+//! ScaLAPACK's distributed GEMM beside `threadwire apps matmul --peers`.
 
 use std::io;
 use std::net::{Ipv4Addr, TcpListener};
@@ -39,6 +40,7 @@ pub mod coll;
 pub mod comm_spawn;
 pub mod flood;
 mod mpi;
+pub mod pdgemm;
 pub(crate) mod process;
 pub mod pvm;
 pub mod rate;

@@ -10,6 +10,8 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use std::ffi::OsString;
 use threadwire_apps::matmul::{Kernel, Layout, Mesh};
+use threadwire_bench::node_result::NodeResult;
+use threadwire_bench::peers::pdgemm;
 use threadwire_launch::JobSpec;
 
 #[derive(Subcommand)]
@@ -125,7 +127,26 @@ pub struct MatmulJob {
     /// at once).
     #[arg(long, default_value_t = 256)]
     pub panel: usize,
+    /// Also run ScaLAPACK's pdgemm (Open MPI, Debian's BLAS) on the same
+    /// size, on a grid of as many ranks shaped as the mesh, each rank with
+    /// the same threads, and print it beside ours with the ratio.
+    #[arg(long)]
+    pub peers: bool,
+    /// ScaLAPACK's block size with --peers.
+    #[arg(long, default_value_t = 128, value_name = "NB")]
+    pub peer_block: usize,
+    /// Timed pdgemm calls with --peers (after one untimed).
+    #[arg(long, default_value_t = 5)]
+    pub peer_rounds: u32,
+    /// Instead of the job: the GEMM crate alone, one process multiplying
+    /// the app's operands on --threads, the reference of the blas
+    /// kernel's figures (--peers runs it too).
+    #[arg(long, conflicts_with = "peers")]
+    pub reference: bool,
 }
+
+/// Timed products of `apps matmul --reference`, after one untimed.
+const REFERENCE_ROUNDS: usize = 5;
 
 impl MatmulJob {
     fn config(&self) -> threadwire_apps::matmul::Config {
@@ -170,6 +191,9 @@ impl MatmulJob {
         if cfg.serial {
             args.push("--serial".into());
         }
+        if self.reference {
+            args.push("--reference".into());
+        }
         args.into_iter().map(OsString::from).collect()
     }
 }
@@ -180,23 +204,44 @@ pub fn run(app: App) -> Result<Outcome> {
     match app {
         App::Matmul { job } => {
             let cfg = job.config();
+            if under_launcher() && job.reference {
+                let ep = threadwire::init()?;
+                let times =
+                    threadwire_apps::matmul::reference(cfg.size, cfg.seed, REFERENCE_ROUNDS);
+                let seconds = median_seconds(&times);
+                NodeResult::Matmul { seconds }.send(ep.node())?;
+                return exit(0);
+            }
             if under_launcher() {
-                if let Some(report) = threadwire_apps::matmul::node(cfg)? {
+                let ep = threadwire::init()?;
+                if let Some(report) = threadwire_apps::matmul::run(&ep, cfg)? {
                     println!("{report}");
+                    let seconds = report.elapsed.as_secs_f64();
+                    NodeResult::Matmul { seconds }.send(ep.node())?;
                 }
                 return exit(0);
             }
+            if job.reference {
+                let (status, seconds) = matmul_job(&job, &cfg, 1)?;
+                if let Some(seconds) = seconds {
+                    print_reference(&cfg, seconds, None);
+                }
+                return exit(status);
+            }
             cfg.check(job.nodes)?;
-            // Each node's message counts after the report, as ever.
-            let spec = JobArgs {
-                nodes: job.nodes,
-                stats: true,
-                ..JobArgs::default()
-            };
-            let program = JobSpec::new(job.nodes, std::env::current_exe()?)
-                .args(job.node_args(&cfg))
-                .env("MATMUL_NUM_THREADS", cfg.threads.to_string());
-            exit(launch(&spec, program)?)
+            let (status, ours) = matmul_job(&job, &cfg, job.nodes)?;
+            if status == 0 && job.peers {
+                let reference = MatmulJob {
+                    reference: true,
+                    peers: false,
+                    ..job.clone()
+                };
+                if let (0, Some(alone)) = matmul_job(&reference, &cfg, 1)? {
+                    print_reference(&cfg, alone, ours);
+                }
+                pdgemm_beside(&job, &cfg, ours);
+            }
+            exit(status)
         }
         App::Fft { job } => {
             let cfg = threadwire_apps::fft::Config {
@@ -240,11 +285,121 @@ pub fn run(app: App) -> Result<Outcome> {
 
 /// Runs the app's job and returns its status.
 fn launch(job: &JobArgs, program: JobSpec) -> Result<i32> {
+    Ok(launch_collecting(job, program)?.0)
+}
+
+/// Runs the app's job: its status, and the results its nodes reported
+/// (every other event shown as `threadwire run` shows it).
+fn launch_collecting(job: &JobArgs, program: JobSpec) -> Result<(i32, Vec<NodeResult>)> {
     let spec = crate::configure(job, program)?;
-    let report = threadwire_launch::run(&spec, |e| crate::render::event(e, job.verbose))
-        .with_context(|| format!("starting {}", spec.program.display()))?;
+    let mut results = Vec::new();
+    let report = threadwire_launch::run(&spec, |e| match NodeResult::decode(e) {
+        Some((_, result)) => results.push(result),
+        None => crate::render::event(e, job.verbose),
+    })
+    .with_context(|| format!("starting {}", spec.program.display()))?;
     if job.stats {
         crate::render::stats(&report);
     }
-    Ok(report.status)
+    Ok((report.status, results))
+}
+
+/// Runs `job` (the multiply, or its reference) as a job of `nodes`
+/// nodes: its status and the time node 0 reported.
+fn matmul_job(
+    job: &MatmulJob,
+    cfg: &threadwire_apps::matmul::Config,
+    nodes: u32,
+) -> Result<(i32, Option<f64>)> {
+    // Each node's message counts after the multiply's report, as ever.
+    let spec = JobArgs {
+        nodes,
+        stats: !job.reference,
+        ..JobArgs::default()
+    };
+    let program = JobSpec::new(nodes, std::env::current_exe()?)
+        .args(job.node_args(cfg))
+        .env("MATMUL_NUM_THREADS", cfg.threads.to_string());
+    let (status, results) = launch_collecting(&spec, program)?;
+    let seconds = results.iter().find_map(|r| match r {
+        NodeResult::Matmul { seconds } => Some(*seconds),
+        _ => None,
+    });
+    Ok((status, seconds))
+}
+
+/// The median of `times`, in seconds (the upper middle of an even count).
+fn median_seconds(times: &[std::time::Duration]) -> f64 {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    sorted
+        .get(sorted.len() / 2)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The reference's line, and our share of its rate when `ours` is known.
+fn print_reference(cfg: &threadwire_apps::matmul::Config, alone: f64, ours: Option<f64>) {
+    let gflops = |t: f64| 2.0 * (cfg.size as f64).powi(3) / t / 1e9;
+    println!(
+        "reference: matrixmultiply alone, one process, {} thread(s): median {:.2} ms of {REFERENCE_ROUNDS}, {:.2} GFLOP/s",
+        cfg.threads,
+        alone * 1e3,
+        gflops(alone)
+    );
+    if let Some(ours) = ours {
+        println!(
+            "threadwire's rate is {:.0}% of the GEMM crate's alone",
+            100.0 * alone / ours
+        );
+    }
+}
+
+/// `apps matmul --peers`: pdgemm on the same size and ranks, shaped as
+/// the mesh (host–node: the squarest grid of the nodes), with one BLAS
+/// thread per rank and with the job's threads per node, printed beside
+/// `ours` (seconds) with the ratio to pdgemm's faster run. A peer that
+/// cannot run says why; ours stands.
+fn pdgemm_beside(job: &MatmulJob, cfg: &threadwire_apps::matmul::Config, ours: Option<f64>) {
+    let mesh = cfg.mesh.unwrap_or_else(|| Mesh::squarest(job.nodes));
+    let mut threads = vec![1, cfg.threads];
+    threads.dedup();
+    let mut best: Option<f64> = None;
+    for threads in threads {
+        let options = pdgemm::Options {
+            size: cfg.size,
+            rows: mesh.rows as u32,
+            cols: mesh.cols as u32,
+            threads,
+            block: job.peer_block,
+            rounds: job.peer_rounds.clamp(1, 100),
+        };
+        let shape = format!(
+            "{}x{} ranks, {threads} BLAS thread(s) each, NB {}",
+            options.rows, options.cols, options.block
+        );
+        match pdgemm::run(&options) {
+            Err(e) => println!("peer: {} ({shape}): not measured: {e}", pdgemm::NAME),
+            Ok(measured) => {
+                let (median, min, max) = measured.median_min_max();
+                let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+                println!(
+                    "peer: {} ({shape}): median {:.2} ms ({:.2}–{:.2}) of {}, {:.2} GFLOP/s",
+                    pdgemm::NAME,
+                    ms(median),
+                    ms(min),
+                    ms(max),
+                    measured.times.len(),
+                    2.0 * (cfg.size as f64).powi(3) / median.as_secs_f64() / 1e9,
+                );
+                let t = median.as_secs_f64();
+                best = Some(best.map_or(t, |b| b.min(t)));
+            }
+        }
+    }
+    if let (Some(ours), Some(best)) = (ours, best) {
+        println!(
+            "threadwire ÷ pdgemm's faster run: {:.2}× the time (below 1: threadwire is faster)",
+            ours / best
+        );
+    }
 }

@@ -132,3 +132,46 @@ fn a_node_lost_during_summa_fails_the_job_with_its_name() {
     // timeout (status 124).
     assert_ne!(ran.code(), Some(124), "a survivor hung: {}", ran.show());
 }
+
+/// `--peers`: ScaLAPACK's pdgemm on the same size and a 2x1 grid, with
+/// one BLAS thread and with two, verified by the peer itself (A x I = A),
+/// printed beside ours with the ratio. Without Open MPI's compiler or
+/// ScaLAPACK the peer's line says what to install, and the test says it
+/// skips.
+#[test]
+fn apps_matmul_peers_runs_pdgemm_beside() {
+    let ran = run_ok(threadwire().args([
+        "apps",
+        "matmul",
+        "-n",
+        "2",
+        "--mesh",
+        "2x1",
+        "--size",
+        "96",
+        "--peers",
+        "--peer-rounds",
+        "2",
+    ]));
+    assert!(ran.stdout.contains("verified"), "{}", ran.show());
+    let peer_lines: Vec<&str> = ran
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("peer: ScaLAPACK pdgemm"))
+        .collect();
+    assert_eq!(peer_lines.len(), 2, "{}", ran.show());
+    if peer_lines.iter().any(|l| l.contains("not installed")) {
+        eprintln!("skipping the pdgemm comparison: {}", peer_lines[0]);
+        return;
+    }
+    for (line, threads) in peer_lines.iter().zip(["1 BLAS thread", "2 BLAS thread"]) {
+        assert!(line.contains("2x1 ranks"), "{}", ran.show());
+        assert!(line.contains(threads), "{}", ran.show());
+        assert!(line.contains("GFLOP/s"), "{}", ran.show());
+    }
+    assert!(
+        ran.stdout.contains("threadwire ÷ pdgemm's faster run:"),
+        "{}",
+        ran.show()
+    );
+}

@@ -39,6 +39,7 @@ pub use matrix::{Matrix, View};
 pub use report::Report;
 pub use summa::Mesh;
 
+use std::time::{Duration, Instant};
 use threadwire::{Address, CollError, RecvError, SendError, UnpackError};
 
 /// How the work is shared among the nodes.
@@ -214,6 +215,27 @@ pub fn run(ep: &threadwire::Endpoint, cfg: Config) -> Result<Option<Report>, Err
         Layout::HostNode => host_node::run(ep, cfg),
         Layout::Summa => summa::run(ep, cfg),
     }
+}
+
+/// The GEMM crate alone, the reference of the app's blas figures: `rounds`
+/// products of the app's random `size × size` operands (A and the random
+/// B of `seed`, as [`run`] makes them) by the blas kernel in this process,
+/// after one untimed; each product's time. The crate's threads are this
+/// process' `MATMUL_NUM_THREADS` ([`Kernel::Blas`]).
+pub fn reference(size: usize, seed: u64, rounds: usize) -> Vec<Duration> {
+    let (a_seed, b_seed) = seeds(seed);
+    let a = Matrix::from_fn(size, size, |i, j| element(a_seed, i, j));
+    let b = Matrix::from_fn(size, size, |i, j| element(b_seed, i, j));
+    let mut c = Matrix::zeros(size, size);
+    (0..=rounds)
+        .map(|_| {
+            c.data.fill(0.0);
+            let start = Instant::now();
+            Kernel::Blas.multiply_add(a.view(), b.view(), &mut c.data, 0);
+            start.elapsed()
+        })
+        .skip(1)
+        .collect()
 }
 
 /// Element (`row`, `col`) of the random matrix of `seed`: uniform in

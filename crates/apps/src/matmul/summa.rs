@@ -288,6 +288,11 @@ fn multiply(
     cfg: Config,
 ) -> Result<(Matrix, Times), Error> {
     let mut c = Matrix::zeros(place.rows.len(), place.cols.len());
+    // Mapped before the clock starts, as A and B are: zeros from the
+    // allocator are fresh pages mapped at their first write, and taking
+    // those faults inside the kernel cost it a third of its rate (one
+    // node, n = 2048, two threads: 140 against 90 ms).
+    c.data.fill(0.0);
     let threads = cfg.threads as usize;
     let mut compute = Duration::ZERO;
     let mut communication = Duration::ZERO;

@@ -43,6 +43,18 @@ impl Program {
         source: &str,
         flags: &[&str],
     ) -> Result<Program, Error> {
+        Program::build_linked(mpi, name, source, flags, &[])
+    }
+
+    /// [`build_from`](Self::build_from), linking `libraries` (`-lNAME`
+    /// arguments, which must follow the source).
+    pub(crate) fn build_linked(
+        mpi: Mpi,
+        name: &'static str,
+        source: &str,
+        flags: &[&str],
+        libraries: &[&str],
+    ) -> Result<Program, Error> {
         process::require(&[mpi.compiler(), mpi.launcher()], mpi.packages())
             .map_err(|_| missing_program(mpi))?;
         let dir_name = format!(
@@ -62,7 +74,11 @@ impl Program {
         let executable = dir.0.join(name);
         let log = dir.0.join("build.txt");
         let mut cmd = Command::new(mpi.compiler());
-        cmd.args(flags).arg("-o").arg(&executable).arg(&source_file);
+        cmd.args(flags)
+            .arg("-o")
+            .arg(&executable)
+            .arg(&source_file)
+            .args(libraries);
         let mut compiler = Group::spawn(cmd, &log, &log).map_err(from_peer)?;
         let status = wait(&mut compiler, Instant::now() + BUILD_DEADLINE, &log)?;
         if !status.success() {
