@@ -66,8 +66,8 @@ or a binary PPM file (--image, P6 with maximum value 255: convert others
 with e.g. `pngtopnm x.png > x.ppm` or ImageMagick's `convert x.png x.ppm`). It is cut into (N/2 x T) strips of rows; thread k of a compressing
 node takes the k-th part of the image, as in the seed. At most 64 MiB of
 pixels and 65535 pixels a side (baseline JPEG); each strip at least a row.
-The job fails if the PSNR of the image or of any strip is under 15 +
-quality/10 dB. On emulated hosts, start the same command under
+The job fails if the PSNR of the image or of any strip is under 10 +
+quality/5 dB (25 dB at the default quality 75). On emulated hosts, start the same command under
 `threadwire run --hosts FILE -n N -- threadwire apps jpeg ...`.
 
 Examples:
