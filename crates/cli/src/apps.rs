@@ -63,12 +63,16 @@ Nodes 0 .. N/2-1 compress, N/2 .. N-1 decompress; node i sends to node N-i,
 node 0 to N/2. -n 1 runs both halves on one node. The image is synthetic
 (--width x --height, default 448x448 RGB: 602112 bytes, the seed's 600 KB)
 or a binary PPM file (--image, P6 with maximum value 255: convert others
-with e.g. `pngtopnm x.png > x.ppm` or ImageMagick's `convert x.png x.ppm`). It is cut into (N/2 x T) strips of rows; thread k of a compressing
-node takes the k-th part of the image, as in the seed. At most 64 MiB of
+with e.g. `pngtopnm x.png > x.ppm`). It is cut into N/2 x T strips of rows
+(T x 1 on one node); thread k of every compressing node takes a strip of
+the k-th part of the image, as in the seed. At most 64 MiB of
 pixels and 65535 pixels a side (baseline JPEG); each strip at least a row.
 The job fails if the PSNR of the image or of any strip is under 10 +
-quality/5 dB (25 dB at the default quality 75). On emulated hosts, start the same command under
-`threadwire run --hosts FILE -n N -- threadwire apps jpeg ...`.
+quality/5 dB (25 dB at the default quality 75). On one host the strips
+move through shared memory in microseconds; for links where communication
+matters, as in the seed, make emulated hosts (`threadwire net up --hosts 4
+--link gige`) and start the same command under `threadwire run --hosts FILE
+-n N -- threadwire apps jpeg ...`.
 
 Examples:
   threadwire apps jpeg -n 4                       # 448x448, 1 thread vs 2

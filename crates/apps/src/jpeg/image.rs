@@ -211,9 +211,7 @@ fn ppm_header(file: &mut impl Read) -> Result<(usize, usize), HeaderError> {
         let mut next = byte()?;
         loop {
             match next {
-                Some(b'#') => {
-                    while !matches!(byte()?, Some(b'\n') | None) {}
-                }
+                Some(b'#') => while !matches!(byte()?, Some(b'\n') | None) {},
                 Some(b) if b.is_ascii_whitespace() => {}
                 _ => break,
             }
@@ -312,7 +310,14 @@ mod tests {
         assert_eq!(image.pixels, [1, 2, 3, 4, 5, 6]);
         assert_eq!(Image::ppm_size(&write("good.ppm", &good)).unwrap(), (2, 1));
         let short = Image::read_ppm(&write("short.ppm", &good[..good.len() - 1]));
-        assert!(matches!(short, Err(ImageError::Truncated { expected: 6, found: 5, .. })));
+        assert!(matches!(
+            short,
+            Err(ImageError::Truncated {
+                expected: 6,
+                found: 5,
+                ..
+            })
+        ));
         let p3 = Image::read_ppm(&write("p3.ppm", b"P3\n2 1\n255\n1 2 3 4 5 6\n"));
         assert!(matches!(p3, Err(ImageError::NotPpm { .. })));
         let deep = Image::read_ppm(&write("deep.ppm", b"P6\n2 1\n65535\n"));

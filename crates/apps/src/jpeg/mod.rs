@@ -20,9 +20,10 @@
 //! image and thread 2 on the second, and thread k of node i hands its
 //! strip to thread k of node i's partner.
 //!
-//! 1. **Start.** For each round the master sends every thread of the
-//!    configuration t, the image's width and height and the quality; each
-//!    answers ready. The clock starts.
+//! 1. **Start.** For each round the master starts its clock and sends
+//!    every thread of the configuration t, the image's width and height
+//!    and the quality; each thread starts its own clock on receipt, the
+//!    master's to within the start's latency.
 //! 2. **Distribute.** The master sends strip s to its compressing thread,
 //!    k = 0's strips of every node first, so every node's first strip
 //!    leaves before any second one. A thread waits in its receive: the
@@ -32,7 +33,7 @@
 //! 3. **Compress.** The thread encodes its rows with jpeg-encoder at the
 //!    quality given ([`codec`] says why that crate).
 //! 4. **Send.** It sends the JPEG bytes to its partner thread on the
-//!    decompressing node, and reports its times to the master.
+//!    decompressing node.
 //! 5. **Decompress.** The partner decodes the strip with jpeg-decoder,
 //!    checks it has the strip's shape, and sends the pixels to the master.
 //! 6. **Combine.** The master takes the decoded strips in the order it
@@ -41,7 +42,9 @@
 //! 7. **Verify and account.** The master computes the PSNR of the output
 //!    against the original, of the whole and of every strip; under
 //!    [`min_psnr`] for the quality the job fails. Every thread of the
-//!    round reports its stage times.
+//!    round reports when on its clock its strip arrived and left its
+//!    hands, and the master splits each strip's time into the five
+//!    stages ([`Round`]).
 //!
 //! **Where two threads win.** With one thread per node a pipeline runs
 //! its stages one after another: node i's whole part is received, then
@@ -76,7 +79,6 @@ use std::time::{Duration, Instant};
 use threadwire::{Address, Encoding, Endpoint, Packer, RecvError, SendError, UnpackError};
 
 const TAG_START: u32 = 1;
-const TAG_READY: u32 = 2;
 const TAG_STRIP: u32 = 3;
 const TAG_JPEG: u32 = 4;
 const TAG_DECODED: u32 = 5;
@@ -411,33 +413,29 @@ fn pipeline_thread(ep: &Endpoint, role: Role, k: u32, spawned: u32) -> Result<()
                 "a start for thread {k} of {threads}, {width}x{height} at quality {quality}"
             )));
         }
-        ep.send(MASTER, TAG_READY, Packer::new(Encoding::InPlace))?;
+        // This round's clock: the master's, less the start's latency.
+        let started = Instant::now();
+        let at = || started.elapsed().as_secs_f64();
         let mut times = Packer::new(Encoding::InPlace);
         match role {
             Role::Compress => {
                 let strip = (k * compressing_nodes(nodes) + id) as usize;
                 let rows = strip_rows(height, strips, strip).len();
                 let pixels = ep.recv(MASTER, TAG_STRIP)?.into_vec();
-                let began = Instant::now();
+                let received = at();
                 let jpeg = compress(&pixels, width, rows, quality)?;
-                let compressing = began.elapsed();
-                let bytes = jpeg.len();
+                times.pack(received).pack(at()).pack(jpeg.len() as u64);
                 let to = address(Role::Decompress, partner(id, nodes), k, nodes, spawned);
-                let began = Instant::now();
                 ep.isend(to, TAG_JPEG, jpeg).wait()?;
-                times
-                    .pack(compressing.as_secs_f64())
-                    .pack(began.elapsed().as_secs_f64())
-                    .pack(bytes as u64);
             }
             Role::Decompress => {
                 let strip = (k * compressing_nodes(nodes) + sender(id, nodes)) as usize;
                 let rows = strip_rows(height, strips, strip).len();
                 let from = address(Role::Compress, sender(id, nodes), k, nodes, spawned);
                 let jpeg = ep.recv(from, TAG_JPEG)?.into_vec();
-                let began = Instant::now();
+                let received = at();
                 let pixels = decompress(&jpeg, width, rows)?;
-                times.pack(began.elapsed().as_secs_f64());
+                times.pack(received).pack(at());
                 ep.isend(MASTER, TAG_DECODED, pixels).wait()?;
             }
         }
@@ -447,51 +445,55 @@ fn pipeline_thread(ep: &Endpoint, role: Role, k: u32, spawned: u32) -> Result<()
 
 /// One configuration's round: the image through the pipeline once; the
 /// times, the decoded image and the bytes of JPEG.
-fn round(ep: &Endpoint, cfg: &Config, image: &Image, threads: u32) -> Result<(Round, Image, usize), Error> {
+fn round(
+    ep: &Endpoint,
+    cfg: &Config,
+    image: &Image,
+    threads: u32,
+) -> Result<(Round, Image, usize), Error> {
     let nodes = ep.node().nodes();
     let spawned = cfg.threads;
-    let at = |role, n, k| address(role, n, k, nodes, spawned);
-    let participants: Vec<(Role, Address)> = pipeline_nodes(nodes)
-        .flat_map(|(role, n)| (0..threads).map(move |k| (role, at(role, n, k))))
-        .collect();
-    for &(_, to) in &participants {
-        let start = start_message(threads, image.width, image.height, cfg.quality);
-        ep.send(to, TAG_START, start)?;
-    }
-    for &(_, from) in &participants {
-        ep.recv(from, TAG_READY)?;
-    }
     let compressing = compressing_nodes(nodes);
     let strips = (compressing * threads) as usize;
     // Strip s = k·P + i, in the order k-major: every node's first strip
-    // leaves before any second one.
-    let order = (0..threads).flat_map(|k| (0..compressing).map(move |i| (k, i)));
+    // leaves before any second one. Its compressor and decompressor:
+    let order: Vec<(Address, Address)> = (0..threads)
+        .flat_map(|k| (0..compressing).map(move |i| (k, i)))
+        .map(|(k, i)| {
+            let compressor = address(Role::Compress, i, k, nodes, spawned);
+            let decompressor = address(Role::Decompress, partner(i, nodes), k, nodes, spawned);
+            (compressor, decompressor)
+        })
+        .collect();
     let began = Instant::now();
+    for &(compressor, decompressor) in &order {
+        for to in [compressor, decompressor] {
+            let start = start_message(threads, image.width, image.height, cfg.quality);
+            ep.send(to, TAG_START, start)?;
+        }
+    }
     let sends: Vec<_> = order
-        .clone()
+        .iter()
         .enumerate()
-        .map(|(s, (k, i))| {
+        .map(|(s, &(compressor, _))| {
             let rows = image.rows(strip_rows(image.height, strips, s));
-            ep.isend(at(Role::Compress, i, k), TAG_STRIP, rows.to_vec())
+            ep.isend(compressor, TAG_STRIP, rows.to_vec())
         })
         .collect();
     for sent in sends {
         sent.wait()?;
     }
-    let distribute = began.elapsed();
     let mut decoded = Image {
         width: image.width,
         height: image.height,
         pixels: vec![0; image.pixels.len()],
     };
     let stride = image.stride();
-    let mut combine = Duration::ZERO;
-    for (s, (k, i)) in order.enumerate() {
-        let from = at(Role::Decompress, partner(i, nodes), k);
+    let mut placed = Vec::with_capacity(strips);
+    for (s, &(_, from)) in order.iter().enumerate() {
         let rows = strip_rows(image.height, strips, s);
-        let held = ep.mprobe(from, TAG_DECODED)?;
-        let arrived = Instant::now();
         let place = &mut decoded.pixels[rows.start * stride..rows.end * stride];
+        let held = ep.mprobe(from, TAG_DECODED)?;
         if held.status().len != place.len() {
             return Err(Error::Protocol(format!(
                 "{from} sent {} bytes for strip {s}, whose rows are {} bytes",
@@ -500,28 +502,33 @@ fn round(ep: &Endpoint, cfg: &Config, image: &Image, threads: u32) -> Result<(Ro
             )));
         }
         held.mrecv_into(place)?;
-        combine += arrived.elapsed();
+        placed.push(began.elapsed().as_secs_f64());
     }
     let total = began.elapsed();
-    let (mut compress, mut send, mut decompress, mut bytes) = (0.0, 0.0, 0.0, 0u64);
-    for &(role, from) in &participants {
-        let mut times = ep.recv(from, TAG_TIMES)?.unpack()?;
-        match role {
-            Role::Compress => {
-                compress += times.unpack::<f64>()?;
-                send += times.unpack::<f64>()?;
-                bytes = bytes.saturating_add(times.unpack::<u64>()?);
-            }
-            Role::Decompress => decompress += times.unpack::<f64>()?,
+    // Each strip's five stages, from the times its threads saw on their
+    // clocks, which start with the master's to within a start's latency
+    // (clamped, so that the offset cannot make a stage negative).
+    let mut stages = [0.0f64; 5];
+    let mut bytes = 0u64;
+    for (&(compressor, decompressor), placed) in order.iter().zip(placed) {
+        let mut compressed = ep.recv(compressor, TAG_TIMES)?.unpack()?;
+        let (input, encoded) = (compressed.unpack::<f64>()?, compressed.unpack::<f64>()?);
+        bytes = bytes.saturating_add(compressed.unpack::<u64>()?);
+        let mut decompressed = ep.recv(decompressor, TAG_TIMES)?.unpack()?;
+        let (jpeg, pixels) = (decompressed.unpack::<f64>()?, decompressed.unpack::<f64>()?);
+        let marks = [0.0, input, encoded, jpeg, pixels, placed];
+        for (stage, pair) in stages.iter_mut().zip(marks.windows(2)) {
+            *stage += (pair[1] - pair[0]).max(0.0);
         }
     }
     // Times from the threads: a nonsensical one counts as zero, not a panic.
     let mean = |secs: f64| Duration::try_from_secs_f64(secs / strips as f64).unwrap_or_default();
+    let [distribute, compress, send, decompress, combine] = stages.map(mean);
     let round = Round {
         distribute,
-        compress: mean(compress),
-        send: mean(send),
-        decompress: mean(decompress),
+        compress,
+        send,
+        decompress,
         combine,
         total,
     };
@@ -641,14 +648,23 @@ mod tests {
             ..cfg.clone()
         };
         assert!(matches!(quality(0).check(2), Err(ConfigError::Quality(0))));
-        assert!(matches!(quality(101).check(2), Err(ConfigError::Quality(101))));
+        assert!(matches!(
+            quality(101).check(2),
+            Err(ConfigError::Quality(101))
+        ));
         let none = Config {
             rounds: 0,
             ..cfg.clone()
         };
         assert!(matches!(none.check(2), Err(ConfigError::NoRounds)));
-        assert!(matches!(sized(0, 10).check(2), Err(ConfigError::Side { .. })));
-        assert!(matches!(sized(70000, 10).check(2), Err(ConfigError::Side { .. })));
+        assert!(matches!(
+            sized(0, 10).check(2),
+            Err(ConfigError::Side { .. })
+        ));
+        assert!(matches!(
+            sized(70000, 10).check(2),
+            Err(ConfigError::Side { .. })
+        ));
         assert!(matches!(
             sized(65535, 65535).check(2),
             Err(ConfigError::TooLarge { .. })

@@ -46,26 +46,31 @@ pub fn improvement(serial: f64, threaded: f64) -> f64 {
 
 /// One round: the image through the five stages once.
 ///
-/// Distribute and combine are the master's; the other three are means
-/// over the threads that did them. A stage counts the time spent in it,
-/// not the waits for the stage before, so with two threads per node,
-/// whose stages overlap, the five need not add up to the total.
+/// Each strip's time, from the master's clock start to its last byte in
+/// place at the master, is cut at the moments its threads saw: it
+/// arrived at its compressing thread, was encoded, arrived at its
+/// decompressing thread, was decoded. A stage is the mean over the
+/// strips of their time in it, waits included: a strip whose thread is
+/// busy with another, or whose link carries another, waits in the stage
+/// it is in. The five add up to a strip's mean time through the
+/// pipeline; the total is the last strip's. The threads' clocks start
+/// when the start reaches them, so a stage that ends on one node and
+/// starts on another is off by the difference of the starts' latencies
+/// (microseconds on one host), and clamped at zero.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Round {
-    /// At the master: from the clock's start to the last strip's send
-    /// complete (received, or held by the runtime for its receiver).
+    /// From the clock's start to the strip's arrival at its compressing
+    /// thread: the start, the strip's bytes, and waits for the link.
     pub distribute: Duration,
-    /// Mean over the compressing threads of their time encoding.
+    /// Encoding, at the compressing thread.
     pub compress: Duration,
-    /// Mean over the compressing threads of their time sending the
-    /// compressed strip on, until the send completes.
+    /// From encoded to the JPEG's arrival at the decompressing thread.
     pub send: Duration,
-    /// Mean over the decompressing threads of their time decoding.
+    /// Decoding, at the decompressing thread.
     pub decompress: Duration,
-    /// At the master: the time receiving decoded strips into place, from
-    /// each strip's arrival to its last byte in place (waits excluded).
+    /// From decoded to the strip's last byte in place at the master.
     pub combine: Duration,
-    /// At the master: from the first strip sent to the last placed.
+    /// From the clock's start to the last strip in place.
     pub total: Duration,
 }
 
@@ -297,10 +302,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("602112 bytes, synthetic"), "{text}");
-        let one = Report {
-            nodes: 1,
-            ..report
-        };
+        let one = Report { nodes: 1, ..report };
         assert!(one.to_string().contains("no row for 1 nodes"));
     }
 }
