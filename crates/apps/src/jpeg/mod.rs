@@ -83,10 +83,16 @@
 //!
 //! The master runs one untimed round per configuration (first touch of
 //! the buffers), then `rounds` timed rounds of each, alternating, and
-//! reports medians. Every receive names its sender, so a lost node fails
+//! reports medians.
+//!
+//! **Failures.** Every receive names its sender, so a lost node fails
 //! the receive or send waiting on it with `PeerLost`, and the failure
 //! reaches the master through the chain of partners rather than hanging
-//! it.
+//! it. A thread whose round fails otherwise (a strip the codec refuses,
+//! a malformed message) tells the thread downstream of it before it
+//! returns the error, a compressing thread its partner and that partner
+//! the master, which fails naming the chain ("n3.t1 failed: n1.t1
+//! failed: …"): nobody waits for a strip that will not come.
 
 mod codec;
 mod image;
@@ -98,13 +104,14 @@ pub use report::{improvement, Measured, Report, Round, SeedRow, NCS_TABLE_2};
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use threadwire::{Address, Encoding, Endpoint, Packer, RecvError, SendError, UnpackError};
+use threadwire::{Address, Encoding, Endpoint, Packer, RecvError, SendError, UnpackError, ANY_TAG};
 
 const TAG_START: u32 = 1;
 const TAG_STRIP: u32 = 3;
 const TAG_JPEG: u32 = 4;
 const TAG_DECODED: u32 = 5;
 const TAG_TIMES: u32 = 6;
+const TAG_FAILED: u32 = 7;
 
 const MASTER: Address = Address::new(0, 0);
 
@@ -290,6 +297,14 @@ pub enum Error {
     /// The image came back too far from the original.
     #[error("verification failed: {0}")]
     Wrong(String),
+    /// A pipeline thread failed, as it told downstream.
+    #[error("{at} failed: {reason}")]
+    Failed {
+        /// The thread that failed first.
+        at: Address,
+        /// Its error.
+        reason: String,
+    },
     /// A thread of the pipeline panicked.
     #[error("pipeline thread {0} panicked")]
     Panicked(Address),
@@ -414,54 +429,118 @@ fn start_message(threads: u32, width: usize, height: usize, quality: u8) -> Pack
     p
 }
 
+/// A round's start, as a pipeline thread receives it.
+struct Start {
+    threads: u32,
+    width: usize,
+    height: usize,
+    quality: u8,
+}
+
 /// Compressing or decompressing thread `k` of the `spawned` of its role
 /// on this node: one round after another until told to stop (a start
-/// with no threads).
+/// with no threads). A round that fails here is told downstream before
+/// this thread returns the error: a compressing thread tells its
+/// decompressing partner, which tells the master, so that no thread
+/// waits for a strip that will not come.
 fn pipeline_thread(ep: &Endpoint, role: Role, k: u32, spawned: u32) -> Result<(), Error> {
     let (id, nodes) = (ep.node().id(), ep.node().nodes());
+    let downstream = match role {
+        Role::Compress => address(Role::Decompress, partner(id, nodes), k, nodes, spawned),
+        Role::Decompress => MASTER,
+    };
     loop {
         let mut start = ep.recv(MASTER, TAG_START)?.unpack()?;
-        let threads = start.unpack::<u32>()?;
-        let width = start.unpack::<u64>()? as usize;
-        let height = start.unpack::<u64>()? as usize;
-        let quality = start.unpack::<u8>()?;
-        if threads == 0 {
+        let start = Start {
+            threads: start.unpack()?,
+            width: start.unpack::<u64>()? as usize,
+            height: start.unpack::<u64>()? as usize,
+            quality: start.unpack()?,
+        };
+        if start.threads == 0 {
             return Ok(());
         }
-        let strips = (compressing_nodes(nodes) * threads) as usize;
-        let fits = check_size(width, height).is_ok() && height >= strips;
-        if k >= threads || threads > MAX_THREADS || !fits || !(1..=100).contains(&quality) {
-            return Err(Error::Protocol(format!(
-                "a start for thread {k} of {threads}, {width}x{height} at quality {quality}"
-            )));
+        if let Err(e) = pipeline_round(ep, role, k, spawned, &start) {
+            let reason = match &e {
+                Error::Failed { at, reason } => format!("{at} failed: {reason}"),
+                e => e.to_string(),
+            };
+            let _ = ep.send(downstream, TAG_FAILED, reason.into_bytes());
+            return Err(e);
         }
-        // This round's clock: the master's, less the start's latency.
-        let started = Instant::now();
-        let at = || started.elapsed().as_secs_f64();
-        let mut times = Packer::new(Encoding::InPlace);
-        match role {
-            Role::Compress => {
-                let strip = (k * compressing_nodes(nodes) + id) as usize;
-                let rows = strip_rows(height, strips, strip).len();
-                let pixels = ep.recv(MASTER, TAG_STRIP)?.into_vec();
-                let received = at();
-                let jpeg = compress(&pixels, width, rows, quality)?;
-                times.pack(received).pack(at()).pack(jpeg.len() as u64);
-                let to = address(Role::Decompress, partner(id, nodes), k, nodes, spawned);
-                ep.isend(to, TAG_JPEG, jpeg).wait()?;
-            }
-            Role::Decompress => {
-                let strip = (k * compressing_nodes(nodes) + sender(id, nodes)) as usize;
-                let rows = strip_rows(height, strips, strip).len();
-                let from = address(Role::Compress, sender(id, nodes), k, nodes, spawned);
-                let jpeg = ep.recv(from, TAG_JPEG)?.into_vec();
-                let received = at();
-                let pixels = decompress(&jpeg, width, rows)?;
-                times.pack(received).pack(at());
-                ep.isend(MASTER, TAG_DECODED, pixels).wait()?;
-            }
+    }
+}
+
+/// One round of a pipeline thread (see [`pipeline_thread`]).
+fn pipeline_round(
+    ep: &Endpoint,
+    role: Role,
+    k: u32,
+    spawned: u32,
+    start: &Start,
+) -> Result<(), Error> {
+    let (id, nodes) = (ep.node().id(), ep.node().nodes());
+    // This round's clock: the master's, less the start's latency.
+    let started = Instant::now();
+    let at = || started.elapsed().as_secs_f64();
+    let &Start {
+        threads,
+        width,
+        height,
+        quality,
+    } = start;
+    let strips = (compressing_nodes(nodes) * threads) as usize;
+    let fits = check_size(width, height).is_ok() && height >= strips;
+    if k >= threads || threads > MAX_THREADS || !fits || !(1..=100).contains(&quality) {
+        return Err(Error::Protocol(format!(
+            "a start for thread {k} of {threads}, {width}x{height} at quality {quality}"
+        )));
+    }
+    let mut times = Packer::new(Encoding::InPlace);
+    match role {
+        Role::Compress => {
+            let strip = (k * compressing_nodes(nodes) + id) as usize;
+            let rows = strip_rows(height, strips, strip).len();
+            let pixels = ep.recv(MASTER, TAG_STRIP)?.into_vec();
+            let received = at();
+            let jpeg = compress(&pixels, width, rows, quality)?;
+            times.pack(received).pack(at()).pack(jpeg.len() as u64);
+            let to = address(Role::Decompress, partner(id, nodes), k, nodes, spawned);
+            ep.isend(to, TAG_JPEG, jpeg).wait()?;
         }
-        ep.send(MASTER, TAG_TIMES, times)?;
+        Role::Decompress => {
+            let strip = (k * compressing_nodes(nodes) + sender(id, nodes)) as usize;
+            let rows = strip_rows(height, strips, strip).len();
+            let from = address(Role::Compress, sender(id, nodes), k, nodes, spawned);
+            let jpeg = accept(ep.recv(from, ANY_TAG)?, TAG_JPEG)?.into_vec();
+            let received = at();
+            let pixels = decompress(&jpeg, width, rows)?;
+            times.pack(received).pack(at());
+            ep.isend(MASTER, TAG_DECODED, pixels).wait()?;
+        }
+    }
+    ep.send(MASTER, TAG_TIMES, times)?;
+    Ok(())
+}
+
+/// `message` if it has tag `expected`, else the error it makes.
+fn accept(message: threadwire::Message, expected: u32) -> Result<threadwire::Message, Error> {
+    match message.tag() == expected {
+        true => Ok(message),
+        false => Err(unexpected(message, expected)),
+    }
+}
+
+/// The failure that `message` tells of, or the protocol error it is when
+/// `expected` was due.
+fn unexpected(message: threadwire::Message, expected: u32) -> Error {
+    let at = message.source();
+    match message.tag() {
+        TAG_FAILED => Error::Failed {
+            at,
+            reason: String::from_utf8_lossy(&message.into_vec()).into_owned(),
+        },
+        tag => Error::Protocol(format!("tag {tag} from {at} where {expected} was expected")),
     }
 }
 
@@ -515,7 +594,10 @@ fn round(
     for (s, &(_, from)) in order.iter().enumerate() {
         let rows = strip_rows(image.height, strips, s);
         let place = &mut decoded.pixels[rows.start * stride..rows.end * stride];
-        let held = ep.mprobe(from, TAG_DECODED)?;
+        let held = ep.mprobe(from, ANY_TAG)?;
+        if held.status().tag != TAG_DECODED {
+            return Err(unexpected(held.mrecv()?, TAG_DECODED));
+        }
         if held.status().len != place.len() {
             return Err(Error::Protocol(format!(
                 "{from} sent {} bytes for strip {s}, whose rows are {} bytes",
