@@ -52,12 +52,21 @@
 //! node idles while its partner compresses. With two, the first strip
 //! of a node is compressed while the second is still arriving, and is
 //! decompressed on the partner while the second is being compressed: the
-//! stages of the two halves overlap, as the seed's Figure 16 shows. What
-//! the overlap can gain is bounded by the cores the nodes share: on a
-//! host with fewer cores than nodes, compression and decompression
-//! overlap only into cores that would otherwise idle. The report hence
-//! shows computation (compress + decompress, per thread) apart from
-//! communication (distribute + send + combine).
+//! stages of the two halves overlap, as the seed's Figure 16 shows.
+//!
+//! Reading the figures: the overlap gains only where there is something
+//! idle to fill. On one host the strips move through shared memory in
+//! microseconds, so communication hardly matters, and what two threads
+//! can win is cores left idle: on one node, or two nodes (one
+//! compressing, one decompressing) of a two-core host, one thread per
+//! node leaves a core idle and two threads fill it; with more nodes than
+//! cores every core is already busy, and the second thread's extra
+//! messages and switches cost a little. Between emulated hosts on
+//! shaped links (`threadwire net up --link gige`), the seed's case, the
+//! strips' transfers overlap the codec. A stage's time is the mean over
+//! the strips, waits included ([`Round`]), so the report's computation
+//! (compress + decompress) and communication (distribute + send +
+//! combine) show which of the two a configuration spends its time on.
 //!
 //! **Codec.** Strips are encoded by `jpeg-encoder` and decoded by
 //! `jpeg-decoder`, rather than by a DCT pipeline of our own: the seed ran
@@ -107,11 +116,11 @@ use std::time::{Duration, Instant};
 use threadwire::{Address, Encoding, Endpoint, Packer, RecvError, SendError, UnpackError, ANY_TAG};
 
 const TAG_START: u32 = 1;
-const TAG_STRIP: u32 = 3;
-const TAG_JPEG: u32 = 4;
-const TAG_DECODED: u32 = 5;
-const TAG_TIMES: u32 = 6;
-const TAG_FAILED: u32 = 7;
+const TAG_STRIP: u32 = 2;
+const TAG_JPEG: u32 = 3;
+const TAG_DECODED: u32 = 4;
+const TAG_TIMES: u32 = 5;
+const TAG_FAILED: u32 = 6;
 
 const MASTER: Address = Address::new(0, 0);
 
@@ -639,6 +648,33 @@ fn round(
     Ok((round, decoded, usize::try_from(bytes).unwrap_or(usize::MAX)))
 }
 
+/// The PSNR of `decoded` against `original`, whole and of its worst
+/// strip of `strips` (with `threads` per node), or why they are under
+/// [`min_psnr`] at `quality`.
+fn verify(
+    original: &Image,
+    decoded: &Image,
+    (strips, threads): (usize, u32),
+    quality: u8,
+) -> Result<(f64, f64), Error> {
+    let floor = min_psnr(quality);
+    let whole = psnr(&original.pixels, &decoded.pixels);
+    let (strip, worst) = (0..strips)
+        .map(|s| {
+            let rows = strip_rows(original.height, strips, s);
+            (s, psnr(original.rows(rows.clone()), decoded.rows(rows)))
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or((0, whole));
+    // NaN cannot happen, but would fail here rather than pass.
+    match whole >= floor && worst >= floor {
+        true => Ok((whole, worst)),
+        false => Err(Error::Wrong(format!(
+            "PSNR {whole:.2} dB, strip {strip} {worst:.2} dB, with {threads} threads per node: under the {floor:.1} dB that quality {quality} must reach"
+        ))),
+    }
+}
+
 fn master(ep: &Endpoint, cfg: &Config) -> Result<Report, Error> {
     let (image, source) = match &cfg.picture {
         Picture::Synthetic {
@@ -668,28 +704,13 @@ fn master(ep: &Endpoint, cfg: &Config) -> Result<Report, Error> {
             rounds: Vec::with_capacity(cfg.rounds),
         })
         .collect();
-    let floor = min_psnr(cfg.quality);
     let (mut worst, mut worst_strip, mut compressed) = (f64::INFINITY, f64::INFINITY, 0);
     // Round 0 is untimed.
     for timed in (0..=cfg.rounds).map(|round| round > 0) {
         for c in configurations.iter_mut() {
             let (round, decoded, bytes) = round(ep, cfg, &image, c.threads)?;
-            let db = psnr(&image.pixels, &decoded.pixels);
             let strips = compressing_nodes(ep.node().nodes()) as usize * c.threads as usize;
-            let (strip, strip_db) = (0..strips)
-                .map(|s| {
-                    let rows = strip_rows(image.height, strips, s);
-                    (s, psnr(image.rows(rows.clone()), decoded.rows(rows)))
-                })
-                .min_by(|a, b| a.1.total_cmp(&b.1))
-                .unwrap_or((0, db));
-            // NaN cannot happen, but would fail here rather than pass.
-            if !(db >= floor && strip_db >= floor) {
-                return Err(Error::Wrong(format!(
-                    "PSNR {db:.2} dB, strip {strip} {strip_db:.2} dB, with {} threads per node: under the {floor:.1} dB that quality {} must reach",
-                    c.threads, cfg.quality
-                )));
-            }
+            let (db, strip_db) = verify(&image, &decoded, (strips, c.threads), cfg.quality)?;
             worst_strip = worst_strip.min(strip_db);
             worst = worst.min(db);
             if c.threads == 1 {
@@ -709,7 +730,7 @@ fn master(ep: &Endpoint, cfg: &Config) -> Result<Report, Error> {
         configurations,
         psnr: worst,
         strip_psnr: worst_strip,
-        min_psnr: floor,
+        min_psnr: min_psnr(cfg.quality),
         compressed,
     })
 }
@@ -824,7 +845,29 @@ mod tests {
                 psnr(here, next)
             })
             .fold(0.0, f64::max);
-        assert!(worst < min_psnr(100), "{worst:.1} dB");
+        assert!(worst < min_psnr(35), "{worst:.1} dB");
+        let zeroed = (0..strips)
+            .map(|s| {
+                let here = image.rows(strip_rows(448, strips, s));
+                psnr(here, &vec![0; here.len()])
+            })
+            .fold(0.0, f64::max);
+        assert!(zeroed < 10.0, "{zeroed:.1} dB");
+    }
+
+    #[test]
+    fn verification_fails_on_a_zeroed_strip_naming_it() {
+        let original = Image::synthetic(64, 32, 5);
+        let (whole, worst) = verify(&original, &original, (4, 2), 75).unwrap();
+        assert_eq!((whole, worst), (f64::INFINITY, f64::INFINITY));
+        let mut decoded = original.clone();
+        let rows = strip_rows(32, 4, 2);
+        decoded.pixels[rows.start * 64 * 3..rows.end * 64 * 3].fill(0);
+        let message = verify(&original, &decoded, (4, 2), 75)
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains(", strip 2 "), "{message}");
+        assert!(message.contains("under the 25.0 dB"), "{message}");
     }
 
     #[test]
