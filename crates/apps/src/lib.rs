@@ -6,7 +6,11 @@
 //!   or blas kernels.
 //! - [`fft`]: the host–node DIF FFT of NCS' Table 3, one thread per node
 //!   against two.
+//! - [`jpeg`]: the JPEG pipeline of NCS' Table 2: half the nodes
+//!   compress strips of an image, the other half decompress them, the
+//!   master combines and checks the PSNR; one thread per node against two.
 #![warn(missing_docs)]
 
 pub mod fft;
+pub mod jpeg;
 pub mod matmul;

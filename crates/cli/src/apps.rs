@@ -9,6 +9,7 @@ use crate::bench::{under_launcher, Outcome};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use std::ffi::OsString;
+use std::path::PathBuf;
 use threadwire_apps::matmul::{Kernel, Layout, Mesh};
 use threadwire_bench::node_result::NodeResult;
 use threadwire_bench::peers::pdgemm;
@@ -55,6 +56,108 @@ Examples:
         #[command(flatten)]
         job: FftJob,
     },
+    /// JPEG compression and decompression pipeline (NCS' Table 2): half
+    /// the nodes compress strips of an image, half decompress them, node
+    /// 0 combines them and checks the PSNR; timed stage by stage with one
+    /// thread per node against T, beside the seed's figures.
+    #[command(after_help = "\
+Nodes 0 .. N/2-1 compress, N/2 .. N-1 decompress; node i sends to node N-i,
+node 0 to N/2. -n 1 runs both halves on one node. The image is synthetic
+(--width x --height, default 448x448 RGB: 602112 bytes, the seed's 600 KB)
+or a binary PPM file (--image, P6 with maximum value 255: convert others
+with e.g. `pngtopnm x.png > x.ppm`). It is cut into N/2 x T strips of rows
+(T x 1 on one node); thread k of every compressing node takes a strip of
+the k-th part of the image, as in the seed. At most 64 MiB of
+pixels and 65535 pixels a side (baseline JPEG); each strip at least a row.
+The job fails if the PSNR of the image or of any strip is under 10 +
+quality/5 dB (25 dB at the default quality 75). On one host the strips
+move through shared memory in microseconds; for links where communication
+matters, as in the seed, make emulated hosts (`threadwire net up --hosts 4
+--link gige`) and start the same command under `threadwire run --hosts FILE
+-n N -- threadwire apps jpeg ...`.
+
+Examples:
+  threadwire apps jpeg -n 4                       # 448x448, 1 thread vs 2
+  threadwire apps jpeg -n 8 --width 1024 --height 768 --quality 90
+  threadwire apps jpeg -n 2 --image photo.ppm --threads 1")]
+    Jpeg {
+        #[command(flatten)]
+        job: JpegJob,
+    },
+}
+
+#[derive(Args, Clone)]
+pub struct JpegJob {
+    /// Number of nodes: 1, or even up to 64 (half compress, half
+    /// decompress).
+    #[arg(short = 'n', long = "nodes", default_value_t = 4)]
+    pub nodes: u32,
+    /// Width of the synthetic image, in pixels.
+    #[arg(long, default_value_t = 448, conflicts_with = "image")]
+    pub width: usize,
+    /// Height of the synthetic image, in pixels.
+    #[arg(long, default_value_t = 448, conflicts_with = "image")]
+    pub height: usize,
+    /// A binary PPM (P6, maximum value 255) to use instead of the
+    /// synthetic image.
+    #[arg(long, value_name = "FILE")]
+    pub image: Option<PathBuf>,
+    /// JPEG quality, 1 to 100.
+    #[arg(long, default_value_t = 75)]
+    pub quality: u8,
+    /// Threads per node in each role in the threaded configuration,
+    /// timed against one per node (1: that configuration alone).
+    #[arg(long, default_value_t = 2)]
+    pub threads: u32,
+    /// Timed rounds of each configuration (after one untimed round).
+    #[arg(long, default_value_t = 5)]
+    pub rounds: usize,
+}
+
+impl JpegJob {
+    fn config(&self) -> threadwire_apps::jpeg::Config {
+        use threadwire_apps::jpeg::{Config, Picture};
+        let picture = match &self.image {
+            Some(path) => Picture::Ppm(path.clone()),
+            None => Picture::Synthetic {
+                width: self.width,
+                height: self.height,
+                seed: 1995,
+            },
+        };
+        Config {
+            picture,
+            quality: self.quality,
+            threads: self.threads,
+            rounds: self.rounds,
+        }
+    }
+
+    /// The arguments the nodes run again: the image's path made absolute,
+    /// since a node may start elsewhere.
+    fn node_args(&self) -> Result<Vec<OsString>> {
+        let mut args: Vec<OsString> = ["apps", "jpeg"].map(OsString::from).to_vec();
+        let numbers = [
+            ("--quality", self.quality.to_string()),
+            ("--threads", self.threads.to_string()),
+            ("--rounds", self.rounds.to_string()),
+        ];
+        match &self.image {
+            Some(path) => {
+                let path = std::path::absolute(path)
+                    .with_context(|| format!("locating {}", path.display()))?;
+                args.extend(["--image".into(), path.into_os_string()]);
+            }
+            None => {
+                args.extend(["--width".into(), self.width.to_string().into()]);
+                args.extend(["--height".into(), self.height.to_string().into()]);
+            }
+        }
+        for (flag, value) in numbers {
+            args.extend([flag.into(), value.into()]);
+        }
+        Ok(args)
+    }
 }
 
 #[derive(Args, Clone)]
@@ -280,7 +383,26 @@ pub fn run(app: App) -> Result<Outcome> {
             let program = JobSpec::new(job.nodes, std::env::current_exe()?).args(args);
             exit(launch(&spec, program)?)
         }
+        App::Jpeg { job } => jpeg(job),
     }
+}
+
+/// Runs `threadwire apps jpeg`.
+fn jpeg(job: JpegJob) -> Result<Outcome> {
+    let cfg = job.config();
+    if under_launcher() {
+        if let Some(report) = threadwire_apps::jpeg::node(cfg)? {
+            println!("{report}");
+        }
+        return Ok(Outcome::Exit(0));
+    }
+    cfg.check(job.nodes)?;
+    let spec = JobArgs {
+        nodes: job.nodes,
+        ..JobArgs::default()
+    };
+    let program = JobSpec::new(job.nodes, std::env::current_exe()?).args(job.node_args()?);
+    Ok(Outcome::Exit(launch(&spec, program)?))
 }
 
 /// Runs the app's job and returns its status.
