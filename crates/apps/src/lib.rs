@@ -8,5 +8,6 @@
 //!   against two.
 #![warn(missing_docs)]
 
+pub mod agenda;
 pub mod fft;
 pub mod matmul;
