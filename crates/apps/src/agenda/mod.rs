@@ -19,11 +19,11 @@
 //! 2. **Distribute B**, once per size, before any clock starts: node 0
 //!    broadcasts it to every node ([`Group::bcast`]), as the seed's B "is
 //!    assumed to be already distributed". The master makes A.
-//! 3. **Serial baseline.** The master multiplies A × B whole with the
-//!    kernel on one thread, untimed once and then `rounds` times; this is
-//!    the time speedups are taken against (the seed's Figure 16, one node
-//!    computing alone). The blas kernel's product is the reference C of
-//!    every round.
+//! 3. **Serial baseline.** The master computes the reference product
+//!    (the blas kernel's), and before each round of the sweep multiplies
+//!    A × B whole with the kernel on one thread: the time speedups are
+//!    taken against (the seed's Figure 16, one node computing alone).
+//!    Slaves wait at the next round's barrier meanwhile.
 //! 4. **Start a round**, for each (G, K): the master puts a fresh
 //!    [`TaskPool`] of A's rows, G to a task, where its handlers and
 //!    threads find it; a barrier; each node's thread 0 starts the clock
@@ -48,9 +48,11 @@
 //!    row of C came back and compares C with the reference
 //!    ([`matmul::tolerance`](crate::matmul::tolerance)).
 //!
-//! Each (G, K) runs once untimed, then `rounds` timed rounds, alternating
-//! over the sweep; the report gives medians and marks the fastest
-//! combination for each size.
+//! The baseline and each (G, K) run once untimed, then `rounds` timed
+//! rounds, alternating (baseline, then every combination, and again):
+//! drifts of the machine touch them all alike, and no phase keeps a node
+//! from a barrier for long, so a lost node is noticed within one. The
+//! report gives medians and marks the fastest combination for each size.
 //!
 //! The blas kernel's thread pool is per process
 //! ([`matmul::kernel::blas`](crate::matmul::kernel::blas)):

@@ -149,13 +149,8 @@ fn sweep(
         world.bcast(&mut b.data, 0)?;
         let b = Arc::new(b);
         let a = master.then(|| Arc::new(Matrix::from_fn(n, n, |i, j| element(a_seed, i, j))));
-        let (serial, reference) = match &a {
-            Some(a) => {
-                let (serial, reference) = serial_baseline(a, &b, cfg)?;
-                (serial, Some(reference))
-            }
-            None => (Vec::new(), None),
-        };
+        let reference = a.as_ref().map(|a| reference(a, &b));
+        let mut serial = Vec::with_capacity(cfg.rounds);
         let mut measured: Vec<Measured> = cfg
             .granularities
             .iter()
@@ -168,8 +163,16 @@ fn sweep(
             })
             .collect();
         let mut max_error = 0.0f64;
-        // Round 0 is untimed.
+        // Round 0 is untimed. The baseline alternates with the sweep, so
+        // that the barriers between are never long apart: they notice a
+        // lost node.
         for timed in (0..=cfg.rounds).map(|round| round > 0) {
+            if let (Some(a), Some(reference)) = (&a, &reference) {
+                let took = serial_baseline(a, &b, reference, cfg.kernel)?;
+                if timed {
+                    serial.push(took);
+                }
+            }
             for m in measured.iter_mut() {
                 let plan = Plan {
                     b: b.clone(),
@@ -204,26 +207,27 @@ fn sweep(
     }))
 }
 
-/// Step 3: the kernel on the whole product, on one thread; its timed
-/// rounds and the reference product (blas's), verified against each other.
-fn serial_baseline(a: &Matrix, b: &Matrix, cfg: &Config) -> Result<(Vec<Duration>, Matrix), Error> {
-    let mut times = Vec::with_capacity(cfg.rounds);
+/// The reference product: blas's.
+fn reference(a: &Matrix, b: &Matrix) -> Matrix {
     let mut c = Matrix::zeros(a.rows, b.cols);
-    for round in 0..=cfg.rounds {
-        c.data.fill(0.0);
-        let began = Instant::now();
-        cfg.kernel.multiply_add(a.view(), b.view(), &mut c.data, 1);
-        if round > 0 {
-            times.push(began.elapsed());
-        }
-    }
-    if cfg.kernel == Kernel::Blas {
-        return Ok((times, c));
-    }
-    let mut reference = Matrix::zeros(a.rows, b.cols);
-    Kernel::Blas.multiply_add(a.view(), b.view(), &mut reference.data, 1);
-    verify(&c, &reference, "the serial baseline")?;
-    Ok((times, reference))
+    Kernel::Blas.multiply_add(a.view(), b.view(), &mut c.data, 1);
+    c
+}
+
+/// Step 3: the kernel on the whole product, on one thread, verified; its
+/// time.
+fn serial_baseline(
+    a: &Matrix,
+    b: &Matrix,
+    reference: &Matrix,
+    kernel: Kernel,
+) -> Result<Duration, Error> {
+    let mut c = Matrix::zeros(a.rows, b.cols);
+    let began = Instant::now();
+    kernel.multiply_add(a.view(), b.view(), &mut c.data, 1);
+    let took = began.elapsed();
+    verify(&c, reference, "the serial baseline")?;
+    Ok(took)
 }
 
 /// The largest difference of `c` from `reference`, or [`Error::Wrong`].

@@ -139,7 +139,7 @@ fn spread(mut values: Vec<f64>) -> (f64, f64, f64) {
 ///   granularity  concurrency  elapsed                   compute/thread            communication/thread      speedup
 ///             1            1  ...
 /// *          16            2  ...
-/// best: granularity 16, concurrency 2, 3.213 ms, 3.15x the serial time
+/// best: granularity 16, concurrency 2, 3.213 ms, speedup 3.15x over serial
 /// concurrency 2 vs 1 at granularity 16: 12.3% improvement
 ///
 /// SCALE (1998) Figs 16-17 chart the best combination's speedup and time per size; they give no numbers to print beside these.
@@ -148,11 +148,12 @@ impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "agenda-matmul on {} node{} (node 0 the master, computing too), kernel {}: medians of {} rounds (min-max), ms",
+            "agenda-matmul on {} node{} (node 0 the master, computing too), kernel {}: medians of {} round{} (min-max), ms",
             self.nodes,
             if self.nodes == 1 { "" } else { "s" },
             self.kernel,
-            self.rounds
+            self.rounds,
+            if self.rounds == 1 { "" } else { "s" },
         )?;
         let cell = |(median, min, max): (f64, f64, f64)| format!("{median:.3} ({min:.3}-{max:.3})");
         for size in &self.sizes {
@@ -189,7 +190,7 @@ impl std::fmt::Display for Report {
             if let Some(b) = best {
                 writeln!(
                     f,
-                    "best: granularity {}, concurrency {}, {:.3} ms, {:.2}x the serial time",
+                    "best: granularity {}, concurrency {}, {:.3} ms, speedup {:.2}x over serial",
                     b.granularity,
                     b.concurrency,
                     b.median(),
@@ -271,7 +272,9 @@ mod tests {
         assert!(marked[0].contains("15.000 (14.000-16.000)"), "{text}");
         assert!(marked[0].ends_with("2.67x"), "{text}");
         assert!(
-            text.contains("best: granularity 4, concurrency 2, 15.000 ms, 2.67x the serial time"),
+            text.contains(
+                "best: granularity 4, concurrency 2, 15.000 ms, speedup 2.67x over serial"
+            ),
             "{text}"
         );
         assert!(
