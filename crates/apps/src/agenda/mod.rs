@@ -59,10 +59,14 @@
 //! `threadwire apps agenda-matmul` sets `MATMUL_NUM_THREADS=1`, so that
 //! a computing thread is one core's work and the baseline is one thread.
 //!
-//! Reading the figures: computation and communication are means over the
-//! job's computing threads; communication is the rest of a thread's
-//! round (waiting for tasks and acknowledgements, packing, and for a
-//! core: with more threads than cores they take turns). On a host of two
+//! Reading the figures: computation and communication are means over a
+//! role's computing threads, the slaves' and the master's apart (the
+//! master's take tasks without a message). A slave thread's
+//! communication is the rest of its round: waiting for tasks and
+//! acknowledgements, packing, and waiting for a core (with more threads
+//! than cores they take turns). Small tasks cost more computation too:
+//! the blas kernel packs B afresh for every call, so a task of one row
+//! does a whole B's packing for one row's product. On a host of two
 //! cores no combination computes more than twice as fast as the
 //! baseline, whatever the nodes; what the sweep shows beyond that is how
 //! much of the communication the concurrency hides.
@@ -77,7 +81,7 @@ mod pool;
 mod report;
 
 pub use pool::{Batch, Misplaced, TaskPool};
-pub use report::{improvement, Measured, Report, Round, SizeReport};
+pub use report::{improvement, Measured, Report, Round, SizeReport, Split};
 
 use crate::matmul::Kernel;
 use threadwire::{Address, AmError, CollError, RecvError, SendError, UnpackError};

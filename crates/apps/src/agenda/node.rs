@@ -2,7 +2,7 @@
 //! (step 1), thread 0's sweep (steps 2–4 and 6) and the computing threads
 //! (step 5).
 
-use super::report::{Measured, Report, Round, SizeReport};
+use super::report::{Measured, Report, Round, SizeReport, Split};
 use super::{Config, Error, TaskPool};
 use crate::matmul::{element, tolerance, Kernel, Matrix, View};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -284,14 +284,23 @@ fn round(
             pool.stored()
         )));
     }
-    let sum = |at: usize| times.iter().skip(at).step_by(3).sum::<f64>();
-    let (compute, busy, threads) = (sum(0), sum(1), sum(2).max(1.0));
-    // Times from other nodes: a nonsensical one counts as zero, not a panic.
-    let per_thread = |secs: f64| Duration::try_from_secs_f64(secs / threads).unwrap_or_default();
+    // Rank 0 is the master, the rest slaves: [compute, busy, threads] each.
+    let split = |nodes: &[f64]| {
+        let sum = |at: usize| nodes.iter().skip(at).step_by(3).sum::<f64>();
+        let (compute, busy, threads) = (sum(0), sum(1), sum(2).max(1.0));
+        // Times from other nodes: a nonsensical one counts as zero, not a panic.
+        let per_thread =
+            |secs: f64| Duration::try_from_secs_f64(secs / threads).unwrap_or_default();
+        Split {
+            compute: per_thread(compute),
+            communication: per_thread(busy - compute),
+        }
+    };
+    let (master, slaves) = times.split_at(3.min(times.len()));
     let round = Round {
         elapsed,
-        compute: per_thread(compute),
-        communication: per_thread(busy - compute),
+        master: split(master),
+        slaves: (!slaves.is_empty()).then(|| split(slaves)),
     };
     Ok(Some((round, pool.take_c())))
 }

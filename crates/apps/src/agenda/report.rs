@@ -3,18 +3,28 @@
 use crate::matmul::Kernel;
 use std::time::Duration;
 
+/// How some computing threads spent a round, on average.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Split {
+    /// Mean time of a thread in the kernel.
+    pub compute: Duration,
+    /// Mean time of a thread in the rest of its round: for a slave,
+    /// asking for tasks, sending results and waiting for either; for the
+    /// master, taking tasks and storing rows. Both include waiting for a
+    /// core.
+    pub communication: Duration,
+}
+
 /// One timed round of one combination.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Round {
     /// From the start barrier to the end barrier, at the master: handing
     /// out A, computing, collecting C.
     pub elapsed: Duration,
-    /// Mean over the job's computing threads of their time in the kernel.
-    pub compute: Duration,
-    /// Mean over the job's computing threads of the rest of their round:
-    /// asking for tasks, sending results, waiting for either, and waiting
-    /// for a core.
-    pub communication: Duration,
+    /// The master's computing threads.
+    pub master: Split,
+    /// The slaves' computing threads; `None` on one node.
+    pub slaves: Option<Split>,
 }
 
 /// The timed rounds of one granularity and concurrency.
@@ -32,6 +42,12 @@ impl Measured {
     /// Median, least and greatest of a round's figure, in milliseconds.
     pub fn millis(&self, figure: impl Fn(&Round) -> Duration) -> (f64, f64, f64) {
         spread(self.rounds.iter().map(|r| millis(figure(r))).collect())
+    }
+
+    /// The median of a round's figure where there is one, in milliseconds.
+    fn median_of(&self, figure: impl Fn(&Round) -> Option<Duration>) -> Option<f64> {
+        let values: Vec<f64> = self.rounds.iter().filter_map(&figure).map(millis).collect();
+        (!values.is_empty()).then(|| spread(values).0)
     }
 
     /// The median elapsed time, in milliseconds.
@@ -136,9 +152,9 @@ fn spread(mut values: Vec<f64>) -> (f64, f64, f64) {
 /// agenda-matmul on 4 nodes (node 0 the master, computing too), kernel blas: medians of 3 rounds (min-max), ms
 ///
 /// size 256: C verified against blas's product in every round (max error 1.2e-14); serial (one node, one thread) 10.120 (10.010-10.300)
-///   granularity  concurrency  elapsed                   compute/thread            communication/thread      speedup
+///   granularity  concurrency  elapsed                   slave: compute / comm   master: compute / rest  speedup
 ///             1            1  ...
-/// *          16            2  ...
+/// *          16            2  3.213 (3.100-3.500)       0.980 / 0.041           1.100 / 0.002           3.15x
 /// best: granularity 16, concurrency 2, 3.213 ms, speedup 3.15x over serial
 /// concurrency 2 vs 1 at granularity 16: 12.3% improvement
 ///
@@ -167,8 +183,12 @@ impl std::fmt::Display for Report {
             )?;
             writeln!(
                 f,
-                "  {:>11}  {:>11}  {:<26}{:<26}{:<26}speedup",
-                "granularity", "concurrency", "elapsed", "compute/thread", "communication/thread"
+                "  {:>11}  {:>11}  {:<26}{:<24}{:<24}speedup",
+                "granularity",
+                "concurrency",
+                "elapsed",
+                "slave: compute / comm",
+                "master: compute / rest"
             )?;
             let best = size.best();
             for m in &size.measured {
@@ -176,14 +196,24 @@ impl std::fmt::Display for Report {
                     true => '*',
                     false => ' ',
                 };
+                let split = |of: fn(&Round) -> Option<Split>| {
+                    let compute = m.median_of(|r| of(r).map(|s| s.compute));
+                    let communication = m.median_of(|r| of(r).map(|s| s.communication));
+                    match (compute, communication) {
+                        (Some(compute), Some(communication)) => {
+                            format!("{compute:.3} / {communication:.3}")
+                        }
+                        _ => "-".into(),
+                    }
+                };
                 writeln!(
                     f,
-                    "{mark} {:>11}  {:>11}  {:<26}{:<26}{:<26}{:.2}x",
+                    "{mark} {:>11}  {:>11}  {:<26}{:<24}{:<24}{:.2}x",
                     m.granularity,
                     m.concurrency,
                     cell(m.millis(|r| r.elapsed)),
-                    cell(m.millis(|r| r.compute)),
-                    cell(m.millis(|r| r.communication)),
+                    split(|r| r.slaves),
+                    split(|r| Some(r.master)),
                     size.speedup(m)
                 )?;
             }
@@ -225,8 +255,14 @@ mod tests {
                 .iter()
                 .map(|&ms| Round {
                     elapsed: Duration::from_millis(ms),
-                    compute: Duration::from_millis(ms / 2),
-                    communication: Duration::from_millis(ms / 4),
+                    master: Split {
+                        compute: Duration::from_millis(ms / 2),
+                        communication: Duration::ZERO,
+                    },
+                    slaves: Some(Split {
+                        compute: Duration::from_millis(ms / 4),
+                        communication: Duration::from_millis(ms / 2),
+                    }),
                 })
                 .collect(),
         }
@@ -267,9 +303,17 @@ mod tests {
             sizes: vec![size()],
         };
         let text = report.to_string();
+        assert!(
+            text.contains(
+                "elapsed                   slave: compute / comm   master: compute / rest  speedup"
+            ),
+            "{text}"
+        );
         let marked: Vec<&str> = text.lines().filter(|l| l.starts_with('*')).collect();
         assert_eq!(marked.len(), 1, "{text}");
         assert!(marked[0].contains("15.000 (14.000-16.000)"), "{text}");
+        assert!(marked[0].contains("3.000 / 7.000"), "{text}");
+        assert!(marked[0].contains("7.000 / 0.000"), "{text}");
         assert!(marked[0].ends_with("2.67x"), "{text}");
         assert!(
             text.contains(
