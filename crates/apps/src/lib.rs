@@ -6,6 +6,9 @@
 //!   or blas kernels.
 //! - [`fft`]: the host–node DIF FFT of NCS' Table 3, one thread per node
 //!   against two.
+//! - [`agenda`]: the agenda-parallel matrix multiply of SCALE's Figures
+//!   16–17: a master serves tasks of rows of A to slaves by active
+//!   message, swept over granularity and concurrency.
 #![warn(missing_docs)]
 
 pub mod agenda;
