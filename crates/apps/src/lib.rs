@@ -9,8 +9,12 @@
 //! - [`jpeg`]: the JPEG pipeline of NCS' Table 2: half the nodes
 //!   compress strips of an image, the other half decompress them, the
 //!   master combines and checks the PSNR; one thread per node against two.
+//! - [`agenda`]: the agenda-parallel matrix multiply of SCALE's Figures
+//!   16–17: a master serves tasks of rows of A to slaves by active
+//!   message, swept over granularity and concurrency.
 #![warn(missing_docs)]
 
+pub mod agenda;
 pub mod fft;
 pub mod jpeg;
 pub mod matmul;

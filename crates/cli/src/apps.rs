@@ -84,6 +84,29 @@ Examples:
         #[command(flatten)]
         job: JpegJob,
     },
+    /// Agenda-parallel matrix multiply over active messages (SCALE's
+    /// Figs 16-17): node 0 serves tasks of GRANULARITY rows of A to
+    /// slaves that keep CONCURRENCY requests outstanding; swept, verified
+    /// against blas, the best combination per size marked.
+    #[command(after_help = "\
+Node 0 is the master: it holds A, answers each request for work with the next
+GRANULARITY rows of A and collects C, and computes on CONCURRENCY threads of
+its own. Every other node runs CONCURRENCY computing threads, each asking for
+its next task before it multiplies the current one. B is broadcast to every
+node before the clock starts; the times include handing out A and collecting
+C. Speedup is against one node computing the whole product on one thread.
+Each node gets MATMUL_NUM_THREADS=1 (one core per computing thread). On
+emulated hosts, start the same command under
+`threadwire run --hosts FILE -n N -- threadwire apps agenda-matmul ...`.
+
+Examples:
+  threadwire apps agenda-matmul -n 4 --sizes 256,512
+  threadwire apps agenda-matmul -n 2 --size 1024 --granularity 8,32 --concurrency 1,2
+  threadwire apps agenda-matmul -n 8 --kernel naive --size 100 --granularity 7")]
+    AgendaMatmul {
+        #[command(flatten)]
+        job: AgendaJob,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -161,6 +184,70 @@ impl JpegJob {
 }
 
 #[derive(Args, Clone)]
+pub struct AgendaJob {
+    /// Number of nodes: node 0 the master, the others slaves.
+    #[arg(short = 'n', long = "nodes", default_value_t = 4)]
+    pub nodes: u32,
+    /// Matrices are SIZE x SIZE, for each size of a comma list.
+    #[arg(long = "sizes", visible_alias = "size", value_name = "SIZE,...", value_delimiter = ',', default_values_t = [256, 512])]
+    pub sizes: Vec<usize>,
+    /// Rows of A in a task, for each value of a comma list.
+    #[arg(long = "granularity", value_name = "ROWS,...", value_delimiter = ',', default_values_t = [1, 4, 16, 64])]
+    pub granularities: Vec<usize>,
+    /// Computing threads per node (outstanding requests per slave), for
+    /// each value of a comma list.
+    #[arg(long = "concurrency", value_name = "THREADS,...", value_delimiter = ',', default_values_t = [1, 2, 4])]
+    pub concurrencies: Vec<u32>,
+    /// Who multiplies a task's rows.
+    #[arg(long, value_enum, default_value_t = KernelArg::Blas)]
+    pub kernel: KernelArg,
+    /// Timed rounds of each combination (after one untimed round).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+}
+
+impl AgendaJob {
+    fn config(&self) -> threadwire_apps::agenda::Config {
+        threadwire_apps::agenda::Config {
+            sizes: self.sizes.clone(),
+            granularities: self.granularities.clone(),
+            concurrencies: self.concurrencies.clone(),
+            kernel: self.kernel.into(),
+            rounds: self.rounds,
+            ..Default::default()
+        }
+    }
+
+    /// The arguments the nodes run again.
+    fn node_args(&self, cfg: &threadwire_apps::agenda::Config) -> Vec<OsString> {
+        fn list<T: ToString>(values: &[T]) -> String {
+            values
+                .iter()
+                .map(T::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        }
+        [
+            "apps".into(),
+            "agenda-matmul".into(),
+            "--sizes".into(),
+            list(&cfg.sizes),
+            "--granularity".into(),
+            list(&cfg.granularities),
+            "--concurrency".into(),
+            list(&cfg.concurrencies),
+            "--kernel".into(),
+            cfg.kernel.name().into(),
+            "--rounds".into(),
+            cfg.rounds.to_string(),
+        ]
+        .into_iter()
+        .map(OsString::from)
+        .collect()
+    }
+}
+
+#[derive(Args, Clone)]
 pub struct FftJob {
     /// Number of nodes: a power of two.
     #[arg(short = 'n', long = "nodes", default_value_t = 4)]
@@ -200,6 +287,17 @@ pub enum KernelArg {
     Strassen,
     /// matrixmultiply's GEMM.
     Blas,
+}
+
+impl From<KernelArg> for Kernel {
+    fn from(kernel: KernelArg) -> Kernel {
+        match kernel {
+            KernelArg::Naive => Kernel::Naive,
+            KernelArg::Bmm => Kernel::Bmm,
+            KernelArg::Strassen => Kernel::Strassen,
+            KernelArg::Blas => Kernel::Blas,
+        }
+    }
 }
 
 #[derive(Args, Clone)]
@@ -260,12 +358,7 @@ impl MatmulJob {
                 LayoutArg::Summa => Layout::Summa,
             },
             mesh: self.mesh,
-            kernel: match self.kernel {
-                KernelArg::Naive => Kernel::Naive,
-                KernelArg::Bmm => Kernel::Bmm,
-                KernelArg::Strassen => Kernel::Strassen,
-                KernelArg::Blas => Kernel::Blas,
-            },
+            kernel: self.kernel.into(),
             threads: self.threads.unwrap_or(if self.serial { 1 } else { 2 }),
             serial: self.serial,
             panel: self.panel,
@@ -384,6 +477,24 @@ pub fn run(app: App) -> Result<Outcome> {
             exit(launch(&spec, program)?)
         }
         App::Jpeg { job } => jpeg(job),
+        App::AgendaMatmul { job } => {
+            let cfg = job.config();
+            if under_launcher() {
+                if let Some(report) = threadwire_apps::agenda::node(&cfg)? {
+                    println!("{report}");
+                }
+                return exit(0);
+            }
+            cfg.check()?;
+            let spec = JobArgs {
+                nodes: job.nodes,
+                ..JobArgs::default()
+            };
+            let program = JobSpec::new(job.nodes, std::env::current_exe()?)
+                .args(job.node_args(&cfg))
+                .env("MATMUL_NUM_THREADS", "1");
+            exit(launch(&spec, program)?)
+        }
     }
 }
 
