@@ -192,7 +192,7 @@ pub struct AgendaJob {
     #[arg(long = "sizes", visible_alias = "size", value_name = "SIZE,...", value_delimiter = ',', default_values_t = [256, 512])]
     pub sizes: Vec<usize>,
     /// Rows of A in a task, for each value of a comma list.
-    #[arg(long = "granularity", value_name = "ROWS,...", value_delimiter = ',', default_values_t = [1, 4, 16, 64])]
+    #[arg(long = "granularity", value_name = "ROWS,...", value_delimiter = ',', default_values_t = [1, 4, 16, 64, 256])]
     pub granularities: Vec<usize>,
     /// Computing threads per node (outstanding requests per slave), for
     /// each value of a comma list.

@@ -117,7 +117,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             sizes: vec![256, 512],
-            granularities: vec![1, 4, 16, 64],
+            granularities: vec![1, 4, 16, 64, 256],
             concurrencies: vec![1, 2, 4],
             kernel: Kernel::Blas,
             rounds: 3,

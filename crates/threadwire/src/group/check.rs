@@ -172,7 +172,8 @@ fn combine_records(acc: &mut [u64], other: &[u64]) {
 pub(crate) async fn agree(check: &Call, call: &Call, args: Args) -> Result<(), CollError> {
     // Boxed: a collective's future is held on a fiber's stack (128 KiB
     // by default), and the check's allreduce would double its size.
-    let verdict = check.run(Box::pin(verdict(check, call, args))).await;
+    let verdict = Box::pin(verdict(check, call, args)).await;
+    let verdict = check.finish(verdict).await;
     match &verdict {
         // Every member knows (or hears of the check's own failure).
         Err(_) => call.heard_abort(),

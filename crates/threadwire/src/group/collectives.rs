@@ -11,6 +11,7 @@ use super::element::{Element, Op, Reducible, Reduction};
 use super::schedule::{self, Call, Comm};
 use super::check::{self, Args};
 use super::{context, CollError, CollRequest, Group};
+use std::pin::pin;
 use std::rc::Rc;
 
 /// The group-building agreement: the bitwise AND of `words` over the
@@ -18,10 +19,10 @@ use std::rc::Rc;
 pub(crate) fn agree(comm: &Rc<Comm>, mut words: Vec<u64>) -> Result<Vec<u64>, CollError> {
     let call = Call::start(comm);
     let and: Reduction<u64> = Op::BitAnd.into();
-    schedule::blocking(comm, call.index, async {
-        call.run(combine::allreduce_recursive_doubling(&call, &mut words, &and))
-            .await
-    })?;
+    schedule::blocking(comm, call.index, pin!(async {
+        let r = combine::allreduce_recursive_doubling(&call, &mut words, &and).await;
+        call.finish(r).await
+    }))?;
     Ok(words)
 }
 
@@ -51,9 +52,10 @@ pub(crate) fn split_agreement(
 ) -> Result<(u32, u32, Vec<i64>), CollError> {
     let call = Call::start(comm);
     let mine = [color.map_or(-1, i64::from), key];
-    let all = schedule::blocking(comm, call.index, async {
-        call.run(exchange::allgather_bruck(&call, &mine)).await
-    })?;
+    let all = schedule::blocking(comm, call.index, pin!(async {
+        let r = exchange::allgather_bruck(&call, &mine).await;
+        call.finish(r).await
+    }))?;
     let (k, tag) = agree_on_id(comm)?;
     Ok((k, tag, all))
 }
@@ -170,15 +172,17 @@ impl Group {
         let check = self.check_call(args);
         let call = self.call(path);
         let first = check.as_ref().map_or(call.index, |(check, _)| check.index);
-        schedule::blocking(&self.comm, first, async {
-            call.run(async {
+        let body = pin!(async {
+            let r = async {
                 if let Some((check, args)) = check {
                     check::agree(&check, &call, args).await?;
                 }
                 body(&call).await
-            })
-            .await
-        })
+            }
+            .await;
+            call.finish(r).await
+        });
+        schedule::blocking(&self.comm, first, body)
     }
 
     /// The argument check of a call, if it runs: a call of its own, made
@@ -211,13 +215,14 @@ impl Group {
         let first = check.as_ref().map_or(call.index, |(check, _)| check.index);
         schedule::nonblocking(&self.comm, first, async move {
             revoked?;
-            call.run(async {
+            let r = async {
                 if let Some((check, args)) = check {
                     check::agree(&check, &call, args).await?;
                 }
                 body(&call).await
-            })
-            .await
+            }
+            .await;
+            call.finish(r).await
         })
     }
 

@@ -23,6 +23,7 @@ use crate::lock;
 use crate::stats::Counters;
 use crate::{Address, Message, Source, Status, TagMatch};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use threadwire_fiber::Unparker;
 
@@ -55,6 +56,11 @@ struct Queues {
 #[derive(Default)]
 pub(crate) struct Mailbox {
     queues: Mutex<Queues>,
+    /// The unexpected queue's length, stored under the lock whenever it
+    /// changes: the owner's probes look at it first and take the lock only
+    /// when something is queued (a collective's wait probes for aborts
+    /// at every call; the lock was most of that probe's cost).
+    queued: AtomicUsize,
     owner: OnceLock<Unparker>,
     /// Sent by the owner, received under `queues`' lock.
     pub(crate) counters: Counters,
@@ -104,7 +110,10 @@ impl Mailbox {
                     // the lock: this is its one completion (slot rule 1).
                     unsafe { posted.slot.complete(Ok(message), arrival) };
                 }
-                None => q.unexpected.push_back((arrival, message)),
+                None => {
+                    q.unexpected.push_back((arrival, message));
+                    self.queued.store(q.unexpected.len(), Ordering::Release);
+                }
             }
         }
         self.wake_owner();
@@ -113,7 +122,7 @@ impl Mailbox {
     /// Takes a matching unexpected message of `context` or posts a receive.
     pub(crate) fn post(&self, context: u32, source: Source, tag: TagMatch) -> Posting {
         let mut q = lock(&self.queues);
-        if let Some(m) = take_unexpected(&mut q, context, source, tag) {
+        if let Some(m) = self.take_unexpected(&mut q, context, source, tag) {
             return Posting::Matched(m);
         }
         let slot = Arc::new(RecvSlot::new());
@@ -128,11 +137,40 @@ impl Mailbox {
 
     /// Takes a matching unexpected message of `context` without posting.
     pub(crate) fn try_take(&self, context: u32, source: Source, tag: TagMatch) -> Option<Message> {
-        take_unexpected(&mut lock(&self.queues), context, source, tag)
+        if self.nothing_queued() {
+            return None;
+        }
+        self.take_unexpected(&mut lock(&self.queues), context, source, tag)
+    }
+
+    /// The owner's lock-free look (rule 1: only it takes messages out):
+    /// nothing queued now. A delivery racing with it is seen by the next
+    /// look, as if it had come a moment later.
+    fn nothing_queued(&self) -> bool {
+        self.queued.load(Ordering::Acquire) == 0
+    }
+
+    /// Removes and returns the first matching unexpected message.
+    fn take_unexpected(
+        &self,
+        q: &mut Queues,
+        context: u32,
+        source: Source,
+        tag: TagMatch,
+    ) -> Option<Message> {
+        let i = q.unexpected.iter().position(|(_, m)| {
+            m.context == context && source.matches(m.source) && tag.matches(m.tag)
+        })?;
+        let taken = q.unexpected.remove(i).map(|(_, m)| m);
+        self.queued.store(q.unexpected.len(), Ordering::Release);
+        taken
     }
 
     /// Status of the first matching unexpected message of `context`.
     pub(crate) fn probe(&self, context: u32, source: Source, tag: TagMatch) -> Option<Status> {
+        if self.nothing_queued() {
+            return None;
+        }
         let q = lock(&self.queues);
         q.unexpected
             .iter()
@@ -173,6 +211,7 @@ impl Mailbox {
                 .position(|(a, _)| *a > arrival)
                 .unwrap_or(q.unexpected.len());
             q.unexpected.insert(at, (arrival, m));
+            self.queued.store(q.unexpected.len(), Ordering::Release);
         }
     }
 
@@ -228,17 +267,6 @@ impl Mailbox {
     }
 }
 
-fn take_unexpected(
-    q: &mut Queues,
-    context: u32,
-    source: Source,
-    tag: TagMatch,
-) -> Option<Message> {
-    let i = q.unexpected.iter().position(|(_, m)| {
-        m.context == context && source.matches(m.source) && tag.matches(m.tag)
-    })?;
-    q.unexpected.remove(i).map(|(_, m)| m)
-}
 
 const CHUNK: usize = 256;
 const CHUNKS: usize = 256;

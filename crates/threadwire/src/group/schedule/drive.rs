@@ -7,7 +7,7 @@ use crate::node::NodeShared;
 use crate::request::{Request, Schedule};
 use std::cell::RefCell;
 use std::future::Future;
-use std::pin::{pin, Pin};
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -51,13 +51,15 @@ fn block_on_inner<F: Future + ?Sized>(comm: &Comm, first: u64, mut fut: Pin<&mut
 }
 
 /// A blocking collective, from call `first` of `comm`: `body` run to
-/// completion.
+/// completion. Pinned by the caller (`pin!(async { … })`), so that the
+/// future is built where it is polled and never moved (a collective's is
+/// hundreds of bytes).
 pub(crate) fn blocking<T>(
     comm: &Comm,
     first: u64,
-    body: impl Future<Output = Result<T, CollError>>,
+    body: Pin<&mut impl Future<Output = Result<T, CollError>>>,
 ) -> Result<T, CollError> {
-    block_on(comm, first, pin!(body))
+    block_on(comm, first, body)
 }
 
 /// A nonblocking collective's request (rules 2 and 5): the call `index`

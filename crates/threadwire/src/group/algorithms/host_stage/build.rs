@@ -184,9 +184,10 @@ impl HostStage {
 /// Step 2's allgather over every member.
 fn gather(comm: &Rc<Comm>, words: &[i64]) -> Option<Vec<i64>> {
     let call = Call::start(comm);
-    crate::group::schedule::blocking(comm, call.index, async {
-        call.run(crate::group::algorithms::exchange::allgather_bruck(&call, words)).await
-    })
-    .ok()
+    let body = std::pin::pin!(async {
+        let r = crate::group::algorithms::exchange::allgather_bruck(&call, words).await;
+        call.finish(r).await
+    });
+    crate::group::schedule::blocking(comm, call.index, body).ok()
 }
 
