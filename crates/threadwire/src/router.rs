@@ -627,6 +627,17 @@ impl Router {
         self.shm_peers.load(Ordering::Acquire) > 0
     }
 
+    /// The job's nodes on this node's host, this one included: those the
+    /// launcher or process manager placed here (known without a
+    /// connection: pairs connect on first use), or those reached through
+    /// shared memory, whichever are more.
+    pub(crate) fn nodes_on_host(&self) -> usize {
+        let placed = (0..self.nodes())
+            .filter(|&p| p == self.id || self.dialer.same_host(p))
+            .count();
+        placed.max(1 + self.shm_peer_count())
+    }
+
     /// Peers reached through shared memory: the other nodes of this host
     /// (as far as channels tell: none with `THREADWIRE_CHANNEL=tcp`).
     pub(crate) fn shm_peer_count(&self) -> usize {

@@ -98,7 +98,7 @@ impl NodeShared {
             .idle(Arc::new(WorkerIdle(Arc::downgrade(self))));
         let workers = self
             .workers
-            .unwrap_or_else(|| default_workers(1 + self.router.shm_peer_count()));
+            .unwrap_or_else(|| default_workers(self.router.nodes_on_host()));
         builder = builder.workers(workers);
         let scheduler = builder.build()?;
         Ok(self.scheduler.get_or_init(|| scheduler))
@@ -130,7 +130,11 @@ impl Watched for NodeShared {
 /// share it, rounded up: as many worker threads as cores in all. A worker
 /// per core in every node oversubscribed the host, and the extra workers'
 /// waits held off the threads they waited for (measured, 2 cores, `bench
-/// coll` 2x8 barrier: 19.8 µs with two workers a node, 12.3 µs with one).
+/// coll` 2x8 barrier: 19.8 µs with two workers a node, 12.3 µs with one;
+/// again when the count came from the shared-memory channels made so far,
+/// which since connections are made on first use are none at a node's
+/// first spawn: 2x2 barrier 9–15 µs against 0.8–1.0, 2x8 10–20 against
+/// 1.9).
 fn default_workers(nodes: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     cores.div_ceil(nodes.max(1))
