@@ -14,7 +14,7 @@ fn ten_thousand_fibers_exchange_messages_across_two_nodes() {
     for node in 0..2 {
         assert_eq!(
             out.line(node, &format!("fibers n{node}: ")),
-            format!("fibers n{node}: ok received=15000")
+            format!("fibers n{node}: ok received=15000 workers=2")
         );
     }
 }
@@ -24,7 +24,9 @@ fn fibers_on_one_worker_exchange_across_three_nodes() {
     let out = support::run(support::job(3, "node-fibers").args(["300", "5", "1", "fiber"]));
     out.assert_success();
     for node in 0..3 {
-        assert!(out.line(node, "fibers ").ends_with("ok received=1500"));
+        assert!(out
+            .line(node, "fibers ")
+            .ends_with("ok received=1500 workers=1"));
     }
 }
 
@@ -76,4 +78,24 @@ fn a_receiving_fiber_parks_only_itself() {
     let bad = node.spawn(|_ep| -> () { panic!("fiber failed on purpose") });
     let err = bad.join().unwrap_err();
     assert!(err.to_string().contains("fiber failed on purpose"), "{err}");
+}
+
+/// By default a node runs its share of the host's fiber workers: the
+/// cores divided by the job's nodes on the host, rounded up. The count
+/// comes from where the launcher placed the nodes, before any pair has
+/// connected (pairs connect on first use, after the first spawn): counted
+/// from the channels made so far, every node started a worker per core,
+/// and fiber collectives across nodes ran 5-10 times slower.
+#[test]
+fn nodes_share_the_hosts_cores_among_their_workers() {
+    let out = support::run(support::job(2, "node-fibers").args(["4", "2", "0", "fiber"]));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let share = cores.div_ceil(2);
+    out.assert_success();
+    for node in 0..2 {
+        assert_eq!(
+            out.line(node, &format!("fibers n{node}: ")),
+            format!("fibers n{node}: ok received=8 workers={share}")
+        );
+    }
 }

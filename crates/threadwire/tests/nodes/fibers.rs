@@ -1,12 +1,13 @@
 //! Many fibers per node exchanging messages across nodes.
 //!
 //! `node-fibers FIBERS ROUNDS WORKERS MODE`: every node spawns FIBERS fiber
-//! endpoints on WORKERS workers (MODE `fiber`; `os` uses OS threads, for a
-//! small comparison). Fiber `i` of node `k` sends ROUNDS numbered messages
+//! endpoints on WORKERS workers (0: the runtime's default; MODE `fiber`;
+//! `os` uses OS threads, for a small comparison). Fiber `i` of node `k` sends ROUNDS numbered messages
 //! to fiber `i` of node `k+1` and receives ROUNDS from fiber `i` of node
 //! `k-1`, checking their order and contents; in between it yields, so
 //! sends and receives of thousands of fibers interleave on few workers.
-//! Prints `fibers nK: ok received=..` or panics (status 101).
+//! Prints `fibers nK: ok received=.. workers=..` (the node's worker
+//! threads, by their names) or panics (status 101).
 
 mod common;
 
@@ -18,11 +19,11 @@ fn main() {
     let rounds: u32 = common::arg(2, 3);
     let workers: usize = common::arg(3, 2);
     let mode: String = common::arg(4, "fiber".to_string());
-    let ep = Config::new()
-        .workers(workers)
-        .log(true)
-        .init()
-        .expect("init");
+    let config = match workers {
+        0 => Config::new(),
+        n => Config::new().workers(n),
+    };
+    let ep = config.log(true).init().expect("init");
     let node = ep.node().clone();
     let (me, nodes) = (node.id(), node.nodes());
     let next = (me + 1) % nodes;
@@ -54,5 +55,13 @@ fn main() {
         .map(|h| h.join().expect("a fiber panicked"))
         .sum();
     assert_eq!(received, u64::from(fibers) * u64::from(rounds));
-    println!("fibers n{me}: ok received={received}");
+    let prefix = format!("n{me}-worker");
+    let workers = std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with(&prefix))
+        })
+        .count();
+    println!("fibers n{me}: ok received={received} workers={workers}");
 }
