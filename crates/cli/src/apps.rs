@@ -33,7 +33,9 @@ gets MATMUL_NUM_THREADS=T. On emulated hosts, start the same command under
 Examples:
   threadwire apps matmul -n 4 --mesh 2x2 --kernel blas --size 2048 --threads 2
   threadwire apps matmul -n 6 --mesh 2x3 --kernel strassen --size 800 --serial
-  threadwire apps matmul -n 4 --layout host-node --kernel bmm --size 512")]
+  threadwire apps matmul -n 4 --layout host-node --kernel bmm --size 512
+  threadwire apps matmul --reference --size 2048 --threads 2   # the GEMM crate alone
+  threadwire apps matmul -n 4 --size 2048 --peers   # beside it and ScaLAPACK's pdgemm")]
     Matmul {
         #[command(flatten)]
         job: MatmulJob,
@@ -427,13 +429,19 @@ pub fn run(app: App) -> Result<Outcome> {
             cfg.check(job.nodes)?;
             let (status, ours) = matmul_job(&job, &cfg, job.nodes)?;
             if status == 0 && job.peers {
+                // The crate's single-process multithreaded rate: all the
+                // host's cores, whatever the job's threads per node.
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
                 let reference = MatmulJob {
                     reference: true,
                     peers: false,
+                    threads: Some(cores),
+                    serial: false,
                     ..job.clone()
                 };
-                if let (0, Some(alone)) = matmul_job(&reference, &cfg, 1)? {
-                    print_reference(&cfg, alone, ours);
+                let alone_cfg = reference.config();
+                if let (0, Some(alone)) = matmul_job(&reference, &alone_cfg, 1)? {
+                    print_reference(&alone_cfg, alone, ours);
                 }
                 pdgemm_beside(&job, &cfg, ours);
             }
