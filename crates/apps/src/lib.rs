@@ -16,5 +16,6 @@
 
 pub mod agenda;
 pub mod fft;
+pub mod figures;
 pub mod jpeg;
 pub mod matmul;

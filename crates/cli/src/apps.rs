@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use std::ffi::OsString;
 use std::path::PathBuf;
+use threadwire_apps::figures::spread;
 use threadwire_apps::matmul::{Kernel, Layout, Mesh};
 use threadwire_bench::node_result::NodeResult;
 use threadwire_bench::peers::pdgemm;
@@ -406,7 +407,7 @@ pub fn run(app: App) -> Result<Outcome> {
                 let ep = threadwire::init()?;
                 let times =
                     threadwire_apps::matmul::reference(cfg.size, cfg.seed, REFERENCE_ROUNDS);
-                let seconds = median_seconds(&times);
+                let seconds = spread(times.iter().map(|d| d.as_secs_f64()).collect()).0;
                 NodeResult::Matmul { seconds }.send(ep.node())?;
                 return exit(0);
             }
@@ -567,15 +568,6 @@ fn matmul_job(
         _ => None,
     });
     Ok((status, seconds))
-}
-
-/// The median of `times`, in seconds (the upper middle of an even count).
-fn median_seconds(times: &[std::time::Duration]) -> f64 {
-    let mut sorted = times.to_vec();
-    sorted.sort();
-    sorted
-        .get(sorted.len() / 2)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// The reference's line, and our share of its rate when `ours` is known.

@@ -123,30 +123,8 @@ pub struct Report {
     pub sizes: Vec<SizeReport>,
 }
 
-/// The percentage by which `threaded` takes less time than `serial`.
-pub fn improvement(serial: f64, threaded: f64) -> f64 {
-    (serial - threaded) / serial * 100.0
-}
-
-fn millis(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-/// Median, least and greatest of `values` (zeros if empty).
-fn spread(mut values: Vec<f64>) -> (f64, f64, f64) {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => (0.0, 0.0, 0.0),
-        _ => {
-            let median = match n % 2 {
-                1 => values[n / 2],
-                _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-            };
-            (median, values[0], values[n - 1])
-        }
-    }
-}
+pub use crate::figures::improvement;
+use crate::figures::{millis, spread};
 
 /// ```text
 /// agenda-matmul on 4 nodes (node 0 the master, computing too), kernel blas: medians of 3 rounds (min-max), ms
@@ -326,12 +304,5 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("give no numbers"), "{text}");
-    }
-
-    #[test]
-    fn medians_of_odd_even_and_no_counts() {
-        assert_eq!(spread(vec![3.0, 1.0, 2.0]), (2.0, 1.0, 3.0));
-        assert_eq!(spread(vec![4.0, 1.0, 2.0, 3.0]), (2.5, 1.0, 4.0));
-        assert_eq!(spread(Vec::new()), (0.0, 0.0, 0.0));
     }
 }

@@ -42,11 +42,8 @@ pub const NCS_TABLE_3: [SeedRow; 4] = [
     },
 ];
 
-/// The percentage by which `threaded` takes less time than `serial`: the
-/// seed's "% Improvement".
-pub fn improvement(serial: f64, threaded: f64) -> f64 {
-    (serial - threaded) / serial * 100.0
-}
+pub use crate::figures::improvement;
+use crate::figures::{millis, spread};
 
 /// One round: every set transformed once by one configuration.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -69,26 +66,10 @@ pub struct Measured {
     pub rounds: Vec<Round>,
 }
 
-/// Median, least and greatest of `values` (not empty).
-fn spread(mut values: Vec<f64>) -> (f64, f64, f64) {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    let median = match n % 2 {
-        1 => values[n / 2],
-        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    };
-    (median, values[0], values[n - 1])
-}
-
 impl Measured {
     /// Median, least and greatest of a round's figure, in milliseconds.
     pub fn millis(&self, figure: impl Fn(&Round) -> Duration) -> (f64, f64, f64) {
-        spread(
-            self.rounds
-                .iter()
-                .map(|r| figure(r).as_secs_f64() * 1e3)
-                .collect(),
-        )
+        spread(self.rounds.iter().map(|r| millis(figure(r))).collect())
     }
 }
 
@@ -198,12 +179,6 @@ mod tests {
         let ethernet: Vec<f64> = NCS_TABLE_3[1..].iter().map(|r| pct(r.ethernet)).collect();
         assert_eq!(ethernet, [6.48, 5.68, 11.25]);
         assert_eq!(pct(NCS_TABLE_3[2].nynet.unwrap()), 10.66);
-    }
-
-    #[test]
-    fn medians_of_odd_and_even_counts() {
-        assert_eq!(spread(vec![3.0, 1.0, 2.0]), (2.0, 1.0, 3.0));
-        assert_eq!(spread(vec![4.0, 1.0, 2.0, 3.0]), (2.5, 1.0, 4.0));
     }
 
     #[test]

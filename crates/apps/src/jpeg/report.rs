@@ -38,11 +38,8 @@ pub const NCS_TABLE_2: [SeedRow; 3] = [
     },
 ];
 
-/// The percentage by which `threaded` takes less time than `serial`: the
-/// seed's "% Improvement".
-pub fn improvement(serial: f64, threaded: f64) -> f64 {
-    (serial - threaded) / serial * 100.0
-}
+pub use crate::figures::improvement;
+use crate::figures::{millis, spread};
 
 /// One round: the image through the five stages once.
 ///
@@ -95,28 +92,10 @@ pub struct Measured {
     pub rounds: Vec<Round>,
 }
 
-/// The median of `values` (not empty).
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n % 2 {
-        1 => values[n / 2],
-        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
-}
-
 impl Measured {
     /// The median of a round's figure, in milliseconds (0 with no rounds).
     pub fn millis(&self, figure: impl Fn(&Round) -> Duration) -> f64 {
-        if self.rounds.is_empty() {
-            return 0.0;
-        }
-        median(
-            self.rounds
-                .iter()
-                .map(|r| figure(r).as_secs_f64() * 1e3)
-                .collect(),
-        )
+        spread(self.rounds.iter().map(|r| millis(figure(r))).collect()).0
     }
 }
 
@@ -253,12 +232,6 @@ mod tests {
             .map(pct)
             .collect();
         assert_eq!(nynet, [22.58, 59.88]);
-    }
-
-    #[test]
-    fn medians_of_odd_and_even_counts() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
     }
 
     #[test]
