@@ -26,6 +26,19 @@ pub fn spread(mut values: Vec<f64>) -> (f64, f64, f64) {
     }
 }
 
+/// One row of the NCS (1995) paper's tables of execution times (Table 2,
+/// JPEG; Table 3, FFT), typed in as printed: p4, one thread per process,
+/// against NCS's multithreaded p4, two threads per node process.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SeedRow {
+    /// Node processes.
+    pub nodes: u32,
+    /// (p4, NCS/p4) seconds on 10 Mbit Ethernet.
+    pub ethernet: (f64, f64),
+    /// (p4, NCS/p4) seconds on the NYNET ATM testbed, where measured.
+    pub nynet: Option<(f64, f64)>,
+}
+
 /// `d` in milliseconds.
 pub fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3

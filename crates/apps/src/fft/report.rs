@@ -2,21 +2,11 @@
 
 use std::time::Duration;
 
-/// One row of NCS' (1995) Table 3, "Execution times of FFT in seconds"
-/// (512 points × 8 sets, host–node DIF FFT): p4 (one thread per process)
-/// and NCS_MTS/p4 (two threads per node process).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SeedRow {
-    /// Node processes.
-    pub nodes: u32,
-    /// (p4, NCS_MTS/p4) seconds on 10 Mbit Ethernet.
-    pub ethernet: (f64, f64),
-    /// (p4, NCS_MTS/p4) seconds on the NYNET ATM testbed, where measured.
-    pub nynet: Option<(f64, f64)>,
-}
+pub use crate::figures::SeedRow;
 
-/// NCS (1995), Table 3: Execution times of FFT in seconds, typed in as
-/// printed. Its "% Improvement" column is (p4 − NCS_MTS/p4) / p4, which
+/// NCS (1995), Table 3: Execution times of FFT in seconds (512 points ×
+/// 8 sets, host–node DIF FFT; the threaded column is NCS_MTS/p4), typed
+/// in as printed. Its "% Improvement" column is (p4 − NCS_MTS/p4) / p4, which
 /// [`improvement`] recomputes (6.5%, 5.7%, 11.25%; 8.49%, 10.66%); it
 /// prints "-" for one node.
 pub const NCS_TABLE_3: [SeedRow; 4] = [

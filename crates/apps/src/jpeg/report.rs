@@ -2,18 +2,7 @@
 
 use std::time::Duration;
 
-/// One row of NCS' (1995) Table 2, "Total execution times (Seconds)" of
-/// JPEG compression and decompression of a 600 Kbyte image: p4 (one
-/// thread per process) and NCS_MPS/p4 (two threads per node process).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SeedRow {
-    /// Node processes.
-    pub nodes: u32,
-    /// (p4, NCS_MPS/p4) seconds on 10 Mbit Ethernet.
-    pub ethernet: (f64, f64),
-    /// (p4, NCS_MPS/p4) seconds on the NYNET ATM testbed, where measured.
-    pub nynet: Option<(f64, f64)>,
-}
+pub use crate::figures::SeedRow;
 
 /// NCS (1995), Table 2: Total execution times (Seconds), typed in as
 /// printed, its multithreaded column headed "NCS_MPS/p4" (the text calls
