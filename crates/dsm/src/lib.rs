@@ -1,0 +1,414 @@
+//! Page-based distributed shared memory for the threads of a threadwire job.
+//!
+//! Every node maps one shared space at the same address; arrays allocated
+//! in it collectively ([`Dsm::alloc`], PARMACS' `G_MALLOC`) are ordinary
+//! memory to every thread of every node, kept consistent at barriers
+//! ([`Dsm::barrier`]): what a thread wrote before a barrier, every thread
+//! reads after it.
+//!
+//! ```no_run
+//! use threadwire_dsm::{Dsm, DsmConfig};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let me = threadwire::init()?; // thread 0 of every node
+//! let dsm = Dsm::new(&me, DsmConfig::default())?;
+//! let a = dsm.alloc::<u64>(1 << 20)?; // the same array on every node
+//! let (node, nodes) = (me.node().id() as usize, me.node().nodes() as usize);
+//! for i in (node..a.len()).step_by(nodes) {
+//!     a.set(i, i as u64); // each node writes its share
+//! }
+//! dsm.barrier()?;
+//! assert_eq!(a.get(12345), 12345); // and reads everyone's
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # How it works
+//!
+//! - The space is a `memfd` mapped twice (module `space`): the program's
+//!   view, watched by the kernel's userfaultfd, and the engine's own.
+//! - Memory is kept coherent in units of [`DsmConfig::unit`] bytes (8 KiB,
+//!   the seed's page, by default), each with a *home* node that holds its
+//!   master copy; units are dealt to homes round robin.
+//! - A node reads a unit it does not hold by asking its home (one request,
+//!   the unit's bytes in reply); while the fetch is under way, only the
+//!   threads touching that unit wait.
+//! - Several nodes may write one unit at once (multiple writers): each
+//!   keeps a twin of the unit at its first write and, at the next barrier,
+//!   sends the home only the bytes it changed (module `diff`).
+//! - At a barrier every node sends its diffs home, then learns which units
+//!   the others wrote and drops its copies of them (module `engine`, rules
+//!   1–5; module `protocol`, the barrier in five steps).
+//!
+//! # What programs see
+//!
+//! A data-race-free program — one whose conflicting accesses (two threads,
+//! at least one writing, the same byte) are always ordered by a barrier —
+//! sees sequentially consistent memory. A racy program sees, for a byte
+//! written on another node without a barrier in between, either the old
+//! value or the new one, and may keep seeing the old one until its next
+//! barrier; two nodes writing the same byte in one interval leave one of
+//! the two values, chosen by the order their diffs reach the home. Within
+//! a node, threads share the node's copy and see each other's writes as
+//! threads of one process do.
+//!
+//! Limits of this first version: synchronization is by barrier only (locks
+//! with their queue passed along with the grant come next); a fault blocks
+//! the faulting OS thread in the kernel, so a fiber that faults holds its
+//! worker until the unit arrives.
+#![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod diff;
+mod engine;
+mod protocol;
+mod region;
+mod space;
+mod uffd;
+
+#[cfg(test)]
+mod kernel_tests;
+
+pub use region::Region;
+
+use engine::Engine;
+use std::fmt;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use threadwire::{Endpoint, Node};
+use threadwire_fiber::sync::Barrier;
+
+/// How a node's shared space is laid out; every node must use the same.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DsmConfig {
+    /// Where the space starts in every node's address space.
+    pub base: usize,
+    /// Its size in bytes: the most that can be allocated.
+    pub size: usize,
+    /// The coherence unit in bytes: a multiple of the system's 4 KiB page.
+    pub unit: usize,
+    /// How many threads of each node take part in [`Dsm::barrier`].
+    pub threads: usize,
+}
+
+impl Default for DsmConfig {
+    fn default() -> DsmConfig {
+        DsmConfig {
+            base: 0x6d00_0000_0000,
+            size: 1 << 30,
+            unit: 8192,
+            threads: 1,
+        }
+    }
+}
+
+/// What went wrong in the shared memory.
+#[derive(Debug)]
+pub enum DsmError {
+    /// The configuration cannot work (its text says why).
+    Config(String),
+    /// The kernel refused (mapping the space, userfaultfd).
+    Os(std::io::Error),
+    /// A message of the engine failed (a node lost, a handler missing).
+    Am(threadwire::AmError),
+    /// A collective among the nodes failed.
+    Coll(threadwire::CollError),
+    /// The space has no room for the allocation.
+    Full {
+        /// Bytes asked for.
+        wanted: usize,
+        /// Bytes left.
+        left: usize,
+    },
+    /// The nodes called [`Dsm::alloc`] differently, or were at different
+    /// barriers.
+    Diverged,
+    /// A home refused a diff (its text says why): a bug, or memory corrupted.
+    Refused(String),
+}
+
+impl fmt::Display for DsmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DsmError::Config(why) => write!(f, "shared memory configuration: {why}"),
+            DsmError::Os(e) => write!(f, "shared memory: {e}"),
+            DsmError::Am(e) => write!(f, "shared memory message: {e}"),
+            DsmError::Coll(e) => write!(f, "shared memory collective: {e}"),
+            DsmError::Full { wanted, left } => {
+                write!(f, "shared space full: {wanted} bytes wanted, {left} left")
+            }
+            DsmError::Diverged => write!(
+                f,
+                "the nodes allocated differently or met at different barriers"
+            ),
+            DsmError::Refused(why) => write!(f, "a home refused a diff: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for DsmError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DsmError::Os(e) => Some(e),
+            DsmError::Am(e) => Some(e),
+            DsmError::Coll(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<std::io::Error> for DsmError {
+    fn from(e: std::io::Error) -> DsmError {
+        DsmError::Os(e)
+    }
+}
+
+impl From<threadwire::AmError> for DsmError {
+    fn from(e: threadwire::AmError) -> DsmError {
+        DsmError::Am(e)
+    }
+}
+
+impl From<threadwire::CollError> for DsmError {
+    fn from(e: threadwire::CollError) -> DsmError {
+        DsmError::Coll(e)
+    }
+}
+
+/// What one node's engine has done: [`Dsm::stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Faults of reads on units not mapped (served locally or fetched).
+    pub read_faults: u64,
+    /// Faults of writes: on units not mapped, or write-protected.
+    pub write_faults: u64,
+    /// Units fetched from their homes.
+    pub fetches: u64,
+    /// Bytes of the units fetched.
+    pub fetch_bytes: u64,
+    /// Diffs sent to homes.
+    pub diffs: u64,
+    /// Bytes of the diffs sent (run headers included).
+    pub diff_bytes: u64,
+    /// Units made invalid by other nodes' writes.
+    pub invalidations: u64,
+}
+
+/// A node's handle on the shared space: clone it to every thread.
+#[derive(Clone, Debug)]
+pub struct Dsm {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    engine: Arc<Engine>,
+    node: Node,
+    handlers: protocol::Handlers,
+    allocated: Mutex<usize>,
+    local: Barrier,
+    epoch: AtomicU64,
+    /// A barrier's failure, for the node's other threads of that round.
+    failed: Mutex<Option<String>>,
+    stop: OwnedFd,
+    service: Mutex<Option<std::thread::JoinHandle<std::io::Result<()>>>>,
+}
+
+impl Dsm {
+    /// Maps the shared space and starts this node's engine. Called once by
+    /// thread 0 of every node with the same configuration; returns when
+    /// every node has.
+    ///
+    /// # Errors
+    ///
+    /// [`DsmError::Config`] for a unit that is not a multiple of 4 KiB or a
+    /// size not a multiple of the unit; [`DsmError::Os`] when the base is
+    /// taken or userfaultfd is not permitted; [`DsmError::Coll`] when the
+    /// nodes cannot meet.
+    pub fn new(ep: &Endpoint, config: DsmConfig) -> Result<Dsm, DsmError> {
+        if config.unit == 0 || !config.unit.is_multiple_of(4096) {
+            return Err(DsmError::Config(format!(
+                "unit {} is not a multiple of 4096",
+                config.unit
+            )));
+        }
+        if config.size == 0 || !config.size.is_multiple_of(config.unit) {
+            return Err(DsmError::Config(format!(
+                "size {} is not a multiple of the unit",
+                config.size
+            )));
+        }
+        if config.size / config.unit > u32::MAX as usize {
+            return Err(DsmError::Config("more than 2^32 units".into()));
+        }
+        let node = ep.node().clone();
+        let engine = Arc::new(Engine::new(
+            config.base,
+            config.unit,
+            config.size / config.unit,
+            node.id(),
+            node.nodes(),
+        )?);
+        let handlers = protocol::register(&node, &engine)?;
+        // SAFETY: eventfd(2) returns a new descriptor or -1.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error().into());
+        }
+        // SAFETY: the descriptor was just created and is owned here only.
+        let stop = unsafe { OwnedFd::from_raw_fd(fd) };
+        let service = {
+            let (engine, node, fetch) = (engine.clone(), node.clone(), handlers.fetch.clone());
+            let stop = stop.try_clone()?;
+            std::thread::Builder::new()
+                .name("dsm-faults".into())
+                .spawn(move || engine.serve(&node, fetch, &stop))?
+        };
+        let dsm = Dsm {
+            shared: Arc::new(Shared {
+                engine,
+                node,
+                handlers,
+                allocated: Mutex::new(0),
+                local: Barrier::new(config.threads),
+                epoch: AtomicU64::new(0),
+                failed: Mutex::new(None),
+                stop,
+                service: Mutex::new(Some(service)),
+            }),
+        };
+        // Every node's handlers are registered before any node calls them.
+        threadwire::Group::world(ep)?.barrier()?;
+        Ok(dsm)
+    }
+
+    /// Allocates an array of `n` zeroed `T`s, aligned to a coherence unit.
+    /// Collective: every node allocates the same sizes in the same order
+    /// (one thread per node), and gets the same address; the next barrier
+    /// fails with [`DsmError::Diverged`] where they did not.
+    ///
+    /// # Errors
+    ///
+    /// [`DsmError::Full`] when the space has no room.
+    pub fn alloc<T: bytemuck::Pod>(&self, n: usize) -> Result<Region<T>, DsmError> {
+        let unit = self.shared.engine.unit;
+        let bytes = (n * std::mem::size_of::<T>()).div_ceil(unit).max(1) * unit;
+        let mut allocated = self
+            .shared
+            .allocated
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let left = self.shared.engine.space.len() - *allocated;
+        if bytes > left {
+            return Err(DsmError::Full {
+                wanted: bytes,
+                left,
+            });
+        }
+        // SAFETY: the offset lies inside the program's view.
+        let at = unsafe { self.shared.engine.space.program().add(*allocated) };
+        *allocated += bytes;
+        Ok(Region::new(at.cast(), n, self.clone()))
+    }
+
+    /// What this node's engine has done so far.
+    pub fn stats(&self) -> Stats {
+        let c = &self.shared.engine.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Stats {
+            read_faults: get(&c.read_faults),
+            write_faults: get(&c.write_faults),
+            fetches: get(&c.fetches),
+            fetch_bytes: get(&c.fetch_bytes),
+            diffs: get(&c.diffs),
+            diff_bytes: get(&c.diff_bytes),
+            invalidations: get(&c.invalidations),
+        }
+    }
+
+    /// Waits until [`DsmConfig::threads`] threads of every node have called
+    /// it; every write made before it by any of them is then visible to
+    /// all (module docs, and `protocol`'s five steps).
+    ///
+    /// # Errors
+    ///
+    /// [`DsmError::Am`] when a node is lost, [`DsmError::Diverged`] when
+    /// the nodes allocated differently, [`DsmError::Refused`] when a home
+    /// refused a diff; every thread of the round gets the error.
+    pub fn barrier(&self) -> Result<(), DsmError> {
+        let s = &self.shared;
+        if s.local.wait().is_leader() {
+            let result = self.global_barrier();
+            *s.failed.lock().unwrap_or_else(|p| p.into_inner()) =
+                result.as_ref().err().map(|e| e.to_string());
+            s.local.wait();
+            return result;
+        }
+        s.local.wait();
+        match s.failed.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+            Some(why) => Err(DsmError::Refused(why)),
+            None => Ok(()),
+        }
+    }
+
+    /// Steps 2–5 of the barrier, in the node's leader.
+    fn global_barrier(&self) -> Result<(), DsmError> {
+        let s = &self.shared;
+        let ep = s
+            .node
+            .endpoint()
+            .map_err(|e| DsmError::Config(format!("no endpoint for the barrier: {e}")))?;
+        let (batches, notices) = s.engine.flush()?;
+        let requests: Vec<_> = batches
+            .into_iter()
+            .enumerate()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(home, b)| ep.am_request(home as u32, &s.handlers.diff, b))
+            .collect();
+        for reply in threadwire::wait_all(requests) {
+            let reply = reply?.to_vec();
+            if reply.first() == Some(&protocol::REFUSED) {
+                return Err(DsmError::Refused(
+                    String::from_utf8_lossy(&reply[1..]).into_owned(),
+                ));
+            }
+        }
+        let epoch = s.epoch.fetch_add(1, Ordering::Relaxed);
+        let allocated = *s.allocated.lock().unwrap_or_else(|p| p.into_inner()) as u64;
+        let arrival = protocol::arrival(epoch, allocated, &notices);
+        let reply = ep
+            .am_request(0, &s.handlers.barrier, arrival)
+            .wait()?
+            .to_vec();
+        let (diverged, others) =
+            protocol::release(&reply, s.engine.node).ok_or(DsmError::Diverged)?;
+        if diverged {
+            return Err(DsmError::Diverged);
+        }
+        s.engine.invalidate(others)?;
+        Ok(())
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: writing 8 bytes to our eventfd.
+        unsafe {
+            libc::write(
+                std::os::fd::AsRawFd::as_raw_fd(&self.stop),
+                one.as_ptr().cast(),
+                8,
+            )
+        };
+        if let Some(service) = self
+            .service
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            let _ = service.join();
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! A shared array: [`Dsm::alloc`](crate::Dsm::alloc)'s result.
+
+use crate::Dsm;
+use std::marker::PhantomData;
+
+/// An array of `T` in the shared space, at the same address on every node.
+/// Clone it to every thread; element access is by value ([`get`](Self::get),
+/// [`set`](Self::set)) or, for loops that need slices, through the
+/// `unsafe` [`as_slice`](Self::as_slice) and
+/// [`as_mut_slice`](Self::as_mut_slice), whose contract is the program's
+/// freedom from data races.
+#[derive(Debug)]
+pub struct Region<T> {
+    at: *mut T,
+    len: usize,
+    dsm: Dsm,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: the region is memory shared by every thread by design; `T` is
+// plain data (`Pod`) and every access goes through the methods below,
+// whose rules are the program's (module docs of the crate).
+unsafe impl<T: Send> Send for Region<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for Region<T> {}
+
+impl<T> Clone for Region<T> {
+    fn clone(&self) -> Self {
+        Region {
+            at: self.at,
+            len: self.len,
+            dsm: self.dsm.clone(),
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: bytemuck::Pod> Region<T> {
+    pub(crate) fn new(at: *mut T, len: usize, dsm: Dsm) -> Region<T> {
+        Region {
+            at,
+            len,
+            dsm,
+            _t: PhantomData,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Its address, the same on every node: a pointer to it may be stored
+    /// in shared memory and followed anywhere.
+    pub fn as_ptr(&self) -> *mut T {
+        self.at
+    }
+
+    /// The shared space it belongs to.
+    pub fn dsm(&self) -> &Dsm {
+        &self.dsm
+    }
+
+    /// Element `i`.
+    ///
+    /// # Panics
+    ///
+    /// When `i` is out of bounds.
+    pub fn get(&self, i: usize) -> T {
+        assert!(i < self.len, "index {i} out of a region of {}", self.len);
+        // SAFETY: in bounds; a volatile read, because another thread may
+        // write the element (a racy program sees old or new, never torn
+        // for a `T` the machine reads at once).
+        unsafe { self.at.add(i).read_volatile() }
+    }
+
+    /// Writes element `i`.
+    ///
+    /// # Panics
+    ///
+    /// When `i` is out of bounds.
+    pub fn set(&self, i: usize, value: T) {
+        assert!(i < self.len, "index {i} out of a region of {}", self.len);
+        // SAFETY: in bounds; volatile for the reason `get` gives.
+        unsafe { self.at.add(i).write_volatile(value) }
+    }
+
+    /// The elements as a slice.
+    ///
+    /// # Safety
+    ///
+    /// No thread of any node may write the elements read through it while
+    /// it lives, unless a barrier orders the two.
+    pub unsafe fn as_slice(&self) -> &[T] {
+        // SAFETY: the mapping holds `len` elements; the caller keeps writers
+        // away.
+        unsafe { std::slice::from_raw_parts(self.at, self.len) }
+    }
+
+    /// The elements as a mutable slice.
+    ///
+    /// # Safety
+    ///
+    /// No other thread of any node may read or write the elements written
+    /// through it while it lives, unless a barrier orders them; threads
+    /// may hold such slices of disjoint parts at once (split it).
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn as_mut_slice(&self) -> &mut [T] {
+        // SAFETY: as above.
+        unsafe { std::slice::from_raw_parts_mut(self.at, self.len) }
+    }
+}

@@ -1,0 +1,40 @@
+//! The shared memory across real nodes (`nodes/dsm.rs`): writes of every
+//! node seen by every other after a barrier, with several writers on every
+//! unit (false sharing) and with blocks, on 1, 2 and 4 nodes, one and
+//! several threads per node, over shared memory and TCP.
+
+#[path = "../../threadwire/tests/support/mod.rs"]
+mod support;
+
+fn run(nodes: u32, mode: &str, threads: usize, channel: &str) {
+    let spec = support::job(nodes, "node-dsm")
+        .args([mode, &threads.to_string()])
+        .env(threadwire::env::CHANNEL, channel);
+    let out = support::run(spec);
+    print!("{}", out.transcript());
+    let done = format!("dsm {mode}: ok");
+    assert!(
+        out.stdout
+            .iter()
+            .all(|lines| lines.iter().any(|l| l.starts_with(&done))),
+        "{nodes} nodes x {threads} threads over {channel}: {}",
+        out.transcript()
+    );
+    out.assert_success();
+}
+
+#[test]
+fn every_writer_of_a_falsely_shared_unit_survives_the_barrier() {
+    for (nodes, threads) in [(1, 1), (2, 1), (2, 3), (4, 2)] {
+        run(nodes, "interleaved", threads, "shm");
+    }
+    run(2, "interleaved", 2, "tcp");
+}
+
+#[test]
+fn blocks_written_by_one_node_are_read_by_another_after_a_barrier() {
+    for (nodes, threads) in [(2, 1), (4, 1), (2, 2)] {
+        run(nodes, "blocks", threads, "shm");
+    }
+    run(4, "blocks", 1, "tcp");
+}
