@@ -110,6 +110,11 @@ pub fn encode(page: &[u8], twin: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// Checks that `diff` fits a page of `len` bytes.
+pub fn check(diff: &[u8], len: usize) -> Result<(), DiffError> {
+    runs(diff, len).try_for_each(|run| run.map(|_| ()))
+}
+
 /// Writes the runs of `diff` into `page`. A diff that does not fit is
 /// refused before any byte is written.
 pub fn apply(page: &mut [u8], diff: &[u8]) -> Result<(), DiffError> {

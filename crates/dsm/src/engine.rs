@@ -21,10 +21,12 @@
 //!    - on an unmapped unit that is `Clean` or `Dirty`: map it,
 //!      write-protected for a read of a `Clean` unit; a write first makes
 //!      the unit `Dirty` (rule 3);
-//!    - on an `Invalid` unit: ask its home for it (a `fetch` request), mark
-//!      it `Fetching`; the installer thread writes the reply into the
-//!      memfd and maps it write-protected, which wakes every thread waiting
-//!      on it;
+//!    - on an `Invalid` unit: mark it `Fetching` and hand it to the fetcher
+//!      thread, which asks its home for it (a `fetch` request; every unit
+//!      waiting is asked at once), writes the reply into the memfd and maps
+//!      it write-protected, which wakes every thread waiting on it. A home
+//!      that cannot answer (lost) ends the node: the threads waiting are
+//!      inside a load or a store, with no error to return;
 //!    - on a `Fetching` unit: nothing (the thread waits for the reply);
 //!    - a write to a write-protected unit: rule 3, then lift protection.
 //! 3. A unit becomes `Dirty` on its first write since its last release:
@@ -33,13 +35,22 @@
 //! 4. A release (`flush`) takes each dirty unit: write-protects it (a
 //!    thread writing it meanwhile faults and waits for the unit's lock),
 //!    encodes its diff against the twin for the home, drops the twin and
-//!    makes it `Clean`. The diffs go to their homes, one request per home,
-//!    and the release waits until every home has applied them. The units
-//!    it flushed are its *write notices*.
-//! 5. An acquire (`invalidate`) takes the write notices of the other nodes:
-//!    each unit they wrote, away from its home, is unmapped and made
-//!    `Invalid`, so that the next access fetches the home's copy, which by
-//!    rule 4 holds every write released before this acquire.
+//!    makes it `Clean`. The diffs go to their homes, one request per home
+//!    (module `consistency`); each home applies them under the unit's lock
+//!    and answers with the unit's new version. A dirty unit at its home
+//!    needs no diff: its version goes up at once. The (unit, version)
+//!    pairs are the release's *write notices*.
+//! 5. An acquire (`invalidate`) takes write notices: each unit, away from
+//!    its home, whose copy here is older than the notice is unmapped and
+//!    made `Invalid`, so that the next access fetches the home's copy,
+//!    which by rule 4 holds every write released before the notice. A unit
+//!    to be invalidated that has unreleased writes here is released first
+//!    (releasing early is allowed by release consistency).
+//! 6. Versions: a home counts the releases that changed each unit; a fetch
+//!    returns the version with the bytes; a node whose diff took its unit
+//!    from version v to v + 1, holding version v, now holds v + 1 (its copy
+//!    is the home's); otherwise it keeps the older number, and a notice of
+//!    the newer one will invalidate it.
 
 use crate::diff;
 use crate::space::Space;
@@ -71,6 +82,22 @@ pub struct Unit {
     pub mapped: bool,
     /// Its bytes at its first write since the last release (not at home).
     pub twin: Option<Box<[u8]>>,
+    /// The home's version of the bytes held here: at the home, how many
+    /// releases have changed the unit; elsewhere, the version fetched
+    /// (rule 6).
+    pub version: u64,
+}
+
+/// What [`Engine::flush`] gathered, by home node.
+#[derive(Debug)]
+pub struct Flush {
+    /// Each home's batch of diffs.
+    pub batches: Vec<Vec<u8>>,
+    /// Each home's units in its batch's order, with the version each
+    /// diff was taken against.
+    pub sent: Vec<Vec<(u32, u64)>>,
+    /// Write notices of the dirty units homed here.
+    pub notices: Vec<(u32, u64)>,
 }
 
 /// Counters of one node's engine, for the statistics table.
@@ -124,6 +151,7 @@ impl Engine {
                     state: if home { State::Clean } else { State::Invalid },
                     mapped: false,
                     twin: None,
+                    version: 0,
                 })
             })
             .collect();
@@ -232,106 +260,169 @@ impl Engine {
         }
     }
 
-    /// Installs a fetched unit and wakes its waiters (rule 2).
-    pub fn install(&self, u: u32, bytes: &[u8]) -> io::Result<()> {
+    /// The reply to a fetch at this home: the unit's version (u64) and
+    /// bytes, or nothing for a unit that is not homed here.
+    pub fn serve_fetch(&self, u: u32) -> Vec<u8> {
+        if u as usize >= self.units() || self.home(u) != self.node {
+            return Vec::new();
+        }
+        let unit = self.lock(u);
+        let mut reply = Vec::with_capacity(8 + self.unit);
+        reply.extend_from_slice(&unit.version.to_le_bytes());
+        // SAFETY: copied out at once, under the unit's lock (diffs are
+        // applied under it too); the home's own threads may write other
+        // bytes meanwhile, which data-race-free programs release later.
+        reply.extend_from_slice(unsafe { self.bytes(u) });
+        reply
+    }
+
+    /// Installs a fetch's reply and wakes the unit's waiters (rule 2).
+    pub fn install(&self, u: u32, reply: &[u8]) -> io::Result<()> {
         let mut unit = self.lock(u);
-        if bytes.len() != self.unit {
+        if reply.len() != 8 + self.unit {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                "a fetched unit of the wrong size",
+                format!(
+                    "a fetched unit of {} bytes, not {}",
+                    reply.len(),
+                    8 + self.unit
+                ),
             ));
         }
+        let (version, bytes) = reply.split_at(8);
         // SAFETY: the unit is `Fetching`, so unmapped: no one else touches it.
         unsafe { self.bytes(u) }.copy_from_slice(bytes);
         self.counters
             .fetch_bytes
-            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            .fetch_add(reply.len() as u64, Ordering::Relaxed);
+        unit.version = u64::from_le_bytes(version.try_into().expect("8 bytes"));
         unit.state = State::Clean;
         unit.mapped = true;
         self.uffd.map(self.program(u), self.unit, true)
     }
 
-    /// Marks a unit whose fetch failed `Invalid` again and wakes its
-    /// waiters, who fault anew (and so ask again).
-    pub fn fetch_failed(&self, u: u32) -> io::Result<()> {
-        let mut unit = self.lock(u);
-        unit.state = State::Invalid;
-        self.uffd.wake(self.program(u), self.unit)
-    }
-
     /// Rule 4's first half: every dirty unit protected, its diff appended
     /// to its home's batch (`[unit u32][len u32][diff]` entries), and made
-    /// `Clean`. Returns the batches by home and the units flushed.
-    pub fn flush(&self) -> io::Result<(Vec<Vec<u8>>, Vec<u32>)> {
+    /// `Clean`; a dirty unit homed here gets its next version at once.
+    pub fn flush(&self) -> io::Result<Flush> {
         let dirty = std::mem::take(&mut *self.dirty.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut batches = vec![Vec::new(); self.nodes as usize];
+        let mut flush = Flush {
+            batches: vec![Vec::new(); self.nodes as usize],
+            sent: vec![Vec::new(); self.nodes as usize],
+            notices: Vec::new(),
+        };
         let mut diff = Vec::new();
         for &u in &dirty {
             let mut unit = self.lock(u);
             if unit.mapped {
                 self.uffd.protect(self.program(u), self.unit)?;
             }
-            if let Some(twin) = unit.twin.take() {
-                diff.clear();
-                // SAFETY: the unit is write-protected and we hold its lock:
-                // writers fault and wait for it.
-                diff::encode(unsafe { self.bytes(u) }, &twin, &mut diff);
-                if !diff.is_empty() {
-                    let batch = &mut batches[self.home(u) as usize];
-                    batch.extend_from_slice(&u.to_le_bytes());
-                    batch.extend_from_slice(&(diff.len() as u32).to_le_bytes());
-                    batch.extend_from_slice(&diff);
-                    self.counters.diffs.fetch_add(1, Ordering::Relaxed);
-                    self.counters
-                        .diff_bytes
-                        .fetch_add(diff.len() as u64, Ordering::Relaxed);
-                }
-            }
             unit.state = State::Clean;
+            let Some(twin) = unit.twin.take() else {
+                unit.version += 1;
+                flush.notices.push((u, unit.version));
+                continue;
+            };
+            diff.clear();
+            // SAFETY: the unit is write-protected and we hold its lock:
+            // writers fault and wait for it.
+            diff::encode(unsafe { self.bytes(u) }, &twin, &mut diff);
+            if diff.is_empty() {
+                continue;
+            }
+            let home = self.home(u) as usize;
+            let batch = &mut flush.batches[home];
+            batch.extend_from_slice(&u.to_le_bytes());
+            batch.extend_from_slice(&(diff.len() as u32).to_le_bytes());
+            batch.extend_from_slice(&diff);
+            flush.sent[home].push((u, unit.version));
+            self.counters.diffs.fetch_add(1, Ordering::Relaxed);
+            self.counters
+                .diff_bytes
+                .fetch_add(diff.len() as u64, Ordering::Relaxed);
         }
-        Ok((batches, dirty))
+        Ok(flush)
     }
 
-    /// Applies a batch of diffs at this home (rule 4's second half).
-    pub fn apply(&self, mut batch: &[u8]) -> Result<(), diff::DiffError> {
-        while !batch.is_empty() {
-            let header = batch.get(..8).ok_or(diff::DiffError::Truncated)?;
+    /// Applies a batch of diffs at this home (rule 4's second half) and
+    /// returns each unit's new version, in the batch's order. A batch with
+    /// any bad entry is refused whole.
+    pub fn apply(&self, batch: &[u8]) -> Result<Vec<u64>, diff::DiffError> {
+        let mut entries = Vec::new();
+        let mut rest = batch;
+        while !rest.is_empty() {
+            let header = rest.get(..8).ok_or(diff::DiffError::Truncated)?;
             let u = u32::from_le_bytes(header[..4].try_into().expect("4 bytes"));
             let n = u32::from_le_bytes(header[4..].try_into().expect("4 bytes")) as usize;
-            let d = batch.get(8..8 + n).ok_or(diff::DiffError::Truncated)?;
+            let d = rest.get(8..8 + n).ok_or(diff::DiffError::Truncated)?;
             if u as usize >= self.units() || self.home(u) != self.node {
                 return Err(diff::DiffError::OutOfPage {
                     offset: u as usize,
                     len: n,
                 });
             }
-            // SAFETY: data-race-free programs do not write the bytes a diff
+            diff::check(d, self.unit)?;
+            entries.push((u, d));
+            rest = &rest[8 + n..];
+        }
+        let mut versions = Vec::with_capacity(entries.len());
+        for (u, d) in entries {
+            let mut unit = self.lock(u);
+            // SAFETY: under the unit's lock (fetches copy under it);
+            // data-race-free programs do not write the bytes a diff
             // carries while it is applied (they were released, not yet
             // acquired by anyone); other bytes of the unit may change.
-            diff::apply(unsafe { self.bytes(u) }, d)?;
-            batch = &batch[8 + n..];
+            diff::apply(unsafe { self.bytes(u) }, d).expect("checked above");
+            unit.version += 1;
+            versions.push(unit.version);
         }
-        Ok(())
+        Ok(versions)
     }
 
-    /// Rule 5: the units in `notices`, away from their home, made `Invalid`.
-    pub fn invalidate(&self, notices: impl IntoIterator<Item = u32>) -> io::Result<()> {
-        for u in notices {
+    /// Rule 6 for the units of one home's batch, once it has answered
+    /// with their new versions: the write notices of the release. A copy
+    /// whose version was the one just before its diff's is now the home's
+    /// (no one else's diff came in between) and takes the new version.
+    pub fn acknowledged(&self, sent: &[(u32, u64)], versions: &[u64]) -> Vec<(u32, u64)> {
+        sent.iter()
+            .zip(versions)
+            .map(|(&(u, before), &after)| {
+                let mut unit = self.lock(u);
+                if unit.version == before && after == before + 1 {
+                    unit.version = after;
+                }
+                (u, after)
+            })
+            .collect()
+    }
+
+    /// Rule 5: each unit in `notices`, away from its home and older here
+    /// than the notice, unmapped and made `Invalid`. Units with writes
+    /// not yet released are left as they are and returned: the caller
+    /// releases them and tries those again.
+    pub fn invalidate(&self, notices: &[(u32, u64)]) -> io::Result<Vec<(u32, u64)>> {
+        let mut dirty = Vec::new();
+        for &(u, v) in notices {
             if u as usize >= self.units() || self.home(u) == self.node {
                 continue;
             }
             let mut unit = self.lock(u);
+            if unit.version >= v || unit.state == State::Invalid {
+                continue;
+            }
+            if unit.state == State::Dirty {
+                dirty.push((u, v));
+                continue;
+            }
             if unit.mapped {
                 self.space.invalidate(u as usize * self.unit, self.unit)?;
                 unit.mapped = false;
             }
-            if unit.state != State::Invalid {
-                self.counters.invalidations.fetch_add(1, Ordering::Relaxed);
-            }
+            self.counters.invalidations.fetch_add(1, Ordering::Relaxed);
             unit.state = State::Invalid;
             unit.twin = None;
         }
-        Ok(())
+        Ok(dirty)
     }
 
     /// The fetcher: asks homes for the units the fault service hands it,
@@ -359,10 +450,16 @@ impl Engine {
                 Ok(bytes) => self.install(u, &bytes.to_vec()),
                 Err(e) => Err(io::Error::other(e.to_string())),
             };
-            if installed.is_err() {
-                // Its waiters fault again and ask again; a lost home fails
-                // the program's next barrier.
-                let _ = self.fetch_failed(u);
+            if let Err(e) = installed {
+                // The threads waiting for the unit are inside a load or a
+                // store: there is no error to give them, and the unit's
+                // only up-to-date copy is gone with its home.
+                tracing::error!(
+                    "shared memory: unit {u} cannot be fetched from its home, node {}: {e}; \
+                     this node cannot go on",
+                    self.home(u)
+                );
+                std::process::exit(1);
             }
         }
     }

@@ -59,8 +59,11 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod barrier;
+mod consistency;
 mod diff;
 mod engine;
+mod lock;
 mod protocol;
 mod region;
 mod space;
@@ -71,7 +74,10 @@ mod kernel_tests;
 
 pub use region::Region;
 
+use barrier::Meeting;
+use consistency::Consistency;
 use engine::Engine;
+use lock::Locks;
 use std::fmt;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -124,8 +130,11 @@ pub enum DsmError {
     /// The nodes called [`Dsm::alloc`] differently, or were at different
     /// barriers.
     Diverged,
-    /// A home refused a diff (its text says why): a bug, or memory corrupted.
+    /// A home refused a diff, or a peer's answer did not parse (its text
+    /// says why): a bug, or memory corrupted.
     Refused(String),
+    /// A node the operation needed is gone (its text says which and why).
+    Lost(String),
 }
 
 impl fmt::Display for DsmError {
@@ -142,7 +151,8 @@ impl fmt::Display for DsmError {
                 f,
                 "the nodes allocated differently or met at different barriers"
             ),
-            DsmError::Refused(why) => write!(f, "a home refused a diff: {why}"),
+            DsmError::Refused(why) => write!(f, "shared memory protocol: {why}"),
+            DsmError::Lost(why) => write!(f, "shared memory: {why}"),
         }
     }
 }
@@ -206,9 +216,10 @@ struct Shared {
     engine: Arc<Engine>,
     node: Node,
     handlers: protocol::Handlers,
+    consistency: Arc<Consistency>,
+    locks: Arc<Locks>,
     allocated: Mutex<usize>,
     local: Barrier,
-    epoch: AtomicU64,
     /// A barrier's failure, for the node's other threads of that round.
     failed: Mutex<Option<String>>,
     stop: OwnedFd,
@@ -250,7 +261,20 @@ impl Dsm {
             node.id(),
             node.nodes(),
         )?);
-        let handlers = protocol::register(&node, &engine)?;
+        let consistency = Arc::new(Consistency::default());
+        let meeting = Arc::new(Meeting::new(node.nodes() as usize));
+        let locks = Arc::new(Locks::new(node.id(), node.nodes()));
+        let handlers = protocol::register(protocol::Parts {
+            node: &node,
+            engine: &engine,
+            consistency: &consistency,
+            meeting: &meeting,
+            locks: &locks,
+        })?;
+        {
+            let meeting = meeting.clone();
+            node.on_peer_lost(move |lost| meeting.lost(lost.node));
+        }
         // SAFETY: eventfd(2) returns a new descriptor or -1.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
         if fd < 0 {
@@ -270,9 +294,10 @@ impl Dsm {
                 engine,
                 node,
                 handlers,
+                consistency,
+                locks,
                 allocated: Mutex::new(0),
                 local: Barrier::new(config.threads),
-                epoch: AtomicU64::new(0),
                 failed: Mutex::new(None),
                 stop,
                 service: Mutex::new(Some(service)),
@@ -352,42 +377,63 @@ impl Dsm {
         }
     }
 
-    /// Steps 2–5 of the barrier, in the node's leader.
+    /// Steps 2–5 of the barrier (module `barrier`), in the node's leader.
     fn global_barrier(&self) -> Result<(), DsmError> {
         let s = &self.shared;
-        let ep = s
-            .node
-            .endpoint()
-            .map_err(|e| DsmError::Config(format!("no endpoint for the barrier: {e}")))?;
-        let (batches, notices) = s.engine.flush()?;
-        let requests: Vec<_> = batches
-            .into_iter()
-            .enumerate()
-            .filter(|(_, b)| !b.is_empty())
-            .map(|(home, b)| ep.am_request(home as u32, &s.handlers.diff, b))
-            .collect();
-        for reply in threadwire::wait_all(requests) {
-            let reply = reply?.to_vec();
-            if reply.first() == Some(&protocol::REFUSED) {
-                return Err(DsmError::Refused(
-                    String::from_utf8_lossy(&reply[1..]).into_owned(),
-                ));
-            }
-        }
-        let epoch = s.epoch.fetch_add(1, Ordering::Relaxed);
+        let ep = self.endpoint()?;
+        s.consistency.release(&s.engine, &ep, &s.handlers)?;
         let allocated = *s.allocated.lock().unwrap_or_else(|p| p.into_inner()) as u64;
-        let arrival = protocol::arrival(epoch, allocated, &notices);
+        let arrival = barrier::arrival(s.consistency.epoch(), allocated, &s.consistency.written());
         let reply = ep
             .am_request(0, &s.handlers.barrier, arrival)
             .wait()?
             .to_vec();
-        let (diverged, others) =
-            protocol::release(&reply, s.engine.node).ok_or(DsmError::Diverged)?;
-        if diverged {
-            return Err(DsmError::Diverged);
-        }
-        s.engine.invalidate(others)?;
+        let notices = barrier::release(&reply).map_err(|why| match why.contains("allocated") {
+            true => DsmError::Diverged,
+            false => DsmError::Lost(why),
+        })?;
+        s.consistency
+            .acquire(&s.engine, &ep, &s.handlers, &notices)?;
+        s.consistency.next_epoch();
         Ok(())
+    }
+
+    fn endpoint(&self) -> Result<Endpoint, DsmError> {
+        self.shared
+            .node
+            .endpoint()
+            .map_err(|e| DsmError::Config(format!("no endpoint for the shared memory: {e}")))
+    }
+
+    /// Takes lock `id` (any number: every node means the same lock by it),
+    /// waiting until it is free; what its previous holders wrote before
+    /// releasing it is visible once it returns. Between threads of one
+    /// node the lock passes without a message (module `lock`).
+    ///
+    /// # Errors
+    ///
+    /// [`DsmError::Am`] or [`DsmError::Lost`] when a node on the lock's
+    /// way is lost.
+    pub fn lock(&self, id: u32) -> Result<LockGuard<'_>, DsmError> {
+        let s = &self.shared;
+        let ep = self.endpoint()?;
+        s.locks
+            .acquire(id, &s.engine, &s.consistency, &ep, &s.handlers)?;
+        Ok(LockGuard { dsm: self, id })
+    }
+}
+
+/// A held lock: dropping it releases the lock ([`Dsm::lock`]).
+#[derive(Debug)]
+#[must_use = "the lock is released when the guard is dropped"]
+pub struct LockGuard<'a> {
+    dsm: &'a Dsm,
+    id: u32,
+}
+
+impl Drop for LockGuard<'_> {
+    fn drop(&mut self) {
+        self.dsm.shared.locks.release(self.id);
     }
 }
 

@@ -1,47 +1,33 @@
-//! The engine's messages, as threadwire active messages.
+//! The engine's messages, as threadwire active messages, and their bytes.
 //!
-//! | handler        | request                          | reply            | runs |
-//! |----------------|----------------------------------|------------------|------|
-//! | `dsm.fetch`    | unit (u32)                       | the unit's bytes | inline, at the home |
-//! | `dsm.diff`     | `[unit][len][diff]`…             | empty, or an error text | inline, at the home |
-//! | `dsm.barrier`  | epoch (u64), allocated bytes (u64), units written (u32…) | every node's `[node][count][units…]` | fiber, at node 0 |
+//! | handler        | request                         | reply                          | runs |
+//! |----------------|---------------------------------|--------------------------------|------|
+//! | `dsm.fetch`    | unit (u32)                      | version (u64), the unit's bytes | inline, at the unit's home |
+//! | `dsm.diff`     | `[unit u32][len u32][diff]`…    | `0`, new versions (u64)…; or `1`, why | inline, at the units' home |
+//! | `dsm.barrier`  | epoch, allocated bytes (u64), notices | `0`, every node's notices; or `1` | fiber, at node 0 (module `barrier`) |
+//! | `dsm.acquire`  | lock (u32)                      | `0` granted, or `1`, the node to follow (u32) | inline, at the lock's manager (module `lock`) |
+//! | `dsm.follow`   | lock (u32)                      | epoch (u64), notices           | fiber, at the node followed (module `lock`) |
 //!
-//! # The barrier
-//!
-//! 1. The threads of a node meet first (a fiber barrier of the node's
-//!    participating threads); the last to arrive is the node's leader.
-//! 2. The leader releases (engine rule 4): the node's diffs go to their
-//!    homes and the leader waits until every home has applied them.
-//! 3. The leader sends its arrival to node 0: the barrier's epoch, the
-//!    bytes the node has allocated (so that a node that called `alloc`
-//!    differently is caught) and its write notices.
-//! 4. Node 0 runs each arrival in a fiber handler; they meet at a fiber
-//!    barrier of as many parties as nodes, the last merging the arrivals;
-//!    each then replies with every node's notices (the release).
-//! 5. Each leader invalidates what the other nodes wrote (engine rule 5),
-//!    then lets its node's threads go.
+//! A notice is `[unit u32][version u64]`. Every decoder checks lengths and
+//! gives `None` (or a typed error) for bytes that do not parse: a peer's
+//! bad message fails the operation that waits for it, never the node.
 
+use crate::barrier::Meeting;
+use crate::consistency::Consistency;
 use crate::engine::Engine;
-use std::sync::{Arc, Mutex};
+use crate::lock::Locks;
+use crate::DsmError;
+use std::sync::{Arc, OnceLock};
 use threadwire::{ActiveMessage, AmError, Endpoint, Handler, Node};
-use threadwire_fiber::sync::Barrier;
 
-/// The reply of a diff batch that was refused, as its first byte.
-pub const REFUSED: u8 = 1;
+/// First byte of a reply that succeeded.
+pub const OK: u8 = 0;
+/// First byte of a reply that refused (diff, barrier), or of an acquire's
+/// reply naming a node to follow.
+pub const OTHER: u8 = 1;
 
-/// What node 0 gathers for one barrier.
-#[derive(Debug, Default)]
-struct Round {
-    /// `[node][count][units…]` per arrival, in arrival order.
-    notices: Vec<u8>,
-    /// (epoch, allocated) of the first arrival: every other must match.
-    expected: Option<(u64, u64)>,
-    /// An arrival that did not match.
-    mismatch: bool,
-    /// Arrivals still to reply with this round's merged notices.
-    replied: usize,
-    merged: Option<Arc<Vec<u8>>>,
-}
+/// Bytes of one notice.
+const NOTICE: usize = 12;
 
 /// The handlers of one node.
 #[derive(Clone, Debug)]
@@ -49,134 +35,136 @@ pub struct Handlers {
     pub fetch: Handler,
     pub diff: Handler,
     pub barrier: Handler,
+    pub acquire: Handler,
+    pub follow: Handler,
 }
 
-/// Registers the three handlers on `node` for `engine`.
-pub fn register(node: &Node, engine: &Arc<Engine>) -> Result<Handlers, AmError> {
-    let e = engine.clone();
+/// What a node's handlers reach.
+pub struct Parts<'a> {
+    pub node: &'a Node,
+    pub engine: &'a Arc<Engine>,
+    pub consistency: &'a Arc<Consistency>,
+    pub meeting: &'a Arc<Meeting>,
+    pub locks: &'a Arc<Locks>,
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// Appends notices' bytes.
+pub fn put_notices(out: &mut Vec<u8>, notices: &[(u32, u64)]) {
+    out.reserve(NOTICE * notices.len());
+    for &(u, v) in notices {
+        out.extend_from_slice(&u.to_le_bytes());
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+/// Notices from bytes that hold nothing else.
+pub fn notices(b: &[u8]) -> Option<Vec<(u32, u64)>> {
+    if !b.len().is_multiple_of(NOTICE) {
+        return None;
+    }
+    (0..b.len() / NOTICE)
+        .map(|i| Some((u32_at(b, i * NOTICE)?, u64_at(b, i * NOTICE + 4)?)))
+        .collect()
+}
+
+/// The versions of a diff batch's reply, or the home's refusal.
+pub fn versions(b: &[u8]) -> Result<Vec<u64>, DsmError> {
+    match b.split_first() {
+        Some((&OK, rest)) if rest.len().is_multiple_of(8) => Ok((0..rest.len() / 8)
+            .filter_map(|i| u64_at(rest, 8 * i))
+            .collect()),
+        Some((&OTHER, why)) => Err(DsmError::Refused(String::from_utf8_lossy(why).into_owned())),
+        _ => Err(DsmError::Refused("a diff's reply does not parse".into())),
+    }
+}
+
+/// A 4-byte payload as a u32.
+pub fn id(b: &[u8]) -> Option<u32> {
+    (b.len() == 4).then(|| u32_at(b, 0)).flatten()
+}
+
+/// Registers every handler of the engine on `node`.
+pub fn register(parts: Parts<'_>) -> Result<Handlers, AmError> {
+    let node = parts.node;
+    let e = parts.engine.clone();
     let fetch = node.register_inline("dsm.fetch", move |am: &mut ActiveMessage<'_>| {
-        let bytes = am.payload().to_vec();
-        let reply = match bytes.try_into().map(u32::from_le_bytes) {
-            Ok(u) if (u as usize) < e.units() && e.home(u) == e.node => {
-                // SAFETY: copied out at once; concurrent writers of the
-                // home's threads are released later (engine rules).
-                unsafe { e.bytes(u) }.to_vec()
-            }
-            _ => Vec::new(),
+        let reply = match id(&am.payload().to_vec()) {
+            Some(u) => e.serve_fetch(u),
+            None => Vec::new(),
         };
         let _ = am.reply(reply);
     })?;
-    let e = engine.clone();
+    let e = parts.engine.clone();
     let diff = node.register_inline("dsm.diff", move |am: &mut ActiveMessage<'_>| {
         let batch = am.payload().to_vec();
         let reply = match e.apply(&batch) {
-            Ok(()) => Vec::new(),
+            Ok(versions) => {
+                let mut r = Vec::with_capacity(1 + 8 * versions.len());
+                r.push(OK);
+                for v in versions {
+                    r.extend_from_slice(&v.to_le_bytes());
+                }
+                r
+            }
             Err(err) => {
-                let mut r = vec![REFUSED];
+                let mut r = vec![OTHER];
                 r.extend_from_slice(err.to_string().as_bytes());
                 r
             }
         };
         let _ = am.reply(reply);
     })?;
-    let nodes = engine.nodes as usize;
-    let meeting = Arc::new(Barrier::new(nodes));
-    let round = Arc::new(Mutex::new(Round::default()));
+    let meeting = parts.meeting.clone();
     let barrier = node.register_fiber(
         "dsm.barrier",
         move |_ep: &Endpoint, am: &mut ActiveMessage<'_>| {
             let from = am.source().node;
-            let bytes = am.payload().to_vec();
-            let (epoch, allocated, units) = match parse_arrival(&bytes) {
-                Some(a) => a,
-                None => {
-                    let _ = am.reply(vec![REFUSED]);
-                    return;
-                }
-            };
-            {
-                let mut r = round.lock().unwrap_or_else(|p| p.into_inner());
-                match r.expected {
-                    None => r.expected = Some((epoch, allocated)),
-                    Some(x) if x != (epoch, allocated) => r.mismatch = true,
-                    Some(_) => {}
-                }
-                r.notices.extend_from_slice(&from.to_le_bytes());
-                r.notices
-                    .extend_from_slice(&(units.len() as u32 / 4).to_le_bytes());
-                r.notices.extend_from_slice(units);
-            }
-            if meeting.wait().is_leader() {
-                let mut r = round.lock().unwrap_or_else(|p| p.into_inner());
-                let mut merged = vec![r.mismatch as u8];
-                merged.append(&mut r.notices);
-                r.merged = Some(Arc::new(merged));
-                r.expected = None;
-                r.mismatch = false;
-                r.replied = 0;
-            }
-            // Every arrival of the round waits until the merge is there.
-            meeting.wait();
-            let merged = {
-                let mut r = round.lock().unwrap_or_else(|p| p.into_inner());
-                r.replied += 1;
-                let m = r.merged.clone().expect("merged by the leader");
-                if r.replied == nodes {
-                    r.merged = None;
-                }
-                m
-            };
-            let _ = am.reply(merged.to_vec());
+            let reply = meeting.arrive(from, &am.payload().to_vec());
+            let _ = am.reply(reply);
         },
     )?;
-    Ok(Handlers {
+    let locks = parts.locks.clone();
+    let acquire = node.register_inline("dsm.acquire", move |am: &mut ActiveMessage<'_>| {
+        let from = am.source().node;
+        let reply = match id(&am.payload().to_vec()) {
+            Some(lock) => locks.manage(lock, from),
+            None => vec![OTHER, 0xff, 0xff, 0xff, 0xff],
+        };
+        let _ = am.reply(reply);
+    })?;
+    let locks = parts.locks.clone();
+    let (engine, consistency) = (parts.engine.clone(), parts.consistency.clone());
+    // The follower's handler releases through the handlers it is one of.
+    let all: Arc<OnceLock<Handlers>> = Arc::new(OnceLock::new());
+    let mine = all.clone();
+    let follow = node.register_fiber(
+        "dsm.follow",
+        move |ep: &Endpoint, am: &mut ActiveMessage<'_>| {
+            let (Some(lock), Some(handlers)) = (id(&am.payload().to_vec()), mine.get()) else {
+                let _ = am.reply(vec![OTHER]);
+                return;
+            };
+            let reply = locks.hand_over(lock, &engine, &consistency, ep, handlers);
+            let _ = am.reply(reply);
+        },
+    )?;
+    let handlers = Handlers {
         fetch,
         diff,
         barrier,
-    })
-}
-
-/// An arrival's (epoch, allocated bytes, notices as raw u32s).
-fn parse_arrival(b: &[u8]) -> Option<(u64, u64, &[u8])> {
-    let epoch = u64::from_le_bytes(b.get(..8)?.try_into().ok()?);
-    let allocated = u64::from_le_bytes(b.get(8..16)?.try_into().ok()?);
-    let units = &b[16..];
-    units
-        .len()
-        .is_multiple_of(4)
-        .then_some((epoch, allocated, units))
-}
-
-/// An arrival's bytes.
-pub fn arrival(epoch: u64, allocated: u64, units: &[u32]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(16 + 4 * units.len());
-    b.extend_from_slice(&epoch.to_le_bytes());
-    b.extend_from_slice(&allocated.to_le_bytes());
-    for u in units {
-        b.extend_from_slice(&u.to_le_bytes());
-    }
-    b
-}
-
-/// What the release said: whether the nodes disagreed, and the units each
-/// other node wrote (the caller's own left out).
-pub fn release(b: &[u8], me: u32) -> Option<(bool, Vec<u32>)> {
-    let (&mismatch, mut rest) = b.split_first()?;
-    let mut others = Vec::new();
-    while !rest.is_empty() {
-        let node = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?);
-        let count = u32::from_le_bytes(rest.get(4..8)?.try_into().ok()?) as usize;
-        let units = rest.get(8..8 + 4 * count)?;
-        if node != me {
-            others.extend(
-                units
-                    .chunks_exact(4)
-                    .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))),
-            );
-        }
-        rest = &rest[8 + 4 * count..];
-    }
-    Some((mismatch != 0, others))
+        acquire,
+        follow,
+    };
+    let _ = all.set(handlers.clone());
+    Ok(handlers)
 }
 
 #[cfg(test)]
@@ -184,20 +172,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_release_leaves_out_the_callers_own_notices() {
-        let mut b = vec![0u8];
-        for (node, units) in [(0u32, vec![1u32, 2]), (1, vec![3])] {
-            b.extend_from_slice(&node.to_le_bytes());
-            b.extend_from_slice(&(units.len() as u32).to_le_bytes());
-            for u in units {
-                b.extend_from_slice(&u.to_le_bytes());
-            }
-        }
-        assert_eq!(release(&b, 0), Some((false, vec![3])));
-        assert_eq!(release(&b, 1), Some((false, vec![1, 2])));
-        assert_eq!(release(&b[..b.len() - 1], 0), None);
-        let a = arrival(3, 4096, &[7, 9]);
-        assert_eq!(parse_arrival(&a), Some((3, 4096, &a[16..])));
-        assert_eq!(parse_arrival(&a[..17]), None);
+    fn notices_and_versions_round_trip_and_refuse_bad_bytes() {
+        let n = vec![(1u32, 2u64), (7, 9)];
+        let mut b = Vec::new();
+        put_notices(&mut b, &n);
+        assert_eq!(notices(&b), Some(n));
+        assert_eq!(notices(&b[..13]), None);
+        let mut r = vec![OK];
+        r.extend_from_slice(&5u64.to_le_bytes());
+        assert_eq!(versions(&r).unwrap(), vec![5]);
+        assert!(matches!(versions(&[OTHER, b'x']), Err(DsmError::Refused(w)) if w == "x"));
+        assert!(versions(&[OK, 1, 2]).is_err());
+        assert_eq!(id(&[1, 0, 0, 0]), Some(1));
+        assert_eq!(id(&[1, 0, 0]), None);
     }
 }

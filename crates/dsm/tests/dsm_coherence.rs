@@ -38,3 +38,10 @@ fn blocks_written_by_one_node_are_read_by_another_after_a_barrier() {
     }
     run(4, "blocks", 1, "tcp");
 }
+
+#[test]
+fn a_lock_handed_between_16_threads_on_4_nodes_keeps_a_counter_exact() {
+    run(4, "lock", 4, "shm");
+    run(2, "lock", 2, "tcp");
+    run(1, "lock", 3, "shm");
+}

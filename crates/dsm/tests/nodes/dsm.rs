@@ -12,6 +12,12 @@
 //! - `blocks`: each node writes a contiguous block, the others read it
 //!   after a barrier, ten rounds (the pattern of SOR or LU).
 //!
+//! - `lock`: 10,000 increments of one shared counter, shared out among
+//!   every thread of every node, each under lock 7; each increment also
+//!   appends the thread's rank to a log under the lock, so that a holder
+//!   sees what every earlier holder wrote (transitively, across nodes);
+//!   after a barrier every node checks the counter and the log.
+//!
 //! Prints `dsm MODE: ok faults=R/W fetches=F diffs=D` or panics.
 
 use std::sync::Arc;
@@ -78,6 +84,28 @@ fn main() {
                     }
                     b.dsm().barrier().expect("barrier");
                 }
+            }
+            "lock" => {
+                let total = 10_000;
+                let mine = total / all + usize::from(rank < total % all);
+                for _ in 0..mine {
+                    let _held = b.dsm().lock(7).expect("lock");
+                    let count = b.get(0) as usize;
+                    // The log: element 1 + k holds who made increment k.
+                    if count > 0 {
+                        assert!(b.get(count) > 0, "increment {count} left no trace");
+                    }
+                    b.set(1 + count, rank as u64 + 1);
+                    b.set(0, count as u64 + 1);
+                }
+                b.dsm().barrier().expect("barrier");
+                assert_eq!(b.get(0), total as u64, "the counter");
+                let mut per_rank = vec![0usize; all];
+                for k in 1..=total {
+                    per_rank[b.get(k) as usize - 1] += 1;
+                }
+                assert_eq!(per_rank[rank], mine, "the log of rank {rank}");
+                b.dsm().barrier().expect("barrier");
             }
             other => panic!("unknown mode {other}"),
         }
