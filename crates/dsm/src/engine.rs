@@ -54,12 +54,13 @@
 
 use crate::diff;
 use crate::space::Space;
-use crate::uffd::{Access, Fault, Uffd};
+use crate::uffd::Uffd;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
-use threadwire::{AmRequest, Endpoint, Handler, Node};
+use std::sync::{Mutex, MutexGuard};
+use threadwire::{AmRequest, Endpoint, Handler};
+use threadwire_fiber::sync::Word;
 
 /// Where a unit stands on this node (module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,6 +111,8 @@ pub struct Counters {
     pub diffs: AtomicU64,
     pub diff_bytes: AtomicU64,
     pub invalidations: AtomicU64,
+    /// The most fetches in flight at once.
+    pub most_in_flight: AtomicU64,
 }
 
 /// The engine of one node, shared by its threads, its fault service and
@@ -124,7 +127,16 @@ pub struct Engine {
     units: Box<[Mutex<Unit>]>,
     dirty: Mutex<Vec<u32>>,
     pub counters: Counters,
+    /// Units to fetch, written by faulting threads (module `fault`, step 3)
+    /// and read by the fetcher.
+    to_fetch: (OwnedFd, OwnedFd),
+    /// Wake-up words: a thread waiting for unit `u` waits on
+    /// `wakers[u % len]` to move.
+    wakers: Box<[Word]>,
 }
+
+/// How many wake-up words an engine has at most.
+const WAKERS: usize = 4096;
 
 impl Engine {
     /// The engine of a space of `units` units of `unit` bytes at `base`.
@@ -135,7 +147,7 @@ impl Engine {
         node: u32,
         nodes: u32,
     ) -> io::Result<Engine> {
-        let uffd = Uffd::open()?;
+        let uffd = Uffd::open(true)?;
         if uffd.reach() == crate::uffd::Reach::UserMode {
             tracing::warn!(
                 "userfaultfd serves user-mode faults only (vm.unprivileged_userfaultfd=0): \
@@ -144,7 +156,7 @@ impl Engine {
         }
         let space = Space::new(base, unit * units)?;
         uffd.register(space.program() as usize, space.len())?;
-        let units = (0..units)
+        let units: Box<[Mutex<Unit>]> = (0..units)
             .map(|u| {
                 let home = u as u32 % nodes == node;
                 Mutex::new(Unit {
@@ -155,6 +167,17 @@ impl Engine {
                 })
             })
             .collect();
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills two descriptors.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the descriptors were just created and are owned here only.
+        let to_fetch = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // SAFETY: fcntl on our own descriptor: the fetcher drains it
+        // without blocking.
+        unsafe { libc::fcntl(fds[0], libc::F_SETFL, libc::O_NONBLOCK) };
+        let wakers = (0..units.len().min(WAKERS)).map(|_| Word::new(0)).collect();
         Ok(Engine {
             space,
             uffd,
@@ -164,6 +187,8 @@ impl Engine {
             units,
             dirty: Mutex::new(Vec::new()),
             counters: Counters::default(),
+            to_fetch,
+            wakers,
         })
     }
 
@@ -220,42 +245,75 @@ impl Engine {
         self.dirty.lock().unwrap_or_else(|p| p.into_inner()).push(u);
     }
 
-    /// Serves one fault (rule 2). A unit that must be fetched is handed to
-    /// the fetcher.
-    pub fn fault(&self, f: &Fault, fetcher: &mpsc::Sender<u32>) -> io::Result<()> {
-        let offset = f.address - self.space.program() as usize;
-        let u = (offset / self.unit) as u32;
+    /// Whether `address` lies in the program's view of the space.
+    pub fn contains(&self, address: usize) -> bool {
+        let start = self.space.program() as usize;
+        (start..start + self.space.len()).contains(&address)
+    }
+
+    fn waker(&self, u: u32) -> &Word {
+        &self.wakers[u as usize % self.wakers.len()]
+    }
+
+    /// Serves a fault of the calling thread at `address` (rule 2; module
+    /// `fault`), returning once the access can be retried. Runs in the
+    /// `SIGBUS` handler: it must not panic, and reports failures of the
+    /// kernel calls by ending the process (the thread is inside a load or
+    /// store, with no error to return).
+    pub fn fault(&self, address: usize, write: bool) {
+        let u = ((address - self.space.program() as usize) / self.unit) as u32;
         let at = self.program(u);
-        let mut unit = self.lock(u);
-        match (f.access, unit.state) {
-            (Access::Protected, _) => {
-                self.counters.write_faults.fetch_add(1, Ordering::Relaxed);
-                self.make_dirty(u, &mut unit);
-                self.uffd.unprotect(at, self.unit)
-            }
-            (_, State::Fetching) => Ok(()),
-            (access, State::Clean | State::Dirty) => {
-                let counter = match access {
-                    Access::Read => &self.counters.read_faults,
-                    _ => &self.counters.write_faults,
+        loop {
+            let seen = self.waker(u).load();
+            let mut unit = self.lock(u);
+            let done =
+                match (unit.state, unit.mapped) {
+                    (State::Fetching, _) => None,
+                    (State::Invalid, _) => {
+                        unit.state = State::Fetching;
+                        self.counters.fetches.fetch_add(1, Ordering::Relaxed);
+                        let bytes = u.to_ne_bytes();
+                        // SAFETY: writing 4 bytes (atomic, under PIPE_BUF) to our
+                        // pipe; async-signal-safe.
+                        let n = unsafe {
+                            libc::write(self.to_fetch.1.as_raw_fd(), bytes.as_ptr().cast(), 4)
+                        };
+                        (n != 4).then(|| Err(io::Error::last_os_error()))
+                    }
+                    (State::Clean, true) => {
+                        // Mapped, so the fault was a write to a protected unit.
+                        self.counters.write_faults.fetch_add(1, Ordering::Relaxed);
+                        self.make_dirty(u, &mut unit);
+                        Some(self.uffd.unprotect(at, self.unit))
+                    }
+                    (State::Dirty, true) => Some(Ok(())), // another thread got here first
+                    (State::Clean | State::Dirty, false) => {
+                        let counter = match write {
+                            true => &self.counters.write_faults,
+                            false => &self.counters.read_faults,
+                        };
+                        counter.fetch_add(1, Ordering::Relaxed);
+                        let populated = match self.home(u) == self.node {
+                            // A unit never written is a hole in the memfd.
+                            true => self.space.populate(u as usize * self.unit, self.unit),
+                            false => Ok(()),
+                        };
+                        if write {
+                            self.make_dirty(u, &mut unit);
+                        }
+                        unit.mapped = true;
+                        Some(populated.and_then(|()| {
+                            self.uffd.map(at, self.unit, unit.state == State::Clean)
+                        }))
+                    }
                 };
-                counter.fetch_add(1, Ordering::Relaxed);
-                if self.home(u) == self.node {
-                    // A unit never written is a hole in the memfd.
-                    self.space.populate(u as usize * self.unit, self.unit)?;
+            drop(unit);
+            match done {
+                Some(Ok(())) => return,
+                Some(Err(e)) => fatal(u, "cannot be mapped", &e),
+                None => {
+                    self.waker(u).wait_until(|now| now != seen);
                 }
-                if access == Access::Write {
-                    self.make_dirty(u, &mut unit);
-                }
-                unit.mapped = true;
-                self.uffd.map(at, self.unit, unit.state == State::Clean)
-            }
-            (_, State::Invalid) => {
-                unit.state = State::Fetching;
-                drop(unit);
-                // The fetcher gone means the engine is shutting down.
-                let _ = fetcher.send(u);
-                Ok(())
             }
         }
     }
@@ -298,7 +356,10 @@ impl Engine {
         unit.version = u64::from_le_bytes(version.try_into().expect("8 bytes"));
         unit.state = State::Clean;
         unit.mapped = true;
-        self.uffd.map(self.program(u), self.unit, true)
+        let mapped = self.uffd.map(self.program(u), self.unit, true);
+        drop(unit);
+        self.waker(u).fetch_add(1);
+        mapped
     }
 
     /// Rule 4's first half: every dirty unit protected, its diff appended
@@ -425,67 +486,14 @@ impl Engine {
         Ok(dirty)
     }
 
-    /// The fetcher: asks homes for the units the fault service hands it,
-    /// all those waiting at once, and installs each as its reply comes.
-    fn fetch(&self, ep: &Endpoint, handler: &Handler, units: mpsc::Receiver<u32>) {
-        let mut pending: Vec<AmRequest> = Vec::new();
-        let mut asked: Vec<u32> = Vec::new();
-        loop {
-            if pending.is_empty() {
-                match units.recv() {
-                    Ok(u) => asked.push(u),
-                    Err(_) => return,
-                }
-            }
-            asked.extend(units.try_iter());
-            for &u in &asked[pending.len()..] {
-                self.counters.fetches.fetch_add(1, Ordering::Relaxed);
-                pending.push(ep.am_request(self.home(u), handler, u.to_le_bytes().to_vec()));
-            }
-            let Some((i, reply)) = threadwire::wait_any(&mut pending) else {
-                continue;
-            };
-            let u = asked.remove(i);
-            let installed = match reply {
-                Ok(bytes) => self.install(u, &bytes.to_vec()),
-                Err(e) => Err(io::Error::other(e.to_string())),
-            };
-            if let Err(e) = installed {
-                // The threads waiting for the unit are inside a load or a
-                // store: there is no error to give them, and the unit's
-                // only up-to-date copy is gone with its home.
-                tracing::error!(
-                    "shared memory: unit {u} cannot be fetched from its home, node {}: {e}; \
-                     this node cannot go on",
-                    self.home(u)
-                );
-                std::process::exit(1);
-            }
-        }
-    }
-
-    /// The fault service: reads faults until `stop` is readable, handing
-    /// fetches to a fetcher thread of its own.
-    pub fn serve(
-        self: &Arc<Engine>,
-        node: &Node,
-        fetch: Handler,
-        stop: &std::os::fd::OwnedFd,
-    ) -> io::Result<()> {
-        let (tx, rx) = mpsc::channel::<u32>();
-        let engine = self.clone();
-        let node = node.clone();
-        let fetcher = std::thread::Builder::new()
-            .name("dsm-fetcher".into())
-            .spawn(move || match node.endpoint() {
-                Ok(ep) => engine.fetch(&ep, &fetch, rx),
-                Err(e) => tracing::error!("the shared memory's fetcher has no endpoint: {e}"),
-            })?;
-        let mut faults = Vec::with_capacity(16);
-        let result = loop {
+    /// Reads the units waiting in the pipe; blocks for the first when
+    /// `wait`. `None` once `stop` is readable.
+    fn waiting_units(&self, into: &mut Vec<u32>, wait: bool, stop: &OwnedFd) -> Option<()> {
+        let read = self.to_fetch.0.as_raw_fd();
+        if wait {
             let mut fds = [
                 libc::pollfd {
-                    fd: self.uffd.as_raw_fd(),
+                    fd: read,
                     events: libc::POLLIN,
                     revents: 0,
                 },
@@ -495,28 +503,77 @@ impl Engine {
                     revents: 0,
                 },
             ];
-            // SAFETY: two pollfds, no timeout.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
+            loop {
+                // SAFETY: two pollfds, no timeout.
+                if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } >= 0 {
+                    break;
                 }
-                break Err(e);
             }
             if fds[1].revents != 0 {
-                break Ok(());
+                return None;
             }
-            faults.clear();
-            if let Err(e) = self.uffd.read(&mut faults, 16) {
-                break Err(e);
+        }
+        let mut buf = [0u8; 4 * 256];
+        loop {
+            // SAFETY: reading into our buffer from our non-blocking pipe.
+            let n = unsafe { libc::read(read, buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                return Some(());
             }
-            if let Some(e) = faults.iter().find_map(|f| self.fault(f, &tx).err()) {
-                break Err(e);
+            // Writes of 4 bytes are atomic, so reads come in whole units.
+            let n = n as usize;
+            into.extend(
+                buf[..n]
+                    .chunks_exact(4)
+                    .map(|c| u32::from_ne_bytes(c.try_into().expect("4 bytes"))),
+            );
+            if n < buf.len() {
+                return Some(());
             }
-        };
-        drop(tx);
-        let _ = fetcher.join();
-        result
+        }
     }
+
+    /// The fetcher (rule 2): asks homes for the units faulting threads
+    /// hand it, all those waiting at once, and installs each as its reply
+    /// comes, until `stop` is readable.
+    pub fn fetch(&self, ep: &Endpoint, handler: &Handler, stop: &OwnedFd) {
+        let mut pending: Vec<AmRequest> = Vec::new();
+        let mut asked: Vec<u32> = Vec::new();
+        loop {
+            if self
+                .waiting_units(&mut asked, pending.is_empty(), stop)
+                .is_none()
+            {
+                return;
+            }
+            for &u in &asked[pending.len()..] {
+                pending.push(ep.am_request(self.home(u), handler, u.to_le_bytes().to_vec()));
+            }
+            self.counters
+                .most_in_flight
+                .fetch_max(pending.len() as u64, Ordering::Relaxed);
+            let Some((i, reply)) = threadwire::wait_any(&mut pending) else {
+                continue;
+            };
+            let u = asked.remove(i);
+            let installed = match reply {
+                Ok(bytes) => self.install(u, &bytes.to_vec()),
+                Err(e) => Err(io::Error::other(e.to_string())),
+            };
+            if let Err(e) = installed {
+                fatal(
+                    u,
+                    &format!("cannot be fetched from its home, node {}", self.home(u)),
+                    &e,
+                );
+            }
+        }
+    }
+}
+
+/// The threads waiting for a unit are inside a load or a store: there is
+/// no error to give them, and without the unit they cannot go on.
+fn fatal(u: u32, what: &str, e: &io::Error) -> ! {
+    tracing::error!("shared memory: unit {u} {what}: {e}; this node cannot go on");
+    std::process::exit(1);
 }

@@ -44,7 +44,7 @@ fn serve(space: Arc<Space>, uffd: Arc<Uffd>, stop: Arc<AtomicBool>, seen: Arc<Mu
 
 #[test]
 fn faults_map_protect_and_invalidate_as_the_engine_expects() {
-    let uffd = match Uffd::open() {
+    let uffd = match Uffd::open(false) {
         Ok(u) => Arc::new(u),
         Err(e) => {
             eprintln!("skipped: userfaultfd unavailable here ({e})");

@@ -63,6 +63,7 @@ mod barrier;
 mod consistency;
 mod diff;
 mod engine;
+mod fault;
 mod lock;
 mod protocol;
 mod region;
@@ -203,6 +204,9 @@ pub struct Stats {
     pub diff_bytes: u64,
     /// Units made invalid by other nodes' writes.
     pub invalidations: u64,
+    /// The most fetches that were in flight at once: more than one when
+    /// threads waiting for units let others run and fault in turn.
+    pub most_in_flight: u64,
 }
 
 /// A node's handle on the shared space: clone it to every thread.
@@ -223,7 +227,7 @@ struct Shared {
     /// A barrier's failure, for the node's other threads of that round.
     failed: Mutex<Option<String>>,
     stop: OwnedFd,
-    service: Mutex<Option<std::thread::JoinHandle<std::io::Result<()>>>>,
+    fetcher: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Dsm {
@@ -282,12 +286,27 @@ impl Dsm {
         }
         // SAFETY: the descriptor was just created and is owned here only.
         let stop = unsafe { OwnedFd::from_raw_fd(fd) };
-        let service = {
+        if fault::activate(&engine).is_err() {
+            return Err(DsmError::Config(
+                "this process already has a shared space".into(),
+            ));
+        }
+        let fetcher = {
             let (engine, node, fetch) = (engine.clone(), node.clone(), handlers.fetch.clone());
             let stop = stop.try_clone()?;
             std::thread::Builder::new()
-                .name("dsm-faults".into())
-                .spawn(move || engine.serve(&node, fetch, &stop))?
+                .name("dsm-fetcher".into())
+                .spawn(move || match node.endpoint() {
+                    Ok(ep) => engine.fetch(&ep, &fetch, &stop),
+                    Err(e) => tracing::error!("the shared memory's fetcher has no endpoint: {e}"),
+                })
+        };
+        let fetcher = match fetcher {
+            Ok(f) => f,
+            Err(e) => {
+                fault::deactivate(&engine);
+                return Err(e.into());
+            }
         };
         let dsm = Dsm {
             shared: Arc::new(Shared {
@@ -300,7 +319,7 @@ impl Dsm {
                 local: Barrier::new(config.threads),
                 failed: Mutex::new(None),
                 stop,
-                service: Mutex::new(Some(service)),
+                fetcher: Mutex::new(Some(fetcher)),
             }),
         };
         // Every node's handlers are registered before any node calls them.
@@ -349,6 +368,7 @@ impl Dsm {
             diffs: get(&c.diffs),
             diff_bytes: get(&c.diff_bytes),
             invalidations: get(&c.invalidations),
+            most_in_flight: get(&c.most_in_flight),
         }
     }
 
@@ -448,13 +468,14 @@ impl Drop for Shared {
                 8,
             )
         };
-        if let Some(service) = self
-            .service
+        let fetcher = self
+            .fetcher
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
-            let _ = service.join();
+            .take();
+        if let Some(fetcher) = fetcher {
+            let _ = fetcher.join();
         }
+        fault::deactivate(&self.engine);
     }
 }

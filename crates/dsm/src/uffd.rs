@@ -75,6 +75,7 @@ struct Continue {
 }
 
 /// `struct uffd_msg` as a page fault: 32 bytes.
+#[cfg(test)]
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 struct Message {
@@ -100,6 +101,7 @@ const CONTINUE_MODE_WP: u64 = 1 << 1;
 
 const FEATURE_PAGEFAULT_FLAG_WP: u64 = 1 << 0;
 const FEATURE_MISSING_SHMEM: u64 = 1 << 5;
+const FEATURE_SIGBUS: u64 = 1 << 7;
 const FEATURE_THREAD_ID: u64 = 1 << 8;
 const FEATURE_MINOR_SHMEM: u64 = 1 << 10;
 const FEATURE_WP_HUGETLBFS_SHMEM: u64 = 1 << 12;
@@ -109,15 +111,20 @@ const FEATURES: u64 = FEATURE_PAGEFAULT_FLAG_WP
     | FEATURE_MINOR_SHMEM
     | FEATURE_WP_HUGETLBFS_SHMEM;
 
+#[cfg(test)]
 const EVENT_PAGEFAULT: u8 = 0x12;
+#[cfg(test)]
 const PAGEFAULT_FLAG_WRITE: u64 = 1 << 0;
+#[cfg(test)]
 const PAGEFAULT_FLAG_WP: u64 = 1 << 1;
 
 /// Only faults taken in user mode: what an unprivileged process may ask
 /// for when `vm.unprivileged_userfaultfd` is 0.
 const USER_MODE_ONLY: libc::c_int = 1;
 
-/// What a fault asks for.
+/// What a fault asks for (faults read from the descriptor: tests only;
+/// the engine takes them as signals).
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
     /// A read of a page that is not mapped.
@@ -129,6 +136,7 @@ pub enum Access {
 }
 
 /// One page fault read from the descriptor.
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fault {
     /// The faulting address (not rounded to a page).
@@ -167,8 +175,10 @@ fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
 impl Uffd {
     /// Opens a descriptor (kernel and user faults if permitted, user faults
     /// otherwise) and agrees on the features the engine needs: minor faults
-    /// and write protection on shared memory, and the faulting thread's id.
-    pub fn open() -> io::Result<Uffd> {
+    /// and write protection on shared memory, the faulting thread's id,
+    /// and, if `sigbus`, faults raised as `SIGBUS` in the faulting thread
+    /// instead of queued here (module `fault`).
+    pub fn open(sigbus: bool) -> io::Result<Uffd> {
         let flags = libc::O_CLOEXEC | libc::O_NONBLOCK;
         // SAFETY: userfaultfd(2) takes flags and returns a new descriptor.
         let all = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) };
@@ -183,7 +193,7 @@ impl Uffd {
         let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
         let mut api = Api {
             api: UFFD_API,
-            features: FEATURES,
+            features: FEATURES | if sigbus { FEATURE_SIGBUS } else { 0 },
             ioctls: 0,
         };
         // SAFETY: UFFDIO_API reads and writes one `struct uffdio_api`.
@@ -271,6 +281,7 @@ impl Uffd {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Reads the faults waiting, up to `into.len()`, without blocking.
     /// Events other than page faults (none are asked for) are skipped.
     pub fn read(&self, into: &mut Vec<Fault>, max: usize) -> io::Result<()> {

@@ -45,3 +45,24 @@ fn a_lock_handed_between_16_threads_on_4_nodes_keeps_a_counter_exact() {
     run(2, "lock", 2, "tcp");
     run(1, "lock", 3, "shm");
 }
+
+#[test]
+fn fibers_waiting_for_units_let_the_others_run_and_fetch_at_once() {
+    for channel in ["shm", "tcp"] {
+        let spec = support::job(2, "node-dsm")
+            .args(["fibers", "1"])
+            .env(threadwire::env::CHANNEL, channel);
+        let out = support::run(spec);
+        out.assert_success();
+        let line = out.line(1, "dsm fibers: ok");
+        let in_flight: u64 = line
+            .rsplit("in-flight=")
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{line}"));
+        assert!(
+            in_flight > 1,
+            "64 fibers on one worker fetched one at a time over {channel}: {line}"
+        );
+    }
+}

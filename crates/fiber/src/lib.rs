@@ -115,7 +115,7 @@ pub use park::{
 };
 #[cfg(not(loom))]
 pub use scheduler::{
-    sleep, spawn, yield_now, Builder, FiberBuilder, Handle, Idle, JoinError, JoinHandle, Priority,
-    Scheduler,
+    install_fault_handlers, sleep, spawn, yield_now, Builder, FiberBuilder, Handle, Idle,
+    JoinError, JoinHandle, Priority, Scheduler,
 };
 pub use spin::{set_spin_budget, spin_budget, SpinWait};

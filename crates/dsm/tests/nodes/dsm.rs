@@ -18,6 +18,11 @@
 //!   sees what every earlier holder wrote (transitively, across nodes);
 //!   after a barrier every node checks the counter and the log.
 //!
+//! - `fibers`: node 0 fills an array; after a barrier node 1 (on one
+//!   fiber worker) starts 64 fibers, each reading its own unit homed on
+//!   node 0: a fiber waiting for its unit parks, so the worker runs the
+//!   others and their fetches overlap (`in-flight=` above 1).
+//!
 //! Prints `dsm MODE: ok faults=R/W fetches=F diffs=D` or panics.
 
 use std::sync::Arc;
@@ -34,7 +39,11 @@ fn main() {
     let mode: String = arg(1, "interleaved".to_string());
     let threads: usize = arg(2, 1);
     let unit: usize = arg(3, 8192);
-    let ep = threadwire::init().expect("init");
+    let ep = match mode.as_str() {
+        "fibers" => threadwire::Config::new().workers(1).init(),
+        _ => threadwire::init(),
+    }
+    .expect("init");
     let node = ep.node().clone();
     let (me, nodes) = (node.id() as usize, node.nodes() as usize);
     let config = DsmConfig {
@@ -107,6 +116,34 @@ fn main() {
                 assert_eq!(per_rank[rank], mine, "the log of rank {rank}");
                 b.dsm().barrier().expect("barrier");
             }
+            "fibers" => {
+                let per_unit = unit / 8;
+                // Units homed on node 0: every `nodes`-th unit of `b`.
+                let first = n * 8 / unit; // b follows a
+                let units: Vec<usize> = (0..n / per_unit)
+                    .filter(|k| (first + k) % nodes == 0)
+                    .collect();
+                if me == 0 {
+                    for &k in &units {
+                        b.set(k * per_unit, k as u64 + 1);
+                    }
+                }
+                b.dsm().barrier().expect("barrier");
+                if me == 1 {
+                    let fibers: Vec<_> = units
+                        .iter()
+                        .take(64)
+                        .map(|&k| {
+                            let b = b.clone();
+                            node.spawn(move |_ep| assert_eq!(b.get(k * per_unit), k as u64 + 1))
+                        })
+                        .collect();
+                    for f in fibers {
+                        f.join().expect("a fiber failed");
+                    }
+                }
+                b.dsm().barrier().expect("barrier");
+            }
             other => panic!("unknown mode {other}"),
         }
     });
@@ -122,11 +159,12 @@ fn main() {
     }
     let s = dsm.stats();
     println!(
-        "dsm {}: ok faults={}/{} fetches={} diffs={}",
+        "dsm {}: ok faults={}/{} fetches={} diffs={} in-flight={}",
         arg::<String>(1, "interleaved".into()),
         s.read_faults,
         s.write_faults,
         s.fetches,
-        s.diffs
+        s.diffs,
+        s.most_in_flight
     );
 }

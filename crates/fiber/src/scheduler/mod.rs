@@ -28,6 +28,14 @@ use worker::{current_worker, NewFiber, Remote, WorkerLocal, WorkerShared};
 
 use crate::park::Parker;
 
+/// Installs the fiber stack-overflow reporter (`SIGSEGV`, `SIGBUS`), as
+/// building a scheduler does; idempotent. A library that installs a fault
+/// handler of its own calls this first, so that its handler is the later
+/// one and passes the faults it does not own on to this one.
+pub fn install_fault_handlers() {
+    stack::install_overflow_handler();
+}
+
 /// A fiber's scheduling priority: 16 levels, higher runs first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Priority(u8);
