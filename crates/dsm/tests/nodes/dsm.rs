@@ -121,7 +121,7 @@ fn main() {
                 // Units homed on node 0: every `nodes`-th unit of `b`.
                 let first = n * 8 / unit; // b follows a
                 let units: Vec<usize> = (0..n / per_unit)
-                    .filter(|k| (first + k) % nodes == 0)
+                    .filter(|k| (first + k).is_multiple_of(nodes))
                     .collect();
                 if me == 0 {
                     for &k in &units {
