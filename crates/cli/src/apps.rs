@@ -605,6 +605,9 @@ fn launch_collecting(
 ) -> Result<(i32, Vec<NodeResult>)> {
     let spec = crate::configure(job, program)?;
     let finished = hosts.run(spec, |e| crate::render::event(e, job.verbose))?;
+    if hosts.link().is_some() {
+        println!("ran on {hosts}, nodes round robin");
+    }
     if job.stats {
         crate::render::stats(&finished.report);
     }
