@@ -384,9 +384,9 @@ fn seconds(s: Option<f64>) -> String {
     s.map_or(format!("{:>10}", "-"), |s| format!("{s:>10.4}"))
 }
 
-/// A seed's figure as printed, or `-`.
+/// A seed's figure to the hundredth, the most its tables print, or `-`.
 fn figure(s: Option<f64>) -> String {
-    s.map_or("-".into(), |s| s.to_string())
+    s.map_or("-".into(), |s| format!("{s:.2}"))
 }
 
 fn percent(pair: Option<(f64, f64)>) -> String {
@@ -455,7 +455,7 @@ mod tests {
         assert!(!text.contains("NYNET"), "{text}");
         let text = table(Layout::HostNode, Some(Link::Atm155), vec![2], cells).to_string();
         assert!(text.contains("NYNET p4"), "{text}");
-        assert!(text.contains("14.4      11.51   20.07%"), "{text}");
+        assert!(text.contains("14.40      11.51   20.07%"), "{text}");
         assert!(text.contains("ATM wide-area testbed"), "{text}");
     }
 
@@ -471,7 +471,7 @@ mod tests {
             text.contains("  800     6     3.0000     2.0000    1.50"),
             "{text}"
         );
-        assert!(text.contains("53.47    42.8    1.25"), "{text}");
+        assert!(text.contains("53.47   42.80    1.25"), "{text}");
         assert!(text.contains("50.25   39.28    1.28"), "{text}");
         assert!(!text.contains("Ethernet"), "{text}");
     }
