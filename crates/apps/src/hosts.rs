@@ -10,6 +10,8 @@
 //!    results on to the caller, and returns the job's status with the
 //!    results its nodes reported ([`NodeResult`]: nothing is parsed back
 //!    from their output).
+//!    On a link slower than a gigabit the nodes' silent-peer timeout is
+//!    [`SLOW_LINK_PEER_TIMEOUT`] unless `THREADWIRE_PEER_TIMEOUT` is set.
 //! 3. Dropping [`Hosts`] removes the namespaces, after a sweep of any
 //!    number of jobs on them; on a signal the testbed's interrupt handler
 //!    removes them, if the caller installed it
@@ -19,6 +21,17 @@ use std::fmt;
 use threadwire_bench::node_result::NodeResult;
 use threadwire_launch::{Event, JobReport, JobSpec, LaunchError};
 use threadwire_testbed::net::{Link, NetError, ScopedNet};
+
+/// The nodes' silent-peer timeout on links slower than a gigabit, in ms.
+///
+/// The runtime's default, 1 s, is shorter than a heartbeat can wait on
+/// such a link: host–node's master streams B to eight worker nodes' two
+/// threads each (2.3 MB, two seconds on ethernet10) through one shaped
+/// link, whose tbf queue drops what waits more than 50 ms, so the
+/// heartbeat of an idle connection meets drops and TCP's retransmission
+/// backoff behind the busy ones. Measured: a worker lost its master as
+/// "silent for 872 ms" on 9 nodes over ethernet10.
+pub const SLOW_LINK_PEER_TIMEOUT: &str = "10000";
 
 /// The hosts of an app's jobs: this one, or emulated ones on a link.
 #[derive(Debug)]
@@ -106,6 +119,10 @@ impl Hosts {
     ) -> Result<Finished, HostsError> {
         if let Some(net) = &self.net {
             spec = spec.hosts(net.launch_hosts());
+            let slow = net.link.rate_kbit().is_some_and(|k| k < 1_000_000);
+            if slow && std::env::var_os(threadwire::env::PEER_TIMEOUT).is_none() {
+                spec = spec.env(threadwire::env::PEER_TIMEOUT, SLOW_LINK_PEER_TIMEOUT);
+            }
         }
         let mut results = Vec::new();
         let report = threadwire_launch::run(&spec, |e| match NodeResult::decode(e) {

@@ -3,6 +3,12 @@
 //! relaunches itself under the launcher with the app's arguments, and
 //! under the launcher (`bench::under_launcher`) each node runs the app's
 //! `node(cfg)` and node 0 prints its report.
+//!
+//! The jobs run on the hosts of `threadwire_apps::hosts` (this one, or
+//! emulated ones built for `--link` and removed after); `apps matmul
+//! --compare` and its comma lists run a `threadwire_apps::matmul::Sweep`
+//! of jobs whose nodes report their times alone (`--result-only`), and
+//! print its table.
 
 use crate::args::JobArgs;
 use crate::bench::{under_launcher, Outcome};

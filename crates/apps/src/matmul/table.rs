@@ -193,6 +193,17 @@ impl Table {
         }
     }
 
+    /// `NAME: matmul LAYOUT, kernel K, on HOSTS; UNIT`.
+    fn title(&self, f: &mut fmt::Formatter<'_>, name: &str, unit: &str) -> fmt::Result {
+        writeln!(
+            f,
+            "{name}: matmul {}, kernel {}, on {}; {unit}",
+            self.layout_name(),
+            self.kernel,
+            self.hosts
+        )
+    }
+
     fn mt(&self) -> String {
         let t = self.threads.first().copied().unwrap_or(2);
         match self.layout {
@@ -202,13 +213,7 @@ impl Table {
     }
 
     fn ncs_table_1(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "NCS Table 1: matmul {}, kernel {}, on {}; seconds",
-            self.layout_name(),
-            self.kernel,
-            self.hosts
-        )?;
+        self.title(f, "NCS Table 1", "seconds")?;
         writeln!(
             f,
             "nodes: worker nodes, as the seed's; job: nodes of the job, node 0 the host that sends \
@@ -267,13 +272,7 @@ impl Table {
     }
 
     fn thesis_table_5_4(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "Thesis Table 5.4: matmul {}, kernel {}, on {}; real time, s",
-            self.layout_name(),
-            self.kernel,
-            self.hosts
-        )?;
+        self.title(f, "Thesis Table 5.4", "real time, s")?;
         writeln!(
             f,
             "serial: 1 thread/node, no overlap; MT: {}; speedup: serial / MT; the seed's on a 2x3 \
@@ -325,13 +324,7 @@ impl Table {
     }
 
     fn thesis_figure_5_7(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "Thesis Figure 5.7: matmul {}, kernel {}, on {}; real time, s",
-            self.layout_name(),
-            self.kernel,
-            self.hosts
-        )?;
+        self.title(f, "Thesis Figure 5.7", "real time, s")?;
         write!(f, "{:>5} {:>5} {:>10}", "size", "nodes", "serial")?;
         for t in &self.threads {
             write!(f, " {:>10}", format!("{t} threads"))?;
