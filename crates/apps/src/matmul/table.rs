@@ -360,7 +360,7 @@ impl Table {
 /// NCS Table 1: matmul host-node, kernel blas, on 3 emulated hosts joined by ethernet10 (10 Mbit/s); seconds
 /// nodes: worker nodes beside node 0, …
 ///  size  job nodes     serial         MT  % impr. | Ethernet p4 NCS_MTS/p4  % impr.
-///   128    3     2     0.0431     0.0512  -18.80% |       16.89      13.72   18.77%
+///   128    3     2   0.043100   0.051200  -18.80% |       16.89      13.72   18.77%
 /// ```
 impl fmt::Display for Table {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -372,9 +372,10 @@ impl fmt::Display for Table {
     }
 }
 
-/// Our seconds, to 0.1 ms, or `-`.
+/// Our seconds, to the microsecond (at small sizes on one host a run
+/// takes less than a millisecond), or `-`.
 fn seconds(s: Option<f64>) -> String {
-    s.map_or(format!("{:>10}", "-"), |s| format!("{s:>10.4}"))
+    s.map_or(format!("{:>10}", "-"), |s| format!("{s:>10.6}"))
 }
 
 /// A seed's figure to the hundredth, the most its tables print, or `-`.
@@ -461,7 +462,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("  800     6     3.0000     2.0000    1.50"),
+            text.contains("  800     6   3.000000   2.000000    1.50"),
             "{text}"
         );
         assert!(text.contains("53.47   42.80    1.25"), "{text}");
@@ -480,7 +481,7 @@ mod tests {
         assert!(text.starts_with("Thesis Figure 5.7"), "{text}");
         assert!(text.contains("4 threads were fastest"), "{text}");
         assert!(
-            text.contains("  100     1     4.0000     2.0000     3.0000  2 threads"),
+            text.contains("  100     1   4.000000   2.000000   3.000000  2 threads"),
             "{text}"
         );
     }
