@@ -2,6 +2,7 @@
 //! its rounds, and the seeds' "% improvement".
 
 use std::time::Duration;
+use threadwire_testbed::net::Link;
 
 /// The percentage by which `threaded` takes less time than `serial`: the
 /// seeds' "% Improvement", (serial − threaded) / serial.
@@ -26,9 +27,10 @@ pub fn spread(mut values: Vec<f64>) -> (f64, f64, f64) {
     }
 }
 
-/// One row of the NCS (1995) paper's tables of execution times (Table 2,
-/// JPEG; Table 3, FFT), typed in as printed: p4, one thread per process,
-/// against NCS's multithreaded p4, two threads per node process.
+/// One row of the NCS (1995) paper's tables of execution times (Table 1,
+/// matrix multiply; Table 2, JPEG; Table 3, FFT), typed in as printed:
+/// p4, one thread per process, against NCS's multithreaded p4, two
+/// threads per node process.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SeedRow {
     /// Node processes.
@@ -37,6 +39,26 @@ pub struct SeedRow {
     pub ethernet: (f64, f64),
     /// (p4, NCS/p4) seconds on the NYNET ATM testbed, where measured.
     pub nynet: Option<(f64, f64)>,
+}
+
+/// What NYNET was, for a table that prints its column.
+pub const NYNET: &str = "NYNET: the seed's ATM wide-area testbed (155 Mbit/s OC-3), \
+whose workstations were also faster than its Ethernet's";
+
+impl SeedRow {
+    /// The seed's networks to print beside ours on `link`, labelled, with
+    /// their (p4, NCS/p4) seconds where measured: Ethernet beside
+    /// `ethernet10`, NYNET beside `atm155`, both beside any other link and
+    /// on one host.
+    pub fn beside(&self, link: Option<Link>) -> Vec<(&'static str, Option<(f64, f64)>)> {
+        let ethernet = ("Ethernet", Some(self.ethernet));
+        let nynet = ("NYNET", self.nynet);
+        match link {
+            Some(Link::Ethernet10) => vec![ethernet],
+            Some(Link::Atm155) => vec![nynet],
+            _ => vec![ethernet, nynet],
+        }
+    }
 }
 
 /// `d` in milliseconds.
@@ -53,6 +75,21 @@ mod tests {
         assert_eq!(spread(vec![3.0, 1.0, 2.0]), (2.0, 1.0, 3.0));
         assert_eq!(spread(vec![4.0, 1.0, 2.0, 3.0]), (2.5, 1.0, 4.0));
         assert_eq!(spread(Vec::new()), (0.0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn the_seeds_network_is_printed_beside_its_link() {
+        let row = SeedRow {
+            nodes: 2,
+            ethernet: (2.0, 1.0),
+            nynet: None,
+        };
+        let labels = |link| -> Vec<&str> { row.beside(link).iter().map(|b| b.0).collect() };
+        assert_eq!(labels(Some(Link::Ethernet10)), ["Ethernet"]);
+        assert_eq!(labels(Some(Link::Atm155)), ["NYNET"]);
+        assert_eq!(labels(Some(Link::Gige)), ["Ethernet", "NYNET"]);
+        assert_eq!(labels(None), ["Ethernet", "NYNET"]);
+        assert_eq!(row.beside(Some(Link::Atm155))[0].1, None);
     }
 
     #[test]

@@ -12,10 +12,14 @@
 //! - [`agenda`]: the agenda-parallel matrix multiply of SCALE's Figures
 //!   16–17: a master serves tasks of rows of A to slaves by active
 //!   message, swept over granularity and concurrency.
+//!
+//! [`hosts`] runs an app's jobs on emulated hosts joined by one of the
+//! seeds' networks (`--link`), and removes the hosts after.
 #![warn(missing_docs)]
 
 pub mod agenda;
 pub mod fft;
 pub mod figures;
+pub mod hosts;
 pub mod jpeg;
 pub mod matmul;

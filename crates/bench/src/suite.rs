@@ -3,7 +3,8 @@
 //! the steps (`threadwire bench suite`); this module says which, and
 //! writes the report.
 //!
-//! 1. [`plan`]: each step is `threadwire bench …`, its standard output
+//! 1. [`plan`]: each step is `threadwire bench …` (or `threadwire apps
+//!    …` for the seeds' application tables), its standard output
 //!    (the table) kept in `OUT/NAME.txt` and its standard error in
 //!    `OUT/NAME.log`; plots go to `OUT/NAME/`.
 //! 2. Steps on emulated links need network namespaces (root); where they
@@ -269,7 +270,103 @@ pub fn plan(args: &Options) -> Vec<Step> {
         .concat();
         add(&name, &a, no_namespaces.clone());
     }
+    seed_apps(args, &no_namespaces, &mut add);
     steps
+}
+
+/// The apps that reproduce the seeds' application tables (issue 18):
+/// NCS' Tables 1-3 and the thesis' Table 5.4 on each link of the suite,
+/// the thesis' Figure 5.7 and SCALE's agenda multiply on one host.
+///
+/// Full sizes are the seeds', which take minutes a step on a 2-core
+/// machine: NCS' Table 1 is 128 x 128 on 1, 2, 4 and 8 worker nodes (13 s
+/// on ethernet10), FFT and JPEG their seed's sizes on 4 nodes. Table 5.4
+/// goes to 1600 x 1600, 20 MB a matrix that the mesh's broadcasts, the
+/// untimed identity round and the master's check move through each
+/// host's link: measured, 15 s for the whole table on atm155, and on
+/// ethernet10 about two and a half minutes for 1600 alone (17 s of it
+/// timed), three for the table.
+fn seed_apps(
+    args: &Options,
+    no_namespaces: &Option<String>,
+    add: &mut impl FnMut(&str, &[&str], Option<String>),
+) {
+    let quick = args.quick;
+    for link in &args.links {
+        let name = link.name();
+        let on = ["--link", name];
+        let table1: &[&str] = if quick {
+            &["-n", "2,3", "--sizes", "32"]
+        } else {
+            &[]
+        };
+        add(
+            &format!("matmul-ncs1-{name}"),
+            &[
+                &["apps", "matmul", "--layout", "host-node", "--compare"],
+                table1,
+                &on,
+            ]
+            .concat(),
+            no_namespaces.clone(),
+        );
+        let table54: &[&str] = if quick { &["--sizes", "24,48"] } else { &[] };
+        add(
+            &format!("matmul-thesis54-{name}"),
+            &[
+                &["apps", "matmul", "--mesh", "2x3", "--compare"],
+                table54,
+                &on,
+            ]
+            .concat(),
+            no_namespaces.clone(),
+        );
+        let rounds: &[&str] = if quick { &["--rounds", "1"] } else { &[] };
+        add(
+            &format!("fft-ncs3-{name}"),
+            &[&["apps", "fft", "-n", "4"], rounds, &on].concat(),
+            no_namespaces.clone(),
+        );
+        let picture: &[&str] = if quick {
+            &["--width", "64", "--height", "64"]
+        } else {
+            &[]
+        };
+        add(
+            &format!("jpeg-ncs2-{name}"),
+            &[&["apps", "jpeg", "-n", "4"], picture, rounds, &on].concat(),
+            no_namespaces.clone(),
+        );
+    }
+    let figure57: &[&str] = if quick { &["--sizes", "32,64"] } else { &[] };
+    add(
+        "matmul-fig57",
+        &[
+            &["apps", "matmul", "-n", "1", "--threads", "1,2,4,8"],
+            figure57,
+        ]
+        .concat(),
+        None,
+    );
+    let agenda: &[&str] = if quick {
+        &[
+            "--sizes",
+            "64",
+            "--granularity",
+            "8",
+            "--concurrency",
+            "1",
+            "--rounds",
+            "1",
+        ]
+    } else {
+        &[]
+    };
+    add(
+        "agenda-matmul",
+        &[&["apps", "agenda-matmul", "-n", "4"], agenda].concat(),
+        None,
+    );
 }
 
 /// `README.md` of the report (step 4).

@@ -3,6 +3,12 @@
 //! relaunches itself under the launcher with the app's arguments, and
 //! under the launcher (`bench::under_launcher`) each node runs the app's
 //! `node(cfg)` and node 0 prints its report.
+//!
+//! The jobs run on the hosts of `threadwire_apps::hosts` (this one, or
+//! emulated ones built for `--link` and removed after); `apps matmul
+//! --compare` and its comma lists run a `threadwire_apps::matmul::Sweep`
+//! of jobs whose nodes report their times alone (`--result-only`), and
+//! print its table.
 
 use crate::args::JobArgs;
 use crate::bench::{under_launcher, Outcome};
@@ -11,10 +17,12 @@ use clap::{Args, Subcommand, ValueEnum};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use threadwire_apps::figures::spread;
-use threadwire_apps::matmul::{Kernel, Layout, Mesh};
+use threadwire_apps::hosts::Hosts;
+use threadwire_apps::matmul::{Kernel, Layout, Mesh, Sweep, NCS_TABLE_1_SIZE};
 use threadwire_bench::node_result::NodeResult;
 use threadwire_bench::peers::pdgemm;
 use threadwire_launch::JobSpec;
+use threadwire_testbed::net::Link;
 
 #[derive(Subcommand)]
 pub enum App {
@@ -28,13 +36,27 @@ i / C, column i mod C (default: the squarest mesh of -n). With --threads T >= 1
 the next panel's broadcasts overlap the current multiply (a compute thread
 beside the node's endpoint); --serial is one thread per node, no overlap.
 The blas kernel (matrixmultiply) sizes its thread pool per process: each node
-gets MATMUL_NUM_THREADS=T. On emulated hosts, start the same command under
-`threadwire run --hosts FILE -n N -- threadwire apps matmul ...`.
+gets MATMUL_NUM_THREADS=T.
+
+The seeds' tables: --compare runs the serial baseline, then --threads T
+(default 2), one job each, at every -n and --sizes of a comma list, and prints
+NCS' Table 1 (host-node; -n 2,3,5,9 by default, the seed's 1, 2, 4 and 8
+worker nodes beside the host, at 128x128) or the thesis' Table 5.4 (summa;
+sizes 100 to 1600 by default) with the seed's figures beside ours. Several
+--threads (1,2,4,8: 1 is the serial baseline) print the thesis' Figure 5.7,
+sizes 100 to 800 by default. --link L runs every job on emulated hosts
+(namespaces, one per node unless --hosts; needs root) joined by ethernet10,
+fast100, atm155, gige or none, nodes round robin, and removes them after;
+the seed's Ethernet figures are printed beside ethernet10, its ATM ones beside
+atm155, all of them beside the other links.
 
 Examples:
   threadwire apps matmul -n 4 --mesh 2x2 --kernel blas --size 2048 --threads 2
   threadwire apps matmul -n 6 --mesh 2x3 --kernel strassen --size 800 --serial
   threadwire apps matmul -n 4 --layout host-node --kernel bmm --size 512
+  threadwire apps matmul --layout host-node --compare --link ethernet10  # NCS Table 1
+  threadwire apps matmul --mesh 2x3 --compare --sizes 100,200,400 --link atm155  # Table 5.4
+  threadwire apps matmul -n 1 --threads 1,2,4,8               # Figure 5.7
   threadwire apps matmul --reference --size 2048 --threads 2   # the GEMM crate alone
   threadwire apps matmul -n 4 --size 2048 --peers   # beside it and ScaLAPACK's pdgemm")]
     Matmul {
@@ -48,8 +70,8 @@ Examples:
 Points must be a power of two, at least 2 x nodes x threads (a butterfly row
 for every worker thread); nodes and threads must be powers of two; at most
 2^26 points in all. Node 0's thread 0 is the host; every node, node 0 too,
-runs the worker threads. On emulated hosts, start the same command under
-`threadwire run --hosts FILE -n N -- threadwire apps fft ...`.
+runs the worker threads. With --link L the job runs on emulated hosts joined by L (one per node
+unless --hosts; needs root), built for it and removed after.
 
 Examples:
   threadwire apps fft -n 4                        # 512 points x 8 sets, as the seed
@@ -75,14 +97,14 @@ pixels and 65535 pixels a side (baseline JPEG); each strip at least a row.
 The job fails if the PSNR of the image or of any strip is under 10 +
 quality/5 dB (25 dB at the default quality 75). On one host the strips
 move through shared memory in microseconds; for links where communication
-matters, as in the seed, make emulated hosts (`threadwire net up --hosts 4
---link gige`) and start the same command under `threadwire run --hosts FILE
--n N -- threadwire apps jpeg ...`.
+matters, as in the seed, --link L runs the job on emulated hosts joined by L
+(one per node unless --hosts; needs root), built for it and removed after.
 
 Examples:
   threadwire apps jpeg -n 4                       # 448x448, 1 thread vs 2
   threadwire apps jpeg -n 8 --width 1024 --height 768 --quality 90
-  threadwire apps jpeg -n 2 --image photo.ppm --threads 1")]
+  threadwire apps jpeg -n 2 --image photo.ppm --threads 1
+  threadwire apps jpeg -n 4 --link ethernet10     # Table 2 on the seed's Ethernet")]
     Jpeg {
         #[command(flatten)]
         job: JpegJob,
@@ -98,9 +120,9 @@ its own. Every other node runs CONCURRENCY computing threads, each asking for
 its next task before it multiplies the current one. B is broadcast to every
 node before the clock starts; the times include handing out A and collecting
 C. Speedup is against one node computing the whole product on one thread.
-Each node gets MATMUL_NUM_THREADS=1 (one core per computing thread). On
-emulated hosts, start the same command under
-`threadwire run --hosts FILE -n N -- threadwire apps agenda-matmul ...`.
+Each node gets MATMUL_NUM_THREADS=1 (one core per computing thread). With
+--link L the job runs on emulated hosts joined by L (one per node unless
+--hosts; needs root), built for it and removed after.
 
 Examples:
   threadwire apps agenda-matmul -n 4 --sizes 256,512
@@ -110,6 +132,30 @@ Examples:
         #[command(flatten)]
         job: AgendaJob,
     },
+}
+
+/// `--link` and `--hosts` of the apps.
+#[derive(Args, Clone, Copy, Default)]
+pub struct OnHosts {
+    /// Run on emulated hosts joined by this link (ethernet10, fast100,
+    /// atm155, gige or none; needs root), nodes round robin, built for the
+    /// run and removed after it.
+    #[arg(long)]
+    pub link: Option<Link>,
+    /// How many emulated hosts with --link (default: one per node).
+    #[arg(long, requires = "link", value_name = "COUNT")]
+    pub hosts: Option<u32>,
+}
+
+impl OnHosts {
+    /// The hosts of a run of jobs of at most `nodes` nodes.
+    fn hosts(&self, nodes: u32) -> Result<Hosts> {
+        if self.link.is_some() {
+            // Before any thread starts: a signal then removes the hosts.
+            threadwire_testbed::interrupt::install(crate::progress::report_interrupt);
+        }
+        Ok(Hosts::new(self.link, self.hosts.unwrap_or(nodes))?)
+    }
 }
 
 #[derive(Args, Clone)]
@@ -138,6 +184,8 @@ pub struct JpegJob {
     /// Timed rounds of each configuration (after one untimed round).
     #[arg(long, default_value_t = 5)]
     pub rounds: usize,
+    #[command(flatten)]
+    pub on: OnHosts,
 }
 
 impl JpegJob {
@@ -207,6 +255,8 @@ pub struct AgendaJob {
     /// Timed rounds of each combination (after one untimed round).
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
+    #[command(flatten)]
+    pub on: OnHosts,
 }
 
 impl AgendaJob {
@@ -268,6 +318,8 @@ pub struct FftJob {
     /// Timed rounds of each configuration (after one untimed round).
     #[arg(long, default_value_t = 5)]
     pub rounds: usize,
+    #[command(flatten)]
+    pub on: OnHosts,
 }
 
 /// `--layout`.
@@ -305,9 +357,15 @@ impl From<KernelArg> for Kernel {
 
 #[derive(Args, Clone)]
 pub struct MatmulJob {
-    /// Number of nodes (SUMMA: R x C).
-    #[arg(short = 'n', long = "nodes", default_value_t = 4)]
-    pub nodes: u32,
+    /// Number of nodes (SUMMA: R x C; default: the mesh's, or 4); a comma
+    /// list sweeps.
+    #[arg(
+        short = 'n',
+        long = "nodes",
+        value_name = "N,...",
+        value_delimiter = ','
+    )]
+    pub nodes: Vec<u32>,
     /// How the work is shared among the nodes.
     #[arg(long, value_enum, default_value_t = LayoutArg::Summa)]
     pub layout: LayoutArg,
@@ -317,16 +375,28 @@ pub struct MatmulJob {
     /// Who multiplies a node's blocks.
     #[arg(long, value_enum, default_value_t = KernelArg::Blas)]
     pub kernel: KernelArg,
-    /// Threads per node (default 2, or 1 with --serial).
-    #[arg(long)]
-    pub threads: Option<u32>,
-    /// Matrices are SIZE x SIZE.
-    #[arg(long, default_value_t = 512)]
-    pub size: usize,
+    /// Threads per node (default 2, or 1 with --serial); a comma list
+    /// sweeps, against the serial baseline.
+    #[arg(long, value_name = "T,...", value_delimiter = ',')]
+    pub threads: Vec<u32>,
+    /// Matrices are SIZE x SIZE (default 512; see --compare); a comma
+    /// list sweeps.
+    #[arg(
+        long = "sizes",
+        visible_alias = "size",
+        value_name = "SIZE,...",
+        value_delimiter = ','
+    )]
+    pub sizes: Vec<usize>,
     /// One thread per node and no overlap: the distributed, unthreaded
     /// baseline.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "compare")]
     pub serial: bool,
+    /// The serial baseline against --threads, a job each, at every -n and
+    /// size, into the seed's table: NCS' Table 1 (host-node) or the
+    /// thesis' Table 5.4 (summa).
+    #[arg(long)]
+    pub compare: bool,
     /// SUMMA's panel width, at most (columns of A and rows of B broadcast
     /// at once).
     #[arg(long, default_value_t = 256)]
@@ -334,7 +404,7 @@ pub struct MatmulJob {
     /// Also run ScaLAPACK's pdgemm (Open MPI, Debian's BLAS) on the same
     /// size, on a grid of as many ranks shaped as the mesh, each rank with
     /// the same threads, and print it beside ours with the ratio.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["compare", "link"])]
     pub peers: bool,
     /// ScaLAPACK's block size with --peers.
     #[arg(long, default_value_t = 128, value_name = "NB")]
@@ -345,51 +415,98 @@ pub struct MatmulJob {
     /// Instead of the job: the GEMM crate alone, one process multiplying
     /// the app's operands on --threads, the reference of the blas
     /// kernel's figures (--peers runs it too).
-    #[arg(long, conflicts_with = "peers")]
+    #[arg(long, conflicts_with_all = ["peers", "compare", "link"])]
     pub reference: bool,
+    #[command(flatten)]
+    pub on: OnHosts,
+    /// A node of a sweep's job: report the time to the launcher, print
+    /// no report.
+    #[arg(long, hide = true)]
+    pub result_only: bool,
 }
 
 /// Timed products of `apps matmul --reference`, after one untimed.
 const REFERENCE_ROUNDS: usize = 5;
 
+/// The sizes of the thesis' Table 5.4.
+const THESIS_SIZES: [usize; 5] = [100, 200, 400, 800, 1600];
+/// The node counts of NCS' Table 1 with host-node: its 1, 2, 4 and 8
+/// worker nodes, beside the host.
+const NCS_NODES: [u32; 4] = [2, 3, 5, 9];
+
 impl MatmulJob {
+    /// Whether this runs a sweep of jobs into a seed's table.
+    fn sweeps(&self) -> bool {
+        self.compare || self.nodes.len() > 1 || self.sizes.len() > 1 || self.threads.len() > 1
+    }
+
+    fn layout(&self) -> Layout {
+        match self.layout {
+            LayoutArg::HostNode => Layout::HostNode,
+            LayoutArg::Summa => Layout::Summa,
+        }
+    }
+
+    /// -n, or its default: NCS' node counts for its table, else the mesh's
+    /// places, else 4.
+    fn node_counts(&self) -> Vec<u32> {
+        match (&self.nodes[..], self.mesh) {
+            ([], _) if self.compare && self.layout() == Layout::HostNode => NCS_NODES.to_vec(),
+            ([], Some(mesh)) => vec![(mesh.rows * mesh.cols) as u32],
+            ([], None) => vec![4],
+            (nodes, _) => nodes.to_vec(),
+        }
+    }
+
+    /// --sizes, or its default: the seed's sizes for its tables, else 512.
+    fn size_list(&self) -> Vec<usize> {
+        if !self.sizes.is_empty() {
+            return self.sizes.clone();
+        }
+        match (self.sweeps(), self.layout()) {
+            (false, _) => vec![512],
+            (true, Layout::HostNode) => vec![NCS_TABLE_1_SIZE],
+            (true, Layout::Summa) if self.threads.len() > 1 => THESIS_SIZES[..4].to_vec(),
+            (true, Layout::Summa) => THESIS_SIZES.to_vec(),
+        }
+    }
+
     fn config(&self) -> threadwire_apps::matmul::Config {
+        let threads = match self.threads.first() {
+            Some(&t) => t,
+            None if self.serial => 1,
+            None => 2,
+        };
         threadwire_apps::matmul::Config {
-            size: self.size,
-            layout: match self.layout {
-                LayoutArg::HostNode => Layout::HostNode,
-                LayoutArg::Summa => Layout::Summa,
-            },
+            size: self.size_list()[0],
+            layout: self.layout(),
             mesh: self.mesh,
             kernel: self.kernel.into(),
-            threads: self.threads.unwrap_or(if self.serial { 1 } else { 2 }),
+            threads,
             serial: self.serial,
             panel: self.panel,
             ..Default::default()
         }
     }
 
+    /// The sweep: the serial baseline against each of --threads but 1
+    /// (default 2).
+    fn sweep(&self) -> Sweep {
+        let mut threads: Vec<u32> = self.threads.iter().copied().filter(|&t| t != 1).collect();
+        if self.threads.is_empty() {
+            threads.push(2);
+        }
+        Sweep {
+            nodes: self.node_counts(),
+            sizes: self.size_list(),
+            threads,
+            base: self.config(),
+        }
+    }
+
     /// The arguments the nodes run again.
     fn node_args(&self, cfg: &threadwire_apps::matmul::Config) -> Vec<OsString> {
-        let mut args: Vec<String> = [
-            "apps",
-            "matmul",
-            "--layout",
-            cfg.layout.name(),
-            "--kernel",
-            cfg.kernel.name(),
-        ]
-        .map(String::from)
-        .to_vec();
-        args.extend(["--threads".into(), cfg.threads.to_string()]);
-        args.extend(["--size".into(), cfg.size.to_string()]);
-        args.extend(["--panel".into(), cfg.panel.to_string()]);
-        if let Some(mesh) = cfg.mesh {
-            args.extend(["--mesh".into(), mesh.to_string()]);
-        }
-        if cfg.serial {
-            args.push("--serial".into());
-        }
+        let mut args = cfg.node_args();
         if self.reference {
             args.push("--reference".into());
         }
@@ -401,53 +518,7 @@ impl MatmulJob {
 pub fn run(app: App) -> Result<Outcome> {
     let exit = |code| Ok(Outcome::Exit(code));
     match app {
-        App::Matmul { job } => {
-            let cfg = job.config();
-            if under_launcher() && job.reference {
-                let ep = threadwire::init()?;
-                let times =
-                    threadwire_apps::matmul::reference(cfg.size, cfg.seed, REFERENCE_ROUNDS);
-                let seconds = spread(times.iter().map(|d| d.as_secs_f64()).collect()).0;
-                NodeResult::Matmul { seconds }.send(ep.node())?;
-                return exit(0);
-            }
-            if under_launcher() {
-                let ep = threadwire::init()?;
-                if let Some(report) = threadwire_apps::matmul::run(&ep, cfg)? {
-                    println!("{report}");
-                    let seconds = report.elapsed.as_secs_f64();
-                    NodeResult::Matmul { seconds }.send(ep.node())?;
-                }
-                return exit(0);
-            }
-            if job.reference {
-                let (status, seconds) = matmul_job(&job, &cfg, 1)?;
-                if let Some(seconds) = seconds {
-                    print_reference(&cfg, seconds, None);
-                }
-                return exit(status);
-            }
-            cfg.check(job.nodes)?;
-            let (status, ours) = matmul_job(&job, &cfg, job.nodes)?;
-            if status == 0 && job.peers {
-                // The crate's single-process multithreaded rate: all the
-                // host's cores, whatever the job's threads per node.
-                let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-                let reference = MatmulJob {
-                    reference: true,
-                    peers: false,
-                    threads: Some(cores),
-                    serial: false,
-                    ..job.clone()
-                };
-                let alone_cfg = reference.config();
-                if let (0, Some(alone)) = matmul_job(&reference, &alone_cfg, 1)? {
-                    print_reference(&alone_cfg, alone, ours);
-                }
-                pdgemm_beside(&job, &cfg, ours);
-            }
-            exit(status)
-        }
+        App::Matmul { job } => matmul(job),
         App::Fft { job } => {
             let cfg = threadwire_apps::fft::Config {
                 points: job.points,
@@ -483,7 +554,7 @@ pub fn run(app: App) -> Result<Outcome> {
             ];
             let args = args.map(OsString::from).to_vec();
             let program = JobSpec::new(job.nodes, std::env::current_exe()?).args(args);
-            exit(launch(&spec, program)?)
+            exit(launch(&spec, program, &job.on.hosts(job.nodes)?)?)
         }
         App::Jpeg { job } => jpeg(job),
         App::AgendaMatmul { job } => {
@@ -502,7 +573,7 @@ pub fn run(app: App) -> Result<Outcome> {
             let program = JobSpec::new(job.nodes, std::env::current_exe()?)
                 .args(job.node_args(&cfg))
                 .env("MATMUL_NUM_THREADS", "1");
-            exit(launch(&spec, program)?)
+            exit(launch(&spec, program, &job.on.hosts(job.nodes)?)?)
         }
     }
 }
@@ -522,36 +593,122 @@ fn jpeg(job: JpegJob) -> Result<Outcome> {
         ..JobArgs::default()
     };
     let program = JobSpec::new(job.nodes, std::env::current_exe()?).args(job.node_args()?);
-    Ok(Outcome::Exit(launch(&spec, program)?))
+    let hosts = job.on.hosts(job.nodes)?;
+    Ok(Outcome::Exit(launch(&spec, program, &hosts)?))
 }
 
-/// Runs the app's job and returns its status.
-fn launch(job: &JobArgs, program: JobSpec) -> Result<i32> {
-    Ok(launch_collecting(job, program)?.0)
+/// Runs the app's job on `hosts` and returns its status.
+fn launch(job: &JobArgs, program: JobSpec, hosts: &Hosts) -> Result<i32> {
+    Ok(launch_collecting(job, program, hosts)?.0)
 }
 
-/// Runs the app's job: its status, and the results its nodes reported
-/// (every other event shown as `threadwire run` shows it).
-fn launch_collecting(job: &JobArgs, program: JobSpec) -> Result<(i32, Vec<NodeResult>)> {
+/// Runs the app's job on `hosts`: its status, and the results its nodes
+/// reported (every other event shown as `threadwire run` shows it).
+fn launch_collecting(
+    job: &JobArgs,
+    program: JobSpec,
+    hosts: &Hosts,
+) -> Result<(i32, Vec<NodeResult>)> {
     let spec = crate::configure(job, program)?;
-    let mut results = Vec::new();
-    let report = threadwire_launch::run(&spec, |e| match NodeResult::decode(e) {
-        Some((_, result)) => results.push(result),
-        None => crate::render::event(e, job.verbose),
-    })
-    .with_context(|| format!("starting {}", spec.program.display()))?;
-    if job.stats {
-        crate::render::stats(&report);
+    let finished = hosts.run(spec, |e| crate::render::event(e, job.verbose))?;
+    if hosts.link().is_some() {
+        println!("ran on {hosts}, nodes round robin");
     }
-    Ok((report.status, results))
+    if job.stats {
+        crate::render::stats(&finished.report);
+    }
+    Ok((finished.report.status, finished.results))
+}
+
+/// Runs `threadwire apps matmul`: a node's side under the launcher, a
+/// sweep into a seed's table, or one job.
+fn matmul(job: MatmulJob) -> Result<Outcome> {
+    let exit = |code| Ok(Outcome::Exit(code));
+    let cfg = job.config();
+    if under_launcher() && job.reference {
+        let ep = threadwire::init()?;
+        let times = threadwire_apps::matmul::reference(cfg.size, cfg.seed, REFERENCE_ROUNDS);
+        let seconds = spread(times.iter().map(|d| d.as_secs_f64()).collect()).0;
+        NodeResult::Matmul { seconds }.send(ep.node())?;
+        return exit(0);
+    }
+    if under_launcher() {
+        let ep = threadwire::init()?;
+        if let Some(report) = threadwire_apps::matmul::run(&ep, cfg)? {
+            if !job.result_only {
+                println!("{report}");
+            }
+            let seconds = report.elapsed.as_secs_f64();
+            NodeResult::Matmul { seconds }.send(ep.node())?;
+        }
+        return exit(0);
+    }
+    if job.sweeps() {
+        if job.peers || job.reference || job.serial {
+            anyhow::bail!(
+                "--peers, --reference and --serial run one configuration: not with --compare or lists"
+            );
+        }
+        let sweep = job.sweep();
+        sweep.check()?;
+        let most = sweep.nodes.iter().copied().max().unwrap_or(1);
+        let hosts = job.on.hosts(most)?;
+        let table = sweep.run(
+            &hosts,
+            &std::env::current_exe()?,
+            |e| crate::render::event(e, false),
+            |cell| {
+                let mode = cell
+                    .threads
+                    .map_or("serial".into(), |t| format!("{t} threads/node"));
+                eprintln!(
+                    "threadwire: matmul {n}x{n} on {} nodes, {mode}: {:.4} s",
+                    cell.nodes,
+                    cell.seconds,
+                    n = cell.size
+                );
+            },
+        )?;
+        println!("{table}");
+        return exit(0);
+    }
+    let nodes = job.node_counts()[0];
+    if job.reference {
+        let (status, seconds) = matmul_job(&job, &cfg, 1, &Hosts::here())?;
+        if let Some(seconds) = seconds {
+            print_reference(&cfg, seconds, None);
+        }
+        return exit(status);
+    }
+    cfg.check(nodes)?;
+    let (status, ours) = matmul_job(&job, &cfg, nodes, &job.on.hosts(nodes)?)?;
+    if status == 0 && job.peers {
+        // The crate's single-process multithreaded rate: all the host's
+        // cores, whatever the job's threads per node.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        let reference = MatmulJob {
+            reference: true,
+            peers: false,
+            threads: vec![cores],
+            serial: false,
+            ..job.clone()
+        };
+        let alone_cfg = reference.config();
+        if let (0, Some(alone)) = matmul_job(&reference, &alone_cfg, 1, &Hosts::here())? {
+            print_reference(&alone_cfg, alone, ours);
+        }
+        pdgemm_beside(nodes, &cfg, &job, ours);
+    }
+    exit(status)
 }
 
 /// Runs `job` (the multiply, or its reference) as a job of `nodes`
-/// nodes: its status and the time node 0 reported.
+/// nodes on `hosts`: its status and the time node 0 reported.
 fn matmul_job(
     job: &MatmulJob,
     cfg: &threadwire_apps::matmul::Config,
     nodes: u32,
+    hosts: &Hosts,
 ) -> Result<(i32, Option<f64>)> {
     // Each node's message counts after the multiply's report, as ever.
     let spec = JobArgs {
@@ -562,7 +719,7 @@ fn matmul_job(
     let program = JobSpec::new(nodes, std::env::current_exe()?)
         .args(job.node_args(cfg))
         .env("MATMUL_NUM_THREADS", cfg.threads.to_string());
-    let (status, results) = launch_collecting(&spec, program)?;
+    let (status, results) = launch_collecting(&spec, program, hosts)?;
     let seconds = results.iter().find_map(|r| match r {
         NodeResult::Matmul { seconds } => Some(*seconds),
         _ => None,
@@ -592,8 +749,13 @@ fn print_reference(cfg: &threadwire_apps::matmul::Config, alone: f64, ours: Opti
 /// thread per rank and with the job's threads per node, printed beside
 /// `ours` (seconds) with the ratio to pdgemm's faster run. A peer that
 /// cannot run says why; ours stands.
-fn pdgemm_beside(job: &MatmulJob, cfg: &threadwire_apps::matmul::Config, ours: Option<f64>) {
-    let mesh = cfg.mesh.unwrap_or_else(|| Mesh::squarest(job.nodes));
+fn pdgemm_beside(
+    nodes: u32,
+    cfg: &threadwire_apps::matmul::Config,
+    job: &MatmulJob,
+    ours: Option<f64>,
+) {
+    let mesh = cfg.mesh.unwrap_or_else(|| Mesh::squarest(nodes));
     let mut threads = vec![1, cfg.threads];
     threads.dedup();
     let mut best: Option<f64> = None;

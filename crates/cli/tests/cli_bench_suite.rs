@@ -7,8 +7,9 @@ use support::command::*;
 
 /// `bench suite --quick` runs every benchmark once into one report: each
 /// step's command and table in README.md, the tables in NAME.txt, the
-/// ping-pong plots beside. The link steps need root; without it they are
-/// listed as skipped, which the test prints.
+/// ping-pong plots beside; the apps' seed tables among them. The link
+/// steps need root; without it they are listed as skipped, which the test
+/// prints.
 #[test]
 fn bench_suite_quick_reports_every_step() {
     let out = std::env::temp_dir().join(format!("threadwire-suite-test-{}", std::process::id()));
@@ -41,6 +42,12 @@ fn bench_suite_quick_reports_every_step() {
         "bcast",
         "flood",
         "overlap",
+        "matmul-ncs1-none",
+        "matmul-thesis54-none",
+        "fft-ncs3-none",
+        "jpeg-ncs2-none",
+        "matmul-fig57",
+        "agenda-matmul",
     ];
     for step in steps {
         let section = report
@@ -49,7 +56,7 @@ fn bench_suite_quick_reports_every_step() {
             .unwrap_or_else(|| panic!("no section {step} in\n{report}"));
         let section = section.split("\n## ").next().unwrap_or_default();
         assert!(
-            section.contains("threadwire bench "),
+            section.contains("threadwire bench ") || section.contains("threadwire apps "),
             "{step}: no command\n{section}"
         );
         if section.contains("Skipped: ") {

@@ -27,17 +27,28 @@
 //! The matrices' elements are a function of (seed, row, column)
 //! ([`element`]), so each node makes its own blocks, as a SUMMA caller
 //! holds its blocks already, and the master makes the whole to verify.
+//!
+//! A [`Sweep`] runs one job per configuration, serial against threaded,
+//! over node counts and sizes, into the seeds' tables ([`Table`]): NCS'
+//! Table 1, the thesis' Table 5.4 and its Figure 5.7.
 
 pub mod host_node;
 pub mod kernel;
 pub mod matrix;
 mod report;
 pub mod summa;
+mod sweep;
+mod table;
 
 pub use kernel::Kernel;
 pub use matrix::{Matrix, View};
 pub use report::Report;
 pub use summa::Mesh;
+pub use sweep::{Sweep, SweepError, RESULT_ONLY};
+pub use table::{
+    Cell, Seed, Table, ThesisRow, NCS_TABLE_1, NCS_TABLE_1_SIZE, THESIS_FIGURE_5_7,
+    THESIS_TABLE_5_4,
+};
 
 use std::time::{Duration, Instant};
 use threadwire::{Address, CollError, RecvError, SendError, UnpackError};
@@ -163,6 +174,27 @@ impl Config {
             }
             _ => Ok(()),
         }
+    }
+}
+
+impl Config {
+    /// The arguments of `threadwire apps matmul` that run this
+    /// configuration on a job's nodes (all but the seed, the default).
+    pub fn node_args(&self) -> Vec<String> {
+        let mut args: Vec<String> = ["apps", "matmul", "--layout", self.layout.name()]
+            .map(String::from)
+            .to_vec();
+        args.extend(["--kernel".into(), self.kernel.name().into()]);
+        args.extend(["--threads".into(), self.threads.to_string()]);
+        args.extend(["--size".into(), self.size.to_string()]);
+        args.extend(["--panel".into(), self.panel.to_string()]);
+        if let Some(mesh) = self.mesh {
+            args.extend(["--mesh".into(), mesh.to_string()]);
+        }
+        if self.serial {
+            args.push("--serial".into());
+        }
+        args
     }
 }
 
