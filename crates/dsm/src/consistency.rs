@@ -17,6 +17,7 @@
 
 use crate::engine::Engine;
 use crate::protocol::{self, Handlers};
+use crate::traffic::Kind;
 use crate::DsmError;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,11 +69,15 @@ impl Consistency {
             .into_iter()
             .enumerate()
             .filter(|(_, b)| !b.is_empty())
-            .map(|(home, b)| (home, ep.am_request(home as u32, &handlers.diff, b)))
+            .map(|(home, b)| {
+                let sent = engine.traffic.sent(Kind::Diff, b.len());
+                (home, sent, ep.am_request(home as u32, &handlers.diff, b))
+            })
             .collect();
-        let (homes, requests): (Vec<usize>, Vec<_>) = requests.into_iter().unzip();
-        for (home, reply) in homes.into_iter().zip(threadwire::wait_all(requests)) {
-            let versions = protocol::versions(&reply?.to_vec())?;
+        for (home, sent, request) in requests {
+            let reply = request.wait()?.to_vec();
+            engine.traffic.answered(&sent, reply.len());
+            let versions = protocol::versions(&reply)?;
             let sent = &flush.sent[home];
             if versions.len() != sent.len() {
                 return Err(DsmError::Refused(format!(

@@ -127,6 +127,8 @@ pub struct Engine {
     units: Box<[Mutex<Unit>]>,
     dirty: Mutex<Vec<u32>>,
     pub counters: Counters,
+    /// Its requests by kind (module `traffic`).
+    pub traffic: crate::traffic::Traffic,
     /// Units to fetch, written by faulting threads (module `fault`, step 3)
     /// and read by the fetcher.
     to_fetch: (OwnedFd, OwnedFd),
@@ -187,6 +189,7 @@ impl Engine {
             units,
             dirty: Mutex::new(Vec::new()),
             counters: Counters::default(),
+            traffic: Default::default(),
             to_fetch,
             wakers,
         })
@@ -538,16 +541,20 @@ impl Engine {
     /// comes, until `stop` is readable.
     pub fn fetch(&self, ep: &Endpoint, handler: &Handler, stop: &OwnedFd) {
         let mut pending: Vec<AmRequest> = Vec::new();
-        let mut asked: Vec<u32> = Vec::new();
+        let mut asked: Vec<(u32, crate::traffic::Sent)> = Vec::new();
+        let mut arrived: Vec<u32> = Vec::new();
         loop {
+            arrived.clear();
             if self
-                .waiting_units(&mut asked, pending.is_empty(), stop)
+                .waiting_units(&mut arrived, pending.is_empty(), stop)
                 .is_none()
             {
                 return;
             }
-            for &u in &asked[pending.len()..] {
+            for &u in &arrived {
+                let sent = self.traffic.sent(crate::traffic::Kind::Fetch, 4);
                 pending.push(ep.am_request(self.home(u), handler, u.to_le_bytes().to_vec()));
+                asked.push((u, sent));
             }
             self.counters
                 .most_in_flight
@@ -555,9 +562,12 @@ impl Engine {
             let Some((i, reply)) = threadwire::wait_any(&mut pending) else {
                 continue;
             };
-            let u = asked.remove(i);
+            let (u, sent) = asked.remove(i);
             let installed = match reply {
-                Ok(bytes) => self.install(u, &bytes.to_vec()),
+                Ok(bytes) => {
+                    self.traffic.answered(&sent, bytes.len());
+                    self.install(u, &bytes.to_vec())
+                }
                 Err(e) => Err(io::Error::other(e.to_string())),
             };
             if let Err(e) = installed {

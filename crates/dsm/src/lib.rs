@@ -68,12 +68,14 @@ mod lock;
 mod protocol;
 mod region;
 mod space;
+mod traffic;
 mod uffd;
 
 #[cfg(test)]
 mod kernel_tests;
 
 pub use region::Region;
+pub use traffic::{Kind, KindStats};
 
 use barrier::Meeting;
 use consistency::Consistency;
@@ -158,6 +160,27 @@ impl fmt::Display for DsmError {
     }
 }
 
+impl DsmError {
+    /// The same failure, for the other threads of a node that met it
+    /// together (a barrier's leader's error, given to every thread of the
+    /// round); errors of other layers keep their text.
+    fn again(&self) -> DsmError {
+        match self {
+            DsmError::Config(why) => DsmError::Config(why.clone()),
+            DsmError::Os(e) => DsmError::Os(std::io::Error::new(e.kind(), e.to_string())),
+            DsmError::Am(e) => DsmError::Lost(e.to_string()),
+            DsmError::Coll(e) => DsmError::Lost(e.to_string()),
+            DsmError::Full { wanted, left } => DsmError::Full {
+                wanted: *wanted,
+                left: *left,
+            },
+            DsmError::Diverged => DsmError::Diverged,
+            DsmError::Refused(why) => DsmError::Refused(why.clone()),
+            DsmError::Lost(why) => DsmError::Lost(why.clone()),
+        }
+    }
+}
+
 impl std::error::Error for DsmError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
@@ -188,7 +211,7 @@ impl From<threadwire::CollError> for DsmError {
 }
 
 /// What one node's engine has done: [`Dsm::stats`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stats {
     /// Faults of reads on units not mapped (served locally or fetched).
     pub read_faults: u64,
@@ -207,6 +230,9 @@ pub struct Stats {
     /// The most fetches that were in flight at once: more than one when
     /// threads waiting for units let others run and fault in turn.
     pub most_in_flight: u64,
+    /// This node's requests by kind, with their replies and round trips
+    /// (the seed's Table 3), in [`Kind::ALL`]'s order.
+    pub traffic: [KindStats; 5],
 }
 
 /// A node's handle on the shared space: clone it to every thread.
@@ -225,7 +251,7 @@ struct Shared {
     allocated: Mutex<usize>,
     local: Barrier,
     /// A barrier's failure, for the node's other threads of that round.
-    failed: Mutex<Option<String>>,
+    failed: Mutex<Option<DsmError>>,
     stop: OwnedFd,
     fetcher: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -369,6 +395,7 @@ impl Dsm {
             diff_bytes: get(&c.diff_bytes),
             invalidations: get(&c.invalidations),
             most_in_flight: get(&c.most_in_flight),
+            traffic: self.shared.engine.traffic.snapshot(),
         }
     }
 
@@ -386,13 +413,13 @@ impl Dsm {
         if s.local.wait().is_leader() {
             let result = self.global_barrier();
             *s.failed.lock().unwrap_or_else(|p| p.into_inner()) =
-                result.as_ref().err().map(|e| e.to_string());
+                result.as_ref().err().map(DsmError::again);
             s.local.wait();
             return result;
         }
         s.local.wait();
-        match s.failed.lock().unwrap_or_else(|p| p.into_inner()).clone() {
-            Some(why) => Err(DsmError::Refused(why)),
+        match s.failed.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            Some(e) => Err(e.again()),
             None => Ok(()),
         }
     }
@@ -404,10 +431,12 @@ impl Dsm {
         s.consistency.release(&s.engine, &ep, &s.handlers)?;
         let allocated = *s.allocated.lock().unwrap_or_else(|p| p.into_inner()) as u64;
         let arrival = barrier::arrival(s.consistency.epoch(), allocated, &s.consistency.written());
+        let sent = s.engine.traffic.sent(traffic::Kind::Barrier, arrival.len());
         let reply = ep
             .am_request(0, &s.handlers.barrier, arrival)
             .wait()?
             .to_vec();
+        s.engine.traffic.answered(&sent, reply.len());
         let notices = barrier::release(&reply).map_err(|why| match why.contains("allocated") {
             true => DsmError::Diverged,
             false => DsmError::Lost(why),

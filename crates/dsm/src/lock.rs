@@ -38,6 +38,7 @@
 use crate::consistency::Consistency;
 use crate::engine::Engine;
 use crate::protocol::{self, Handlers, OK, OTHER};
+use crate::traffic::Kind;
 use crate::DsmError;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -171,10 +172,12 @@ impl Locks {
         handlers: &Handlers,
     ) -> Result<(), DsmError> {
         let manager = id % self.nodes;
+        let sent = engine.traffic.sent(Kind::Acquire, 4);
         let answer = ep
             .am_request(manager, &handlers.acquire, id.to_le_bytes().to_vec())
             .wait()?
             .to_vec();
+        engine.traffic.answered(&sent, answer.len());
         let follow = match answer.split_first() {
             Some((&OK, [])) => return Ok(()),
             Some((&OTHER, rest)) => protocol::id(rest),
@@ -185,10 +188,12 @@ impl Locks {
                 "lock {id}'s manager answered badly"
             )));
         };
+        let sent = engine.traffic.sent(Kind::Follow, 4);
         let grant = ep
             .am_request(tail, &handlers.follow, id.to_le_bytes().to_vec())
             .wait()?
             .to_vec();
+        engine.traffic.answered(&sent, grant.len());
         let (epoch, notices) = parse_grant(&grant).ok_or_else(|| match grant.split_first() {
             Some((&OTHER, why)) => DsmError::Lost(String::from_utf8_lossy(why).into_owned()),
             _ => DsmError::Refused(format!("lock {id}'s grant from node {tail} does not parse")),

@@ -94,17 +94,25 @@ pub fn id(b: &[u8]) -> Option<u32> {
 /// Registers every handler of the engine on `node`.
 pub fn register(parts: Parts<'_>) -> Result<Handlers, AmError> {
     let node = parts.node;
-    let e = parts.engine.clone();
+    // Handlers stay registered after the space is dropped (threadwire
+    // has no unregistering): they hold the engine weakly, so that it goes
+    // (and its memory is unmapped) with the node's last handle, and answer
+    // with nothing afterwards.
+    let e = Arc::downgrade(parts.engine);
     let fetch = node.register_inline("dsm.fetch", move |am: &mut ActiveMessage<'_>| {
-        let reply = match id(&am.payload().to_vec()) {
-            Some(u) => e.serve_fetch(u),
-            None => Vec::new(),
+        let reply = match (id(&am.payload().to_vec()), e.upgrade()) {
+            (Some(u), Some(e)) => e.serve_fetch(u),
+            _ => Vec::new(),
         };
         let _ = am.reply(reply);
     })?;
-    let e = parts.engine.clone();
+    let e = Arc::downgrade(parts.engine);
     let diff = node.register_inline("dsm.diff", move |am: &mut ActiveMessage<'_>| {
         let batch = am.payload().to_vec();
+        let Some(e) = e.upgrade() else {
+            let _ = am.reply(vec![OTHER]);
+            return;
+        };
         let reply = match e.apply(&batch) {
             Ok(versions) => {
                 let mut r = Vec::with_capacity(1 + 8 * versions.len());
@@ -141,14 +149,16 @@ pub fn register(parts: Parts<'_>) -> Result<Handlers, AmError> {
         let _ = am.reply(reply);
     })?;
     let locks = parts.locks.clone();
-    let (engine, consistency) = (parts.engine.clone(), parts.consistency.clone());
+    let (engine, consistency) = (Arc::downgrade(parts.engine), parts.consistency.clone());
     // The follower's handler releases through the handlers it is one of.
     let all: Arc<OnceLock<Handlers>> = Arc::new(OnceLock::new());
     let mine = all.clone();
     let follow = node.register_fiber(
         "dsm.follow",
         move |ep: &Endpoint, am: &mut ActiveMessage<'_>| {
-            let (Some(lock), Some(handlers)) = (id(&am.payload().to_vec()), mine.get()) else {
+            let (Some(lock), Some(handlers), Some(engine)) =
+                (id(&am.payload().to_vec()), mine.get(), engine.upgrade())
+            else {
                 let _ = am.reply(vec![OTHER]);
                 return;
             };

@@ -6,6 +6,8 @@
 #[path = "../../threadwire/tests/support/mod.rs"]
 mod support;
 
+use threadwire_launch::FailurePolicy;
+
 fn run(nodes: u32, mode: &str, threads: usize, channel: &str) {
     let spec = support::job(nodes, "node-dsm")
         .args([mode, &threads.to_string()])
@@ -65,4 +67,32 @@ fn fibers_waiting_for_units_let_the_others_run_and_fetch_at_once() {
             "64 fibers on one worker fetched one at a time over {channel}: {line}"
         );
     }
+}
+
+#[test]
+fn a_node_killed_during_a_run_fails_every_other_node_with_an_error() {
+    for channel in ["shm", "tcp"] {
+        let spec = support::job(3, "node-dsm")
+            .args(["die", "2"])
+            .env(threadwire::env::CHANNEL, channel)
+            .on_failure(FailurePolicy::Continue);
+        let out = support::run(spec);
+        assert!(!out.report.timed_out, "{}", out.transcript());
+        for node in 0..2 {
+            let lines = out.lines_with(node, "dsm die:");
+            assert!(
+                !lines.is_empty()
+                    && lines
+                        .iter()
+                        .all(|l| l.contains("lost") || l.contains("finished")),
+                "{channel}: {}",
+                out.transcript()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_space_dropped_by_every_handle_is_unmapped() {
+    run(2, "free", 1, "shm");
 }

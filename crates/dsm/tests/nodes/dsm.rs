@@ -23,6 +23,13 @@
 //!   node 0: a fiber waiting for its unit parks, so the worker runs the
 //!   others and their fetches overlap (`in-flight=` above 1).
 //!
+//! - `die`: the last node kills itself (SIGKILL) after a first barrier;
+//!   the others go on taking a lock and meeting at barriers, and each must
+//!   get an error naming the loss (printed `dsm die: nK failed: …`),
+//!   never hang.
+//! - `free`: after a barrier every node drops its handles: the space must
+//!   be unmapped (`/proc/self/maps` has nothing at its base).
+//!
 //! Prints `dsm MODE: ok faults=R/W fetches=F diffs=D` or panics.
 
 use std::sync::Arc;
@@ -57,6 +64,7 @@ fn main() {
     let a: Region<u64> = dsm.alloc(n).expect("alloc");
     let b: Region<u64> = dsm.alloc(n).expect("alloc");
     let all = threads * nodes;
+    let base = a.as_ptr() as usize;
     let body = Arc::new(move |t: usize| {
         let rank = me * threads + t;
         match mode.as_str() {
@@ -144,6 +152,22 @@ fn main() {
                 }
                 b.dsm().barrier().expect("barrier");
             }
+            "die" => {
+                b.dsm().barrier().expect("barrier");
+                if me == nodes - 1 {
+                    // SAFETY: killing our own process.
+                    unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+                }
+                let failed = (0..1000).find_map(|round| {
+                    let held = b.dsm().lock(round % 3);
+                    let r = held.map(drop).and_then(|()| b.dsm().barrier());
+                    r.err()
+                });
+                let e = failed.expect("no operation failed after a node was killed");
+                println!("dsm die: n{me} failed: {e}");
+                std::process::exit(0);
+            }
+            "free" => b.dsm().barrier().expect("barrier"),
             other => panic!("unknown mode {other}"),
         }
     });
@@ -158,6 +182,15 @@ fn main() {
         t.join().expect("a thread failed");
     }
     let s = dsm.stats();
+    if arg::<String>(1, String::new()) == "free" {
+        let base = format!("{base:x}-");
+        drop((body, dsm));
+        let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
+        assert!(
+            !maps.lines().any(|l| l.starts_with(&base)),
+            "the space is still mapped:\n{maps}"
+        );
+    }
     println!(
         "dsm {}: ok faults={}/{} fetches={} diffs={} in-flight={}",
         arg::<String>(1, "interleaved".into()),
