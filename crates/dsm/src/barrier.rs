@@ -74,6 +74,8 @@ struct Round {
     reply: Vec<u8>,
     /// A node lost: every later round fails at once.
     lost: Option<u32>,
+    /// Answers sent to nodes other than node 0, over every round.
+    answered: u64,
 }
 
 impl Meeting {
@@ -86,8 +88,32 @@ impl Meeting {
         }
     }
 
-    /// One node's arrival: returns the reply once every node has arrived.
-    pub fn arrive(&self, from: u32, bytes: &[u8]) -> Vec<u8> {
+    /// One node's arrival: answers it through `reply` once every node has
+    /// arrived. Node 0's own arrival is answered last, once every other
+    /// node's answer is on its way: node 0 may leave the job right after
+    /// its last barrier, and must not take the others' answers with it.
+    pub fn arrive(&self, from: u32, bytes: &[u8], reply: impl FnOnce(Vec<u8>)) {
+        let answer = self.meet(from, bytes);
+        let mut r = self.round.lock();
+        if from == 0 {
+            let others = r.generation * (self.nodes as u64 - 1);
+            while r.answered < others && r.lost.is_none() {
+                r = self.changed.wait(r);
+            }
+            drop(r);
+            reply(answer);
+        } else {
+            drop(r);
+            reply(answer);
+            let mut r = self.round.lock();
+            r.answered += 1;
+            self.changed.notify_all();
+        }
+    }
+
+    /// Gathers one arrival: returns the round's answer once every node
+    /// has arrived.
+    fn meet(&self, from: u32, bytes: &[u8]) -> Vec<u8> {
         let mut r = self.round.lock();
         if let Some(node) = r.lost {
             return failed(&format!("node {node} was lost"));
@@ -157,14 +183,20 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
+    fn answer(m: &Meeting, from: u32, bytes: &[u8]) -> Vec<u8> {
+        let mut got = None;
+        m.arrive(from, bytes, |a| got = Some(a));
+        got.expect("answered")
+    }
+
     #[test]
     fn arrivals_merge_the_newest_version_of_each_unit() {
         let m = Arc::new(Meeting::new(2));
         let other = {
             let m = m.clone();
-            std::thread::spawn(move || m.arrive(1, &arrival(0, 8192, &[(3, 2), (4, 1)])))
+            std::thread::spawn(move || answer(&m, 1, &arrival(0, 8192, &[(3, 2), (4, 1)])))
         };
-        let mine = m.arrive(0, &arrival(0, 8192, &[(3, 5)]));
+        let mine = answer(&m, 0, &arrival(0, 8192, &[(3, 5)]));
         let theirs = other.join().unwrap();
         assert_eq!(mine, theirs);
         let mut got = release(&mine).unwrap();
@@ -177,17 +209,17 @@ mod tests {
         let m = Arc::new(Meeting::new(2));
         let other = {
             let m = m.clone();
-            std::thread::spawn(move || m.arrive(1, &arrival(0, 16384, &[])))
+            std::thread::spawn(move || answer(&m, 1, &arrival(0, 16384, &[])))
         };
-        let mine = release(&m.arrive(0, &arrival(0, 8192, &[])));
+        let mine = release(&answer(&m, 0, &arrival(0, 8192, &[])));
         assert!(mine.unwrap_err().contains("allocated"));
         assert!(release(&other.join().unwrap()).is_err());
         // The next round starts clean.
         let other = {
             let m = m.clone();
-            std::thread::spawn(move || m.arrive(1, &arrival(1, 8192, &[])))
+            std::thread::spawn(move || answer(&m, 1, &arrival(1, 8192, &[])))
         };
-        assert_eq!(release(&m.arrive(0, &arrival(1, 8192, &[]))), Ok(vec![]));
+        assert_eq!(release(&answer(&m, 0, &arrival(1, 8192, &[]))), Ok(vec![]));
         other.join().unwrap();
     }
 
@@ -196,13 +228,13 @@ mod tests {
         let m = Arc::new(Meeting::new(3));
         let waiting = {
             let m = m.clone();
-            std::thread::spawn(move || m.arrive(1, &arrival(0, 0, &[])))
+            std::thread::spawn(move || answer(&m, 1, &arrival(0, 0, &[])))
         };
         // Whether it is already waiting or arrives after, it fails.
         m.lost(2);
         assert!(release(&waiting.join().unwrap())
             .unwrap_err()
             .contains("node 2"));
-        assert!(release(&m.arrive(0, &arrival(0, 0, &[]))).is_err());
+        assert!(release(&answer(&m, 0, &arrival(0, 0, &[]))).is_err());
     }
 }

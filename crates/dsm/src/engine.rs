@@ -42,7 +42,8 @@
 //!    pairs are the release's *write notices*.
 //! 5. An acquire (`invalidate`) takes write notices: each unit, away from
 //!    its home, whose copy here is older than the notice is unmapped and
-//!    made `Invalid`, so that the next access fetches the home's copy,
+//!    made `Invalid` (a unit being fetched instead records the version its
+//!    fetch must bring, and a reply older than that is asked again), so that the next access fetches the home's copy,
 //!    which by rule 4 holds every write released before the notice. A unit
 //!    to be invalidated that has unreleased writes here is released first
 //!    (releasing early is allowed by release consistency).
@@ -87,6 +88,10 @@ pub struct Unit {
     /// releases have changed the unit; elsewhere, the version fetched
     /// (rule 6).
     pub version: u64,
+    /// While `Fetching`: the version the fetch must bring at least, raised
+    /// by notices acquired meanwhile (rule 5); a reply older than that was
+    /// served before the write it must show, and is asked again.
+    pub wanted: u64,
 }
 
 /// What [`Engine::flush`] gathered, by home node.
@@ -166,6 +171,7 @@ impl Engine {
                     mapped: false,
                     twin: None,
                     version: 0,
+                    wanted: 0,
                 })
             })
             .collect();
@@ -337,8 +343,10 @@ impl Engine {
         reply
     }
 
-    /// Installs a fetch's reply and wakes the unit's waiters (rule 2).
-    pub fn install(&self, u: u32, reply: &[u8]) -> io::Result<()> {
+    /// Installs a fetch's reply and wakes the unit's waiters (rule 2);
+    /// `false` for a reply older than a notice acquired while it was on its
+    /// way (rule 5): the unit must be asked again.
+    pub fn install(&self, u: u32, reply: &[u8]) -> io::Result<bool> {
         let mut unit = self.lock(u);
         if reply.len() != 8 + self.unit {
             return Err(io::Error::new(
@@ -351,18 +359,23 @@ impl Engine {
             ));
         }
         let (version, bytes) = reply.split_at(8);
-        // SAFETY: the unit is `Fetching`, so unmapped: no one else touches it.
-        unsafe { self.bytes(u) }.copy_from_slice(bytes);
+        let version = u64::from_le_bytes(version.try_into().expect("8 bytes"));
         self.counters
             .fetch_bytes
             .fetch_add(reply.len() as u64, Ordering::Relaxed);
-        unit.version = u64::from_le_bytes(version.try_into().expect("8 bytes"));
+        if version < unit.wanted {
+            return Ok(false);
+        }
+        // SAFETY: the unit is `Fetching`, so unmapped: no one else touches it.
+        unsafe { self.bytes(u) }.copy_from_slice(bytes);
+        unit.version = version;
+        unit.wanted = 0;
         unit.state = State::Clean;
         unit.mapped = true;
         let mapped = self.uffd.map(self.program(u), self.unit, true);
         drop(unit);
         self.waker(u).fetch_add(1);
-        mapped
+        mapped.map(|()| true)
     }
 
     /// Rule 4's first half: every dirty unit protected, its diff appended
@@ -474,6 +487,10 @@ impl Engine {
             if unit.version >= v || unit.state == State::Invalid {
                 continue;
             }
+            if unit.state == State::Fetching {
+                unit.wanted = unit.wanted.max(v);
+                continue;
+            }
             if unit.state == State::Dirty {
                 dirty.push((u, v));
                 continue;
@@ -570,6 +587,12 @@ impl Engine {
                 }
                 Err(e) => Err(io::Error::other(e.to_string())),
             };
+            if let Ok(false) = installed {
+                let sent = self.traffic.sent(crate::traffic::Kind::Fetch, 4);
+                pending.push(ep.am_request(self.home(u), handler, u.to_le_bytes().to_vec()));
+                asked.push((u, sent));
+                continue;
+            }
             if let Err(e) = installed {
                 fatal(
                     u,

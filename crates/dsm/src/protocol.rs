@@ -135,8 +135,9 @@ pub fn register(parts: Parts<'_>) -> Result<Handlers, AmError> {
         "dsm.barrier",
         move |_ep: &Endpoint, am: &mut ActiveMessage<'_>| {
             let from = am.source().node;
-            let reply = meeting.arrive(from, &am.payload().to_vec());
-            let _ = am.reply(reply);
+            meeting.arrive(from, &am.payload().to_vec(), |reply| {
+                let _ = am.reply(reply);
+            });
         },
     )?;
     let locks = parts.locks.clone();

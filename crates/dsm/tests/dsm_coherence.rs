@@ -31,6 +31,7 @@ fn every_writer_of_a_falsely_shared_unit_survives_the_barrier() {
         run(nodes, "interleaved", threads, "shm");
     }
     run(2, "interleaved", 2, "tcp");
+    run(2, "interleaved", 2, "udp");
 }
 
 #[test]
@@ -45,6 +46,7 @@ fn blocks_written_by_one_node_are_read_by_another_after_a_barrier() {
 fn a_lock_handed_between_16_threads_on_4_nodes_keeps_a_counter_exact() {
     run(4, "lock", 4, "shm");
     run(2, "lock", 2, "tcp");
+    run(3, "lock", 2, "udp");
     run(1, "lock", 3, "shm");
 }
 
@@ -95,4 +97,28 @@ fn a_node_killed_during_a_run_fails_every_other_node_with_an_error() {
 #[test]
 fn a_space_dropped_by_every_handle_is_unmapped() {
     run(2, "free", 1, "shm");
+}
+
+/// Four nodes of two threads on two emulated hosts (network namespaces
+/// on a bridge): nodes of one host share memory, the hosts talk TCP.
+/// Needs root and network namespaces; without them it says why it skips.
+#[test]
+fn every_program_runs_across_two_namespace_hosts() {
+    use threadwire_testbed::net::{self, Link, ScopedNet};
+    if let Some(why) = net::unavailable("twds") {
+        eprintln!("SKIPPED: cannot create network namespaces here: {why}");
+        return;
+    }
+    let hosts = ScopedNet::up_with_free_prefix("twds", 2, Link::Unshaped)
+        .expect("namespaces are available, yet the net could not be built");
+    for mode in ["interleaved", "blocks", "lock"] {
+        let spec = support::job(4, "node-dsm")
+            .args([mode, "2"])
+            .hosts(hosts.launch_hosts());
+        let out = support::run(spec);
+        out.assert_success();
+        for node in 0..4 {
+            out.line(node, &format!("dsm {mode}: ok"));
+        }
+    }
 }
