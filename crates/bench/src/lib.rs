@@ -43,6 +43,8 @@
 //!   `Write`.
 //! - [`rate`]: 8-byte message rate from T threads of one node to T of
 //!   another, as MPI's msgrate / osu_mbw_mr.
+//! - [`seeds`]: the seed papers' tables the benchmarks reproduce, typed
+//!   in once as printed (SCALE's Table 1, the thesis' Tables 5.1–5.6).
 //! - [`spawn`]: start-up cost of N processes, fibers and OS threads, the
 //!   1998 processes-versus-threads comparison.
 //! - [`suite`]: every benchmark into one report (`threadwire bench
@@ -74,6 +76,7 @@ pub mod plot;
 pub mod pvm;
 pub mod rate;
 pub mod report;
+pub mod seeds;
 pub mod spawn;
 pub mod suite;
 mod system;
