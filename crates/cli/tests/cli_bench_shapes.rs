@@ -297,6 +297,8 @@ fn threads_shape() {
             "rows[].os.max_ns",
             "rows[].os_over_fibers",
             "rows[].reference_1998_ns",
+            "rows[].solaris_1998_ns",
+            "rows[].solaris_1998_approximate",
             "rows[].note",
             "idle",
             "idle.fibers",
@@ -316,11 +318,13 @@ fn threads_shape() {
             "os_max_ns",
             "os_over_fibers",
             "reference_1998_ns",
+            "solaris_1998_ns",
+            "solaris_1998_approximate",
             "note",
         ],
         &[
-            "ns per operation                  fibers (min–max)        OS threads (min–max)  \
-           OS/fiber       1998  note",
+            "ns per operation                  fibers (min–max)  SCALE threads µs        \
+             OS threads (min–max)  Solaris threads µs  OS/fiber  note",
         ],
     );
 }
