@@ -399,7 +399,7 @@ fn spawn_shape() {
         ],
         &[
             "started      N          all joined (min–max)        job finished (min–max)  \
-             1998 (N=1)",
+             1998 (5.1)",
             "  N  code running   past init   line read  job finished",
             "launcher                      N        job finished (min–max)",
         ],
