@@ -414,11 +414,17 @@ fn comm_shape() {
         .into_iter()
         .chain(["reference_1998_ns"])
         .map(|key| format!("rows[].cells[].{key}"));
+    // The thesis' figures beside thread and shm (Table 5.2) at least.
+    let seed = ["table", "path", "seed", "size", "unit", "seed_figure"]
+        .into_iter()
+        .chain(["ours", "ours_over_seed"])
+        .map(|key| format!("seeds[].{key}"));
     let keys: Vec<String> = ["benchmark", "repetitions", "seconds_per_size", "rows"]
         .into_iter()
-        .chain(["rows[].path", "rows[].missing", "rows[].cells"])
+        .chain(["rows[].path", "rows[].missing", "rows[].cells", "seeds"])
         .map(String::from)
         .chain(cell)
+        .chain(seed)
         .collect();
     assert_shape(
         &["bench", "comm", "--links", "none", "--repetitions", "1", "--ms", "2", "--seconds", "1"],
@@ -433,7 +439,7 @@ fn comm_shape() {
             "reference_1998_ns",
             "missing",
         ],
-        &["path                                       1 B                          1 KB                         32 KB                          1 MB"],
+        &["path                                             1 B                          1 KB                         32 KB                          1 MB"],
     );
 }
 
