@@ -96,8 +96,10 @@ fn nanos(d: Duration) -> u64 {
 fn heading(size: usize) -> String {
     const MB: usize = seeds::KB * seeds::KB;
     match size {
-        _ if size >= MB && size % MB == 0 => format!("{} MB", size / MB),
-        _ if size >= seeds::KB && size % seeds::KB == 0 => format!("{} KB", size / seeds::KB),
+        _ if size >= MB && size.is_multiple_of(MB) => format!("{} MB", size / MB),
+        _ if size >= seeds::KB && size.is_multiple_of(seeds::KB) => {
+            format!("{} KB", size / seeds::KB)
+        }
         _ => format!("{size} B"),
     }
 }
