@@ -4,8 +4,8 @@
 //! Tables 5.5 and 5.6 (t0 and r_max) beside ours likewise.
 
 use super::{
-    reference_1998_ms, seed_settings, Cell, Measured, Path, Report, Row, BANDWIDTH_SIZES, SIZES,
-    STARTUP_SIZE,
+    reference_1998_ms, seed_settings, Cell, Measured, Path, Report, Row, BANDWIDTH_SIZES,
+    PEAK_FROM, SIZES, STARTUP_SIZE,
 };
 use crate::report::{three_figures, write_csv, write_grid, write_json, Figure};
 use crate::seeds::{self, Quoted};
@@ -116,10 +116,12 @@ fn mbit_s(cells: &[Cell], size: usize) -> Option<f64> {
     Some(size as f64 * 8.0 / seconds / 1e6)
 }
 
-/// Our r_max: the highest bandwidth of Table 5.3's sizes measured.
+/// Our r_max: the highest bandwidth of Table 5.3's sizes measured from
+/// [`PEAK_FROM`] up.
 fn peak_mbit_s(cells: &[Cell]) -> Option<f64> {
     BANDWIDTH_SIZES
         .iter()
+        .filter(|&&size| size >= PEAK_FROM)
         .filter_map(|&size| mbit_s(cells, size))
         .reduce(f64::max)
 }
@@ -323,6 +325,12 @@ impl Report {
                  the one-way time, median; 1 KB = 1000 B as in Table 5.2; ours ÷ 1998 in brackets"
             )?;
             write_grid(out, &self.table_5_3())?;
+            writeln!(
+                out,
+                "a message that fits an emulated link's token bucket (tc tbf burst) crosses at \
+                 veth speed: below {}, ours can exceed the link's rate",
+                heading(PEAK_FROM)
+            )?;
             if let Some(line) = self.disagreement() {
                 writeln!(out, "{line}")?;
             }
@@ -331,7 +339,8 @@ impl Report {
             out,
             "\nthe thesis' Tables 5.5 and 5.6 (1998): start-up latency t0, half the round trip \
              of {STARTUP_SIZE} B, median; peak throughput r_max, the highest of Table 5.3's \
-             bandwidths; ours ÷ 1998 in brackets"
+             bandwidths from {}; ours ÷ 1998 in brackets",
+            heading(PEAK_FROM)
         )?;
         write_grid(out, &self.tables_5_5_and_5_6())?;
         if !self.bandwidth {
@@ -650,6 +659,18 @@ mod tests {
             ["1915.4", "(0.00167×)", "29.26", "(0.342×)"]
         );
         assert_eq!(line(&text, after, "tcp/gige"), ["–", "–"]);
+    }
+
+    #[test]
+    fn r_max_leaves_out_the_sizes_of_a_token_bucket() {
+        let Measured::Cells(mut cells) = cells(&BANDWIDTH_SIZES, 0.8) else {
+            unreachable!()
+        };
+        // 1 KB at 80 Mbit/s, inside the bucket; 1280 KB at 12.5.
+        cells[0].sample.one_way = Duration::from_micros(100);
+        cells[3].sample.one_way = Duration::from_micros(819_200);
+        assert_eq!(mbit_s(&cells, 1000), Some(80.0));
+        assert_eq!(peak_mbit_s(&cells), Some(12.5));
     }
 
     #[test]
