@@ -214,16 +214,21 @@ pub struct CommunicationRow {
     pub ms: [Quoted; 5],
 }
 
+/// `values`, each printed with `decimals` decimals.
+const fn printed<const N: usize>(values: [f64; N], decimals: u8) -> [Quoted; N] {
+    let mut quoted = [Quoted::exact(0.0, 0); N];
+    let mut i = 0;
+    while i < N {
+        quoted[i] = Quoted::exact(values[i], decimals);
+        i += 1;
+    }
+    quoted
+}
+
 const fn communicated(size: usize, ms: [f64; 5]) -> CommunicationRow {
     CommunicationRow {
         size,
-        ms: [
-            Quoted::exact(ms[0], 2),
-            Quoted::exact(ms[1], 2),
-            Quoted::exact(ms[2], 2),
-            Quoted::exact(ms[3], 2),
-            Quoted::exact(ms[4], 2),
-        ],
+        ms: printed(ms, 2),
     }
 }
 
@@ -255,11 +260,7 @@ pub struct BandwidthRow {
 const fn bandwidth(kb: usize, mbit_s: [f64; 3]) -> BandwidthRow {
     BandwidthRow {
         kb,
-        mbit_s: [
-            Quoted::exact(mbit_s[0], 2),
-            Quoted::exact(mbit_s[1], 2),
-            Quoted::exact(mbit_s[2], 2),
-        ],
+        mbit_s: printed(mbit_s, 2),
     }
 }
 
@@ -295,11 +296,7 @@ pub const THESIS_TABLE_5_5: [Quoted; 3] = [
 
 /// The thesis, Table 5.6, "Maximum Communication Throughput for Ethernet
 /// and ATM networks", r_max in Mbit/s; one per [`Setting::NETWORKS`].
-pub const THESIS_TABLE_5_6: [Quoted; 3] = [
-    Quoted::exact(9.12, 2),
-    Quoted::exact(27.75, 2),
-    Quoted::exact(29.26, 2),
-];
+pub const THESIS_TABLE_5_6: [Quoted; 3] = printed([9.12, 27.75, 29.26], 2);
 
 /// Table 5.5's t0 of `setting`, if a network.
 pub fn startup_latency_us(setting: Setting) -> Option<Quoted> {

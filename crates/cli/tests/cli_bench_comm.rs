@@ -58,36 +58,29 @@ fn bench_comm_prints_the_thesis_tables_beside_ours() {
         assert_eq!(words.len(), 2 * figures.len(), "{label}\n{}", ran.show());
         for (pair, figure) in words.chunks(2).zip(figures) {
             assert_eq!(pair[0], *figure, "{label}\n{}", ran.show());
-            let ratio = pair[1].trim_start_matches('(').trim_end_matches("×)");
-            assert_positive(ratio.parse().ok(), pair[1], &ran);
+            assert_ratio(&ran, pair[1]);
         }
     };
     let table_5_2 = "path ";
-    seeds(
-        table_5_2,
-        "1998 threads",
-        &["1.01", "1.09", "15.25", "238.44"],
-    );
-    seeds(
-        table_5_2,
-        "1998 local processes",
-        &["1.04", "2.92", "39.27", "897.17"],
-    );
+    let local = [
+        ("1998 threads", ["1.01", "1.09", "15.25", "238.44"]),
+        ("1998 local processes", ["1.04", "2.92", "39.27", "897.17"]),
+    ];
+    for (label, figures) in local {
+        seeds(table_5_2, label, &figures);
+    }
     let link = line(table_5_2, "tcp/atm155");
     if link.first() == Some(&"missing:") {
         eprintln!("SKIPPED the link's tables: {}", link.join(" "));
         return;
     }
-    seeds(
-        table_5_2,
-        "1998 ATM AAL 3/4",
-        &["1.10", "4.09", "72.29", "1477.75"],
-    );
-    seeds(
-        table_5_2,
-        "1998 ATM AAL 5",
-        &["1.11", "4.12", "68.67", "1256.79"],
-    );
+    let atm = [
+        ("1998 ATM AAL 3/4", ["1.10", "4.09", "72.29", "1477.75"]),
+        ("1998 ATM AAL 5", ["1.11", "4.12", "68.67", "1256.79"]),
+    ];
+    for (label, figures) in atm {
+        seeds(table_5_2, label, &figures);
+    }
     let table_5_3 = "the thesis' Table 5.3 (1998): bandwidth in Mbit/s";
     let ours = line(table_5_3, "tcp/atm155");
     assert_eq!(ours.len(), 5, "{}", ran.show());

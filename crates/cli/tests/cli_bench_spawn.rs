@@ -85,8 +85,7 @@ fn bench_spawn_reports_every_kind_and_count() {
     assert_eq!(one[4 + pvm_cells], "1.75", "{}", ran.show());
     for ours in [2, 5 + pvm_cells, 7 + pvm_cells] {
         positive(one[ours]);
-        let ratio = one[ours + 1].trim_start_matches('(').trim_end_matches("×)");
-        positive(ratio);
+        assert_ratio(&ran, one[ours + 1]);
     }
     // The remote rows' yardstick and ratio.
     for prefix in [
