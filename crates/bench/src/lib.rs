@@ -10,7 +10,8 @@
 //! - [`coll`]: collective latency (barrier, bcast, allreduce, allgather,
 //!   alltoall) among nodes × fibers, beside Open MPI and MPICH.
 //! - [`comm`]: communication time for 1 B … 1 MB between threads, nodes
-//!   and emulated hosts, the 1998 processes-versus-threads table.
+//!   and emulated hosts beside the thesis' Table 5.2 (1998), and over the
+//!   links bandwidth, t0 and r_max beside its Tables 5.3, 5.5 and 5.6.
 //! - [`encodings`]: the ping-pong with typed values packed and unpacked
 //!   in each encoding (raw, portable, in-place, receiver-makes-right).
 //! - [`fit`]: Hockney's t(n) = α + β·n through a ping-pong sweep: start-up
@@ -43,12 +44,14 @@
 //!   `Write`.
 //! - [`rate`]: 8-byte message rate from T threads of one node to T of
 //!   another, as MPI's msgrate / osu_mbw_mr.
-//! - [`spawn`]: start-up cost of N processes, fibers and OS threads, the
-//!   1998 processes-versus-threads comparison.
+//! - [`seeds`]: the seed papers' tables the benchmarks reproduce, typed
+//!   in once as printed (SCALE's Table 1, the thesis' Tables 5.1–5.6).
+//! - [`spawn`]: start-up cost of N processes, fibers and OS threads
+//!   beside the thesis' Table 5.1 (1998).
 //! - [`suite`]: every benchmark into one report (`threadwire bench
 //!   suite`): which steps, with which arguments, and the report's text.
 //! - [`threads`]: the classic thread-package measurements, fibers beside
-//!   OS threads.
+//!   OS threads, SCALE's Table 1 (SCALE and Solaris threads) beside them.
 //!
 //! The emulated hosts, the cleanup on a signal and the child processes
 //! with deadlines that the benchmarks run on are `threadwire-testbed`'s.
@@ -74,6 +77,7 @@ pub mod plot;
 pub mod pvm;
 pub mod rate;
 pub mod report;
+pub mod seeds;
 pub mod spawn;
 pub mod suite;
 mod system;

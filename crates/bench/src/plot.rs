@@ -24,6 +24,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
+use crate::seeds::{self, Setting};
+
 /// One measurement: a path's median one-way time for one message size.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Point<'a> {
@@ -48,29 +50,24 @@ pub struct Reference {
 }
 
 /// The 1998 ping-pong figures: 1 B and 1 MB (10^6 B) over 10 Mbit/s
-/// Ethernet between two hosts, and between two threads of one process.
+/// Ethernet between two hosts, and between two threads of one process
+/// (the thesis' Table 5.2, [`seeds::THESIS_TABLE_5_2`]).
 pub const PINGPONG_1998: [Reference; 4] = [
-    Reference {
-        label: ETHERNET_1998,
-        size: 1,
-        one_way_seconds: 5.53e-3,
-    },
-    Reference {
-        label: ETHERNET_1998,
-        size: 1_000_000,
-        one_way_seconds: 3.267,
-    },
-    Reference {
-        label: THREADS_1998,
-        size: 1,
-        one_way_seconds: 1.01e-3,
-    },
-    Reference {
-        label: THREADS_1998,
-        size: 1_000_000,
-        one_way_seconds: 0.238,
-    },
+    table_5_2(ETHERNET_1998, 0, Setting::Ethernet),
+    table_5_2(ETHERNET_1998, 3, Setting::Ethernet),
+    table_5_2(THREADS_1998, 0, Setting::Threads),
+    table_5_2(THREADS_1998, 3, Setting::Threads),
 ];
+
+/// The figure of Table 5.2's `row` and `column` as a [`Reference`].
+const fn table_5_2(label: &'static str, row: usize, column: Setting) -> Reference {
+    let row = &seeds::THESIS_TABLE_5_2[row];
+    Reference {
+        label,
+        size: row.size,
+        one_way_seconds: row.ms[column as usize].value * 1e-3,
+    }
+}
 
 /// The label of the 1998 figures between two hosts over 10 Mbit/s Ethernet.
 pub const ETHERNET_1998: &str = "1998, 10 Mbit/s Ethernet";

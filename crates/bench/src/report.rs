@@ -219,6 +219,35 @@ pub fn three_figures(x: f64) -> String {
     format!("{x:.decimals$}")
 }
 
+/// Writes `rows` as aligned columns, the first row the header: the first
+/// column left-aligned, the others right-aligned, two spaces between;
+/// each column as wide as its widest cell (counted in characters, so that
+/// `–`, `×` and `≈` take one). A short row leaves its last columns empty.
+pub fn write_grid(out: &mut dyn Write, rows: &[Vec<String>]) -> io::Result<()> {
+    let mut widths: Vec<usize> = Vec::new();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            let n = cell.chars().count();
+            match widths.get_mut(i) {
+                Some(w) => *w = (*w).max(n),
+                None => widths.push(n),
+            }
+        }
+    }
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            let width = widths[i];
+            match i {
+                0 => line.push_str(&format!("{cell:<width$}")),
+                _ => line.push_str(&format!("  {cell:>width$}")),
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
 /// MB/s in a table: tenths from 100 up, else three significant digits, so
 /// that 8 B in 187 µs shows as 0.0427 rather than as zero.
 pub fn mbps(x: f64) -> String {
@@ -237,6 +266,27 @@ mod tests {
         let mut out = Vec::new();
         write_json(&mut out, value).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn grids_align_their_columns_by_characters() {
+        let rows = vec![
+            vec!["path".to_string(), "1 KB".to_string(), "t0".to_string()],
+            vec![
+                "tcp/atm155".to_string(),
+                "–".to_string(),
+                "12.5".to_string(),
+            ],
+            vec!["1998 ≈".to_string(), "1.10".to_string()],
+        ];
+        let mut out = Vec::new();
+        write_grid(&mut out, &rows).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "path        1 KB    t0\n\
+             tcp/atm155     –  12.5\n\
+             1998 ≈      1.10\n"
+        );
     }
 
     #[test]

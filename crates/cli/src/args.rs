@@ -322,12 +322,14 @@ pub enum Bench {
     /// handlers) beside the ping-pong's, and the rate of one-way messages from T threads
     /// (beside LCI's published 3.09 M msgs/s).
     Am(AmArgs),
-    /// Mutex, semaphore, switches, create+join and message round trip: fibers beside OS threads.
+    /// Mutex, semaphore, switches, create+join and message round trip: fibers beside OS threads,
+    /// and SCALE's Table 1 beside them (SCALE threads, Solaris threads, 1998).
     Threads(ThreadsArgs),
-    /// Start-up cost of N node processes, fibers, OS threads, nodes added to a running job and fibers started on another node, beside PVM's pvm_spawn and Open MPI's MPI_Comm_spawn into a running job (1998: 57.75 ms pvm_spawn, 1.75 ms thread).
+    /// Start-up cost of N node processes, fibers, OS threads, nodes added to a running job and fibers started on another node, beside PVM's pvm_spawn and Open MPI's MPI_Comm_spawn into a running job, and the thesis' Table 5.1 (1998: 57.75 to 852.54 ms for 1 to 16 processes, 1.75 to 20.94 ms for threads).
     Spawn(SpawnArgs),
     /// Communication time for 1 B, 1 KB, 32 KB and 1 MB between threads, nodes and
-    /// emulated hosts: one-way ping-pong ms (1998: 5.53 ms Ethernet, 1.01 ms threads at 1 B).
+    /// emulated hosts: one-way ping-pong ms beside the thesis' Table 5.2 (1998); over
+    /// the links, bandwidth, t0 and r_max beside its Tables 5.3, 5.5 and 5.6.
     Comm(CommArgs),
     /// Ping-pong of f64 values packed and unpacked in each encoding (raw, portable,
     /// in-place, receiver-makes-right) between two nodes: one-way time and MB/s.
@@ -756,6 +758,10 @@ pub struct CommArgs {
     /// (at least one repetition).
     #[arg(long, default_value_t = 7.0)]
     pub seconds: f64,
+    /// Leave out the bandwidth sizes of the thesis' Tables 5.3 and 5.6
+    /// (80 to 5120 KB; about 75 s over ethernet10).
+    #[arg(long)]
+    pub no_bandwidth: bool,
     #[command(flatten)]
     pub output: MachineReadable,
 }

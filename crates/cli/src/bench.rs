@@ -205,6 +205,7 @@ pub fn run(bench: Bench) -> Result<Outcome> {
                 repetitions: a.repetitions,
                 per_repetition: Duration::from_millis(a.ms),
                 per_size: Duration::try_from_secs_f64(a.seconds).context("--seconds")?,
+                bandwidth: !a.no_bandwidth,
                 ..comm::Options::new(program, args)
             };
             if under_launcher() {

@@ -297,6 +297,8 @@ fn threads_shape() {
             "rows[].os.max_ns",
             "rows[].os_over_fibers",
             "rows[].reference_1998_ns",
+            "rows[].solaris_1998_ns",
+            "rows[].solaris_1998_approximate",
             "rows[].note",
             "idle",
             "idle.fibers",
@@ -316,11 +318,13 @@ fn threads_shape() {
             "os_max_ns",
             "os_over_fibers",
             "reference_1998_ns",
+            "solaris_1998_ns",
+            "solaris_1998_approximate",
             "note",
         ],
         &[
-            "ns per operation                  fibers (min–max)        OS threads (min–max)  \
-           OS/fiber       1998  note",
+            "ns per operation                  fibers (min–max)  SCALE threads µs        \
+             OS threads (min–max)  Solaris threads µs  OS/fiber  note",
         ],
     );
 }
@@ -395,7 +399,7 @@ fn spawn_shape() {
         ],
         &[
             "started      N          all joined (min–max)        job finished (min–max)  \
-             1998 (N=1)",
+             1998 (5.1)",
             "  N  code running   past init   line read  job finished",
             "launcher                      N        job finished (min–max)",
         ],
@@ -410,11 +414,17 @@ fn comm_shape() {
         .into_iter()
         .chain(["reference_1998_ns"])
         .map(|key| format!("rows[].cells[].{key}"));
+    // The thesis' figures beside thread and shm (Table 5.2) at least.
+    let seed = ["table", "path", "seed", "size", "unit", "seed_figure"]
+        .into_iter()
+        .chain(["ours", "ours_over_seed"])
+        .map(|key| format!("seeds[].{key}"));
     let keys: Vec<String> = ["benchmark", "repetitions", "seconds_per_size", "rows"]
         .into_iter()
-        .chain(["rows[].path", "rows[].missing", "rows[].cells"])
+        .chain(["rows[].path", "rows[].missing", "rows[].cells", "seeds"])
         .map(String::from)
         .chain(cell)
+        .chain(seed)
         .collect();
     assert_shape(
         &["bench", "comm", "--links", "none", "--repetitions", "1", "--ms", "2", "--seconds", "1"],
@@ -429,7 +439,7 @@ fn comm_shape() {
             "reference_1998_ns",
             "missing",
         ],
-        &["path                                       1 B                          1 KB                         32 KB                          1 MB"],
+        &["path                                             1 B                          1 KB                         32 KB                          1 MB"],
     );
 }
 

@@ -22,7 +22,7 @@ fn bench_spawn_reports_every_kind_and_count() {
         run_ok(threadwire().args(["bench", "spawn", "--counts", "1,2", "--repetitions", "2"]));
     let positive = |figure: &str| assert_positive(figure.parse().ok(), figure, &ran);
     let spread = |median: &str, cell: &str| assert_spread(&ran, median, cell);
-    // Rows: kind, N, all joined (min–max), job finished (min–max) or –, 1998 at N = 1.
+    // Rows: kind, N, all joined (min–max), job finished (min–max) or –, Table 5.1 at its N (1).
     for kind in ["processes", "fibers", "OS threads", "remote fibers"] {
         for count in ["1", "2"] {
             let row: Vec<&str> = ran
@@ -64,6 +64,29 @@ fn bench_spawn_reports_every_kind_and_count() {
         "{pvm:?} says neither that pvm_spawn was measured nor which package is missing\n{}",
         ran.show()
     );
+    // The thesis' Table 5.1 beside ours at the N it has (1 of 1, 2): its
+    // figures as printed, ours real numbers with their ratio to it.
+    let table_5_1: Vec<Vec<&str>> = ran
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("the thesis' Table 5.1 (1998): ms to spawn N"))
+        .skip(2)
+        .take_while(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let [one] = &table_5_1[..] else {
+        panic!("Table 5.1 has not one row, N = 1\n{}", ran.show());
+    };
+    // N, 1998 processes, processes (×), pvm_spawn (×) or –, 1998
+    // threads, fibers (×), OS threads (×).
+    let pvm_cells = if one[4] == "–" { 1 } else { 2 };
+    assert_eq!(one.len(), 9 + pvm_cells, "{one:?}\n{}", ran.show());
+    assert_eq!((one[0], one[1]), ("1", "57.75"), "{}", ran.show());
+    assert_eq!(one[4 + pvm_cells], "1.75", "{}", ran.show());
+    for ours in [2, 5 + pvm_cells, 7 + pvm_cells] {
+        positive(one[ours]);
+        assert_ratio(&ran, one[ours + 1]);
+    }
     // The remote rows' yardstick and ratio.
     for prefix in [
         "remote fibers: an active-message round trip",

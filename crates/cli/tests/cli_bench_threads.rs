@@ -53,6 +53,46 @@ fn bench_threads_prints_every_row() {
     );
 }
 
+/// SCALE's Table 1 beside the rows named after it: SCALE threads after
+/// the fibers, Solaris threads after the OS threads, as printed, and our
+/// figures real numbers.
+#[test]
+fn bench_threads_prints_scale_table_1_beside_ours() {
+    let ran = bench_threads_tiny(None);
+    let seeds = [
+        ("mutex", "0.126", "0.706"),
+        ("semaphore", "0.354", "5.82"),
+        ("context switch", "0.81", "21.7"),
+        ("thread switch", "2.33", "≈22"),
+        ("thread synchronization", "2.54", "44.79"),
+    ];
+    for (name, scale, solaris) in seeds {
+        // fibers (min–max) SCALE OS (min–max) Solaris OS/fiber [note]
+        let cells: Vec<&str> = ran
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(name).filter(|r| r.starts_with("  ")))
+            .unwrap_or_else(|| panic!("no {name} row\n{}", ran.show()))
+            .split_whitespace()
+            .collect();
+        assert_spread(&ran, cells[0], cells[1]);
+        assert_eq!(
+            (cells[2], cells[5]),
+            (scale, solaris),
+            "{name}\n{}",
+            ran.show()
+        );
+        assert_spread(&ran, cells[3], cells[4]);
+    }
+    assert!(
+        ran.stdout
+            .lines()
+            .any(|l| l.starts_with("SCALE threads, Solaris threads: SCALE Suite's Table 1 (1998")),
+        "no line naming the seed\n{}",
+        ran.show()
+    );
+}
+
 #[test]
 fn bench_threads_json_has_every_row_and_the_idle_cost() {
     let ran = bench_threads_tiny(Some("--json"));
@@ -90,12 +130,13 @@ fn bench_threads_csv_has_a_header_and_every_row() {
     let rows = csv_rows(
         &ran,
         "measurement,fibers_ops,fibers_median_ns,fibers_min_ns,fibers_max_ns,\
-         os_ops,os_median_ns,os_min_ns,os_max_ns,os_over_fibers,reference_1998_ns,note",
+         os_ops,os_median_ns,os_min_ns,os_max_ns,os_over_fibers,reference_1998_ns,\
+         solaris_1998_ns,solaris_1998_approximate,note",
     );
     let names: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(names, THREADS_ROWS, "{}", ran.show());
     for row in &rows {
-        assert_eq!(row.len(), 12, "{row:?}\n{}", ran.show());
+        assert_eq!(row.len(), 14, "{row:?}\n{}", ran.show());
         for figure in &row[1..10] {
             assert_positive(figure.parse().ok(), figure, &ran);
         }

@@ -1,17 +1,31 @@
-//! Communication time, processes versus threads: the 1998 table of the
-//! time to send 1 B, 1 KB, 32 KB and 1 MB between two threads of one
-//! process, and between processes over Ethernet, measured here for
-//! today's paths.
+//! Communication time, processes versus threads: the thesis' Table 5.2
+//! (1998) of the time to send 1 B, 1 KB, 32 KB and 1 MB between two
+//! threads of one process, between processes of one host and between
+//! processes on two hosts over Ethernet and ATM, measured here for
+//! today's paths; and, over the emulated links, its Tables 5.3 (bandwidth
+//! at 1 to 5120 KB), 5.5 (start-up latency t0 at 4 B) and 5.6 (peak
+//! throughput r_max). The report prints each of the thesis' tables beside
+//! ours ([`seeds`]), each column under the path measured the same way
+//! ([`seed_settings`]):
 //!
-//! | Row              | Between                                   | Channel       |
-//! |------------------|-------------------------------------------|---------------|
-//! | `thread`         | two fibers of node 0                      | the mailbox   |
-//! | `shm`            | node 0 and node 1 of one host             | shared memory |
-//! | `tcp/LINK`       | two emulated hosts joined by LINK ([`net`](threadwire_testbed::net)) | TCP |
+//! | Row              | Between                                   | Channel       | The thesis' column |
+//! |------------------|-------------------------------------------|---------------|--------------------|
+//! | `thread`         | two fibers of node 0                      | the mailbox   | threads            |
+//! | `shm`            | node 0 and node 1 of one host             | shared memory | local processes    |
+//! | `tcp/LINK`       | two emulated hosts joined by LINK ([`net`](threadwire_testbed::net)) | TCP | Ethernet beside `ethernet10`, ATM AAL 3/4 and AAL 5 beside `atm155` |
 //!
 //! Every figure is the one-way time of [`pingpong::run`], half a round
-//! trip, median (min–max) of the repetitions. The 1998 figures
-//! ([`reference_1998_ms`]) are ping-pong times of the same kind.
+//! trip, median (min–max) of the repetitions; a bandwidth is the size over
+//! it, in Mbit/s (10^6 bit/s), and r_max the highest of the bandwidth
+//! sizes' from [`PEAK_FROM`] up, as the thesis takes the peak of its
+//! curve (the smaller ones ride the emulated link's token bucket). The thesis' figures
+//! are ping-pong times of the same kind. Its KB and MB are read as 10^3
+//! and 10^6 bytes ([`seeds::KB`]), in Table 5.2 and Table 5.3 alike, so
+//! that 1 KB is one measurement of both.
+//!
+//! **Sizes.** Every path measures [`SIZES`]; a `tcp/LINK` path also
+//! [`STARTUP_SIZE`] and, unless [`Options::bandwidth`] is off,
+//! [`BANDWIDTH_SIZES`] ([`Options::sizes`]).
 //!
 //! **Jobs.** [`run`] starts one 2-node job for `thread` and `shm` and one
 //! per link, on a net built for it and removed after ([`ScopedNet`]); the
@@ -29,7 +43,10 @@
 //! [`Options::per_size`] at the link's rate. Both nodes derive the same
 //! budgets from the same options. 1 MB over `ethernet10` takes 0.84 s one
 //! way, so its 4 calibration round trips and two repetitions of two round
-//! trips take 13 s, most of a default run.
+//! trips take 13 s; 5120 KB takes 4.3 s one way, so its 4 calibration
+//! round trips and one repetition take 51 s, and the bandwidth sizes
+//! together about 75 s at `ethernet10`'s rate (11 s at `atm155`'s). A run
+//! of `--links ethernet10,atm155` took 110 s.
 
 pub mod node;
 pub mod report;
@@ -38,6 +55,7 @@ pub use node::node;
 
 use crate::node_result::NodeResult;
 use crate::pingpong::{self, Budget, Sample};
+use crate::seeds::{self, Setting};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -46,8 +64,24 @@ use threadwire::{InitError, JoinError, ReportError};
 use threadwire_launch::{Event, JobSpec, LaunchError};
 use threadwire_testbed::net::{Link, NetError, ScopedNet};
 
-/// The message sizes of the 1998 table, in bytes: 1 B, 1 KB, 32 KB, 1 MB.
+/// The message sizes of Table 5.2, in bytes: 1 B, 1 KB, 32 KB, 1 MB.
 pub const SIZES: [usize; 4] = [1, 1000, 32_000, 1_000_000];
+
+/// The message of Table 5.5's start-up latency t0, in bytes.
+pub const STARTUP_SIZE: usize = seeds::STARTUP_BYTES;
+
+/// The message sizes of Table 5.3, in bytes: 1, 80, 320, 1280 and
+/// 5120 KB of 1000 B.
+pub const BANDWIDTH_SIZES: [usize; 5] = [1000, 80_000, 320_000, 1_280_000, 5_120_000];
+
+/// The smallest of [`BANDWIDTH_SIZES`] our r_max is taken over. A message
+/// that fits an emulated link's token bucket (`tc tbf burst`, 32 KiB on
+/// the slow links, 125 kB on `gige`) crosses at veth speed, and a larger
+/// one gets its first bucketful free: over `ethernet10` (9.6 Mbit/s of
+/// payload) 1, 80 and 320 KB measured 18, 13 and 10.5 Mbit/s. From
+/// 1280 KB the bucket is under 3% of the message. (The thesis' peak,
+/// 9.12 Mbit/s over Ethernet, is at 320 and 1280 KB.)
+pub const PEAK_FROM: usize = 1_280_000;
 
 /// Tells a node which paths its job measures: `local` (thread and shm) or
 /// a link's name.
@@ -96,27 +130,23 @@ impl Path {
     }
 }
 
-/// The 1998 measurement of the same kind as `path` at `size` bytes, in
-/// milliseconds one way, with what it measured: local threads (`thread`)
-/// and processes on two hosts over 10 Mbit/s Ethernet (`tcp/ethernet10`),
-/// at 1 B and 1 MB.
-pub fn reference_1998_ms(path: Path, size: usize) -> Option<f64> {
-    let label = match path {
-        Path::Thread => crate::plot::THREADS_1998,
-        Path::Link(Link::Ethernet10) => crate::plot::ETHERNET_1998,
-        _ => return None,
-    };
-    crate::plot::PINGPONG_1998
-        .iter()
-        .find(|r| r.label == label && r.size == size)
-        .map(|r| r.one_way_seconds * 1e3)
+/// The columns of the thesis' tables measured the way `path` is
+/// (module docs); none for the links it did not have.
+pub fn seed_settings(path: Path) -> &'static [Setting] {
+    match path {
+        Path::Thread => &[Setting::Threads],
+        Path::Shm => &[Setting::LocalProcesses],
+        Path::Link(Link::Ethernet10) => &[Setting::Ethernet],
+        Path::Link(Link::Atm155) => &[Setting::AtmAal34, Setting::AtmAal5],
+        Path::Link(_) => &[],
+    }
 }
 
-/// What the 1998 figures of `path`'s row measured, if it has any.
-pub fn reference_1998_label(path: Path) -> Option<&'static str> {
-    match path {
-        Path::Thread => Some("1998 threads"),
-        Path::Link(Link::Ethernet10) => Some("1998 Ethernet"),
+/// Table 5.2's figure of `path` at `size` bytes in ms, where the path has
+/// one column of it (`tcp/atm155` has two: [`seed_settings`]).
+pub fn reference_1998_ms(path: Path, size: usize) -> Option<f64> {
+    match seed_settings(path) {
+        [setting] => seeds::communication_ms(*setting, size).map(|q| q.value),
         _ => None,
     }
 }
@@ -132,6 +162,9 @@ pub struct Options {
     pub per_repetition: Duration,
     /// How long a size's repetitions may take on a link, by its rate.
     pub per_size: Duration,
+    /// Whether the `tcp/LINK` paths measure [`BANDWIDTH_SIZES`] (Tables
+    /// 5.3 and 5.6; about 75 s of `ethernet10`).
+    pub bandwidth: bool,
     /// The node program; it must call [`node`] with the same options.
     pub program: PathBuf,
     /// Its arguments.
@@ -140,16 +173,31 @@ pub struct Options {
 
 impl Options {
     /// Every shaped link, 5 repetitions of at least 50 ms, 7 s per size
-    /// (two repetitions of 1 MB over `ethernet10`).
+    /// (two repetitions of 1 MB over `ethernet10`), the bandwidth sizes.
     pub fn new(program: impl Into<PathBuf>, args: Vec<OsString>) -> Options {
         Options {
             links: vec![Link::Ethernet10, Link::Fast100, Link::Atm155, Link::Gige],
             repetitions: 5,
             per_repetition: Duration::from_millis(50),
             per_size: Duration::from_secs(7),
+            bandwidth: true,
             program: program.into(),
             args,
         }
+    }
+
+    /// The sizes `path` measures, ascending (module docs).
+    pub fn sizes(&self, path: Path) -> Vec<usize> {
+        let mut sizes = SIZES.to_vec();
+        if path.link().is_some() {
+            sizes.push(STARTUP_SIZE);
+            if self.bandwidth {
+                sizes.extend(BANDWIDTH_SIZES);
+            }
+        }
+        sizes.sort_unstable();
+        sizes.dedup();
+        sizes
     }
 
     /// The budget of `size` bytes on `path` (module docs).
@@ -168,7 +216,7 @@ impl Options {
     fn job_timeout(&self, paths: &[Path]) -> Duration {
         let mut seconds = 60.0;
         for &path in paths {
-            for size in SIZES {
+            for size in self.sizes(path) {
                 let round_trip = 2.0 * estimated_one_way_seconds(path, size);
                 let budget = self.budget(path, size);
                 let repetition = budget.per_repetition.as_secs_f64().max(2.0 * round_trip);
@@ -200,7 +248,7 @@ pub struct Cell {
 /// A row's figures, or why it has none.
 #[derive(Clone, Debug)]
 pub enum Measured {
-    /// One cell per size of [`SIZES`] that was measured, in order.
+    /// One cell per size of [`Options::sizes`] that was measured, in order.
     Cells(Vec<Cell>),
     /// Why the row is missing: no emulated hosts, a failed job.
     Missing(String),
@@ -224,6 +272,8 @@ pub struct Report {
     pub repetitions: u32,
     /// [`Options::per_size`].
     pub per_size: Duration,
+    /// [`Options::bandwidth`].
+    pub bandwidth: bool,
 }
 
 /// Why a run failed.
@@ -296,6 +346,7 @@ pub fn run(
         rows,
         repetitions: options.repetitions.max(1),
         per_size: options.per_size,
+        bandwidth: options.bandwidth,
     })
 }
 
@@ -357,7 +408,12 @@ fn collect(ev: &Event, cells: &mut Vec<(Path, Cell)>, on_event: &mut impl FnMut(
 
 /// The number of cells a run of `options` measures, for progress.
 pub fn cells(options: &Options) -> usize {
-    (2 + options.links.len()) * SIZES.len()
+    let links = options.links.iter().map(|&l| Path::Link(l));
+    [Path::Thread, Path::Shm]
+        .into_iter()
+        .chain(links)
+        .map(|path| options.sizes(path).len())
+        .sum()
 }
 
 fn cells_of(cells: &[(Path, Cell)], path: Path) -> Vec<Cell> {
@@ -397,9 +453,32 @@ mod tests {
         assert_eq!(reference_1998_ms(Path::Thread, 1), Some(1.01));
         assert_eq!(
             reference_1998_ms(Path::Link(Link::Ethernet10), 1_000_000),
-            Some(3267.0)
+            Some(3267.32)
         );
-        assert_eq!(reference_1998_ms(Path::Shm, 1), None);
+        assert_eq!(reference_1998_ms(Path::Shm, 32_000), Some(39.27));
         assert_eq!(reference_1998_ms(Path::Link(Link::Gige), 1), None);
+        // Two columns: neither alone.
+        assert_eq!(reference_1998_ms(Path::Link(Link::Atm155), 1), None);
+        assert_eq!(
+            seed_settings(Path::Link(Link::Atm155)),
+            [Setting::AtmAal34, Setting::AtmAal5]
+        );
+    }
+
+    #[test]
+    fn links_add_the_start_up_and_bandwidth_sizes_of_tables_5_3_and_5_5() {
+        let table_5_3 = seeds::THESIS_TABLE_5_3.map(|r| r.kb * seeds::KB);
+        assert_eq!(BANDWIDTH_SIZES, table_5_3);
+        let mut options = Options::new("threadwire", Vec::new());
+        assert_eq!(options.sizes(Path::Shm), SIZES);
+        let link = Path::Link(Link::Ethernet10);
+        assert_eq!(
+            options.sizes(link),
+            [1, 4, 1000, 32_000, 80_000, 320_000, 1_000_000, 1_280_000, 5_120_000]
+        );
+        options.bandwidth = false;
+        assert_eq!(options.sizes(link), [1, 4, 1000, 32_000, 1_000_000]);
+        options.links = vec![Link::Ethernet10, Link::Atm155];
+        assert_eq!(cells(&options), 4 + 4 + 5 + 5);
     }
 }

@@ -2,7 +2,7 @@
 //! docs of [`comm`](super) say, node 0 reporting each size of each path
 //! as it is measured ([`NodeResult::Comm`]).
 
-use super::{Cell, Error, Options, Path, PATH_VAR, SIZES};
+use super::{Cell, Error, Options, Path, PATH_VAR};
 use crate::node_result::NodeResult;
 use crate::pingpong::{self, Budget, Sample};
 use threadwire::{Address, Endpoint};
@@ -22,9 +22,10 @@ pub fn node(options: &Options) -> Result<(), Error> {
     let ep = threadwire::init().map_err(Error::Init)?;
     let me = ep.address().node;
     for path in paths {
-        let budgets: Vec<(usize, Budget)> = SIZES
-            .iter()
-            .map(|&s| (s, options.budget(path, s)))
+        let budgets: Vec<(usize, Budget)> = options
+            .sizes(path)
+            .into_iter()
+            .map(|s| (s, options.budget(path, s)))
             .collect();
         // A result per size, reported as it is measured: the launcher
         // shows progress as the results come.

@@ -1,6 +1,9 @@
-//! Start-up cost, processes versus threads: the 1998 comparison of 57.75 ms
-//! to start one process with PVM's `pvm_spawn` against 1.75 ms for one
-//! thread, measured here for N of each kind.
+//! Start-up cost, processes versus threads: the thesis' Table 5.1 (1998,
+//! [`seeds::THESIS_TABLE_5_1`]) of the time to spawn 1, 4, 8 and 16
+//! processes (57.75 to 852.54 ms) and threads (1.75 to 20.94 ms),
+//! measured here for N of each kind. The report prints Table 5.1 beside
+//! the processes and pvm_spawn rows and the fibers and OS threads rows at
+//! the N it has (the default N are its N), and each row's figure of it.
 //!
 //! | Row        | Started                                          | Timed until |
 //! |------------|--------------------------------------------------|-------------|
@@ -59,6 +62,7 @@ pub use node::{node, NodeError};
 use processes::{monotonic_ns, processes};
 
 use crate::node_result::NodeResult;
+use crate::seeds;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
@@ -118,20 +122,19 @@ impl Kind {
         }
     }
 
-    /// The 1998 figure for starting one, in milliseconds: a process with
-    /// `pvm_spawn`, or a thread.
-    pub fn reference_1998_ms(self) -> f64 {
-        match self {
+    /// Table 5.1's figure for starting `count` of this kind, in ms, if it
+    /// has that N: its processes for the kinds that start processes, its
+    /// threads for the others.
+    pub fn seed_ms(self, count: u32) -> Option<f64> {
+        let row = seeds::spawn_ms(count)?;
+        Some(match self {
             Kind::Processes | Kind::PvmSpawn | Kind::CommSpawn | Kind::AddedNodes => {
-                PVM_SPAWN_1998_MS
+                row.processes_ms.value
             }
-            Kind::Fibers | Kind::OsThreads | Kind::RemoteFibers => 1.75,
-        }
+            Kind::Fibers | Kind::OsThreads | Kind::RemoteFibers => row.threads_ms.value,
+        })
     }
 }
-
-/// The 1998 time to start one process with `pvm_spawn`, in milliseconds.
-pub const PVM_SPAWN_1998_MS: f64 = 57.75;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -157,10 +160,11 @@ pub struct Options {
 }
 
 impl Options {
-    /// N = 1, 4, 8, 16 and 5 repetitions of `program` with `args`.
+    /// N = 1, 4, 8, 16 (Table 5.1's) and 5 repetitions of `program` with
+    /// `args`.
     pub fn new(program: impl Into<PathBuf>, args: Vec<OsString>) -> Options {
         Options {
-            counts: vec![1, 4, 8, 16],
+            counts: seeds::THESIS_TABLE_5_1.map(|r| r.spawned).to_vec(),
             repetitions: 5,
             program: program.into(),
             args,

@@ -1,15 +1,17 @@
 //! The report of `bench spawn`: one row per kind and N, the peers' rows
-//! (PVM's, the 1998 one, and Open MPI's), then where a process start goes.
+//! (PVM's, the 1998 one, and Open MPI's), the thesis' Table 5.1 beside
+//! ours, then where a process start goes.
 
-use super::{CommSpawn, Kind, Millis, Pvm, Report, PVM_SPAWN_1998_MS};
-use crate::report::{three_figures, write_csv, write_json, Figure};
+use super::{CommSpawn, Kind, Millis, Pvm, Report};
+use crate::report::{three_figures, write_csv, write_grid, write_json, Figure};
+use crate::seeds;
 use serde::Serialize;
 use std::fmt;
 use std::io::{self, Write};
 
 /// `--json`: per kind and N the ms until all joined and, for processes,
 /// until the job finished and the timeline's stages, each median, min and
-/// max; the 1998 figure at N = 1; `pvm`: whether the pvm_spawn rows
+/// max; Table 5.1's figure at that N (`reference_1998_ms`); `pvm`: whether the pvm_spawn rows
 /// were measured, and why not (`null` when they were); and `comm_spawn`
 /// likewise for Open MPI's rows, with the N whose launches hung or failed
 /// and were run again.
@@ -109,9 +111,9 @@ struct CsvRow {
     reference_1998_ms: Figure,
 }
 
-/// The 1998 figure, which is for one process or thread.
+/// Table 5.1's figure of `kind` at `count`, if it has that N.
 fn reference(count: u32, kind: Kind) -> Figure {
-    Figure::of((count == 1).then(|| kind.reference_1998_ms()))
+    Figure::of(kind.seed_ms(count))
 }
 
 /// `median (min–max)`, each to three figures; padded as a whole.
@@ -160,6 +162,57 @@ impl Report {
         Ok(())
     }
 
+    /// The thesis' Table 5.1 as printed, each column beside our rows of
+    /// its kind at its N: medians, and ours ÷ 1998 in brackets; nothing
+    /// if none of those rows ran at any of its N.
+    fn table_5_1(&self, out: &mut dyn Write) -> io::Result<()> {
+        let grid = self.table_5_1_grid();
+        if grid.len() < 2 {
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "the thesis' Table 5.1 (1998): ms to spawn N on one host, processes (fork) and \
+             threads (thr_create), beside ours (medians, all joined; ours ÷ 1998)"
+        )?;
+        write_grid(out, &grid)
+    }
+
+    fn table_5_1_grid(&self) -> Vec<Vec<String>> {
+        const BESIDE_PROCESSES: [Kind; 2] = [Kind::Processes, Kind::PvmSpawn];
+        const BESIDE_THREADS: [Kind; 2] = [Kind::Fibers, Kind::OsThreads];
+        let ours = |kind: Kind, count: u32| {
+            self.rows
+                .iter()
+                .find(|r| r.kind == kind && r.count == count)
+                .map(|r| r.joined.median)
+        };
+        let beside = |kind: Kind, count: u32, seed: f64| {
+            ours(kind, count).map_or_else(
+                || "–".to_string(),
+                |ms| format!("{} ({}×)", three_figures(ms), three_figures(ms / seed)),
+            )
+        };
+        let mut header = vec!["N".to_string(), "1998 processes".to_string()];
+        header.extend(BESIDE_PROCESSES.map(|k| k.name().to_string()));
+        header.push("1998 threads".to_string());
+        header.extend(BESIDE_THREADS.map(|k| k.name().to_string()));
+        let mut grid = vec![header];
+        for seed in &seeds::THESIS_TABLE_5_1 {
+            let n = seed.spawned;
+            let kinds = BESIDE_PROCESSES.iter().chain(&BESIDE_THREADS);
+            if kinds.clone().all(|&k| ours(k, n).is_none()) {
+                continue;
+            }
+            let mut line = vec![n.to_string(), seed.processes_ms.to_string()];
+            line.extend(BESIDE_PROCESSES.map(|k| beside(k, n, seed.processes_ms.value)));
+            line.push(seed.threads_ms.to_string());
+            line.extend(BESIDE_THREADS.map(|k| beside(k, n, seed.threads_ms.value)));
+            grid.push(line);
+        }
+        grid
+    }
+
     /// The peers' kinds not measured at any N, which get a row with only
     /// their kind (a peer that failed at a later N keeps its rows).
     fn not_measured(&self) -> Vec<Kind> {
@@ -179,9 +232,9 @@ impl Report {
 
 impl crate::report::Report for Report {
     fn table(&self, out: &mut dyn Write) -> io::Result<()> {
-        let reference = |count: u32, ms: f64| match count {
-            1 => format!("{ms:.2}"),
-            _ => String::new(),
+        let reference = |count: u32, kind: Kind| {
+            kind.seed_ms(count)
+                .map_or_else(String::new, |ms| format!("{ms:.2}"))
         };
         writeln!(
             out,
@@ -191,7 +244,7 @@ impl crate::report::Report for Report {
         writeln!(
             out,
             "{:<10} {:>3}  {:>28}  {:>28}  {:>10}",
-            "started", "N", "all joined (min–max)", "job finished (min–max)", "1998 (N=1)"
+            "started", "N", "all joined (min–max)", "job finished (min–max)", "1998 (5.1)"
         )?;
         for row in &self.rows {
             writeln!(
@@ -203,7 +256,7 @@ impl crate::report::Report for Report {
                 row.finished
                     .as_ref()
                     .map_or_else(|| "–".to_string(), Millis::to_string),
-                reference(row.count, row.kind.reference_1998_ms())
+                reference(row.count, row.kind)
             )?;
         }
         for kind in self.not_measured() {
@@ -214,7 +267,7 @@ impl crate::report::Report for Report {
                 1,
                 "–",
                 "–",
-                reference(1, PVM_SPAWN_1998_MS)
+                reference(1, kind)
             )?;
         }
         // Rows not asked for (`Options::kinds`) say nothing.
@@ -225,6 +278,7 @@ impl crate::report::Report for Report {
         if ran(Kind::CommSpawn) || matches!(self.comm_spawn, CommSpawn::NotMeasured(_)) {
             writeln!(out, "comm_spawn: {}", self.comm_spawn)?;
         }
+        self.table_5_1(out)?;
         if ran(Kind::Processes) {
             // "line read": when the node's report reached the launcher.
             writeln!(

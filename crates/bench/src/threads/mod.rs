@@ -20,9 +20,11 @@
 //! `Condvar` that notifies only when someone waits, as a pthreads
 //! semaphore built from a mutex and a condition variable would.
 //!
-//! The reference figures are the 1998 thread-package measurements the rows
-//! are named after: 0.126 µs mutex, 0.354 µs semaphore, 0.81 µs context
-//! switch, 2.33 µs thread switch, 2.54 µs thread synchronization.
+//! Beside them, SCALE Suite's Table 1 (1998, [`seeds::SCALE_TABLE_1`]):
+//! SCALE Threads, the user-level package the rows are named after,
+//! beside the fibers, and Solaris threads beside the OS threads, both on
+//! a 167-MHz UltraSPARC-1. Its Solaris thread switch is an estimate
+//! (≈22 µs) and stays one.
 //!
 //! Apart from the rows, [`IdleCost`] is what 10,000 parked fibers cost a
 //! process with nothing to do: CPU time over a window, as a share of a core.
@@ -36,6 +38,7 @@ pub use idle::IdleCost;
 
 pub mod report;
 
+use crate::seeds;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -125,16 +128,23 @@ impl Measurement {
         }
     }
 
-    /// The 1998 figure, in nanoseconds, where the paper has one.
+    /// The row of SCALE's Table 1 of the same benchmark, if it has one.
+    pub fn seed(self) -> Option<&'static seeds::ThreadsRow> {
+        let row = match self {
+            Measurement::Mutex => 0,
+            Measurement::Semaphore => 1,
+            Measurement::ContextSwitch => 2,
+            Measurement::ThreadSwitch => 3,
+            Measurement::ThreadSynchronization => 4,
+            Measurement::CreateJoin | Measurement::MessageRoundTrip => return None,
+        };
+        Some(&seeds::SCALE_TABLE_1[row])
+    }
+
+    /// SCALE Threads' figure (Table 1), in nanoseconds, where it has one
+    /// (whole: the paper prints thousandths of a µs at most).
     pub fn reference_1998_ns(self) -> Option<f64> {
-        match self {
-            Measurement::Mutex => Some(126.0),
-            Measurement::Semaphore => Some(354.0),
-            Measurement::ContextSwitch => Some(810.0),
-            Measurement::ThreadSwitch => Some(2330.0),
-            Measurement::ThreadSynchronization => Some(2540.0),
-            Measurement::CreateJoin | Measurement::MessageRoundTrip => None,
-        }
+        self.seed().map(|r| (r.scale_us.value * 1e3).round())
     }
 
     /// The divisors of `iterations` for the fiber and the OS column: a
@@ -362,4 +372,25 @@ fn measure(
         min_ns,
         max_ns,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_of_scale_table_1_sits_beside_the_row_of_its_name() {
+        for measurement in Measurement::ALL {
+            if let Some(seed) = measurement.seed() {
+                assert_eq!(
+                    seed.benchmark.to_lowercase(),
+                    measurement.name(),
+                    "{measurement:?}"
+                );
+            }
+        }
+        let seeded = Measurement::ALL.iter().filter(|m| m.seed().is_some());
+        assert_eq!(seeded.count(), seeds::SCALE_TABLE_1.len());
+        assert_eq!(Measurement::Mutex.reference_1998_ns(), Some(126.0));
+    }
 }

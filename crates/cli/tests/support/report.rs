@@ -61,6 +61,12 @@ pub fn assert_spread(ran: &Ran, median: &str, cell: &str) {
     assert_positive(max.parse().ok(), max, ran);
 }
 
+/// A ratio printed beside a seed's figure, `(0.0123×)`: a positive number.
+pub fn assert_ratio(ran: &Ran, cell: &str) {
+    let ratio = cell.strip_prefix('(').and_then(|c| c.strip_suffix("×)"));
+    assert_positive(ratio.and_then(|r| r.parse().ok()), cell, ran);
+}
+
 pub fn assert_positive(figure: Option<f64>, what: &str, ran: &Ran) {
     assert!(
         figure.is_some_and(|x| x.is_finite() && x > 0.0),
