@@ -33,7 +33,7 @@ pub fn arrival(epoch: u64, allocated: u64, notices: &[(u32, u64)]) -> Vec<u8> {
 /// What every arrival of a round must agree on: (epoch, allocated bytes).
 type Key = (u64, u64);
 
-fn parse_arrival(b: &[u8]) -> Option<(Key, Vec<(u32, u64)>)> {
+pub(crate) fn parse_arrival(b: &[u8]) -> Option<(Key, Vec<(u32, u64)>)> {
     let epoch = u64::from_le_bytes(b.get(..8)?.try_into().ok()?);
     let allocated = u64::from_le_bytes(b.get(8..16)?.try_into().ok()?);
     Some(((epoch, allocated), protocol::notices(&b[16..])?))

@@ -425,23 +425,8 @@ impl Engine {
     /// returns each unit's new version, in the batch's order. A batch with
     /// any bad entry is refused whole.
     pub fn apply(&self, batch: &[u8]) -> Result<Vec<u64>, diff::DiffError> {
-        let mut entries = Vec::new();
-        let mut rest = batch;
-        while !rest.is_empty() {
-            let header = rest.get(..8).ok_or(diff::DiffError::Truncated)?;
-            let u = u32::from_le_bytes(header[..4].try_into().expect("4 bytes"));
-            let n = u32::from_le_bytes(header[4..].try_into().expect("4 bytes")) as usize;
-            let d = rest.get(8..8 + n).ok_or(diff::DiffError::Truncated)?;
-            if u as usize >= self.units() || self.home(u) != self.node {
-                return Err(diff::DiffError::OutOfPage {
-                    offset: u as usize,
-                    len: n,
-                });
-            }
-            diff::check(d, self.unit)?;
-            entries.push((u, d));
-            rest = &rest[8 + n..];
-        }
+        let ours = |u: u32| (u as usize) < self.units() && self.home(u) == self.node;
+        let entries = parse_batch(batch, ours, self.unit)?;
         let mut versions = Vec::with_capacity(entries.len());
         for (u, d) in entries {
             let mut unit = self.lock(u);
@@ -602,6 +587,34 @@ impl Engine {
             }
         }
     }
+}
+
+/// A batch of diffs' entries (`[unit u32][len u32][diff]`…), each
+/// checked: its unit one of `ours`, its diff fitting a unit of `unit`
+/// bytes.
+pub(crate) fn parse_batch(
+    batch: &[u8],
+    ours: impl Fn(u32) -> bool,
+    unit: usize,
+) -> Result<Vec<(u32, &[u8])>, diff::DiffError> {
+    let mut entries = Vec::new();
+    let mut rest = batch;
+    while !rest.is_empty() {
+        let header = rest.get(..8).ok_or(diff::DiffError::Truncated)?;
+        let u = u32::from_le_bytes(header[..4].try_into().expect("4 bytes"));
+        let n = u32::from_le_bytes(header[4..].try_into().expect("4 bytes")) as usize;
+        let d = rest.get(8..8 + n).ok_or(diff::DiffError::Truncated)?;
+        if !ours(u) {
+            return Err(diff::DiffError::OutOfPage {
+                offset: u as usize,
+                len: n,
+            });
+        }
+        diff::check(d, unit)?;
+        entries.push((u, d));
+        rest = &rest[8 + n..];
+    }
+    Ok(entries)
 }
 
 /// The threads waiting for a unit are inside a load or a store: there is

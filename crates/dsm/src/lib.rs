@@ -74,6 +74,28 @@ mod uffd;
 #[cfg(test)]
 mod kernel_tests;
 
+/// Every decoder of bytes a peer sends the engine, for the fuzz target
+/// `dsm_messages`; not part of the API.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Runs every decoder over `data`; none may panic, whatever the bytes.
+    pub fn decode_everything(data: &[u8]) {
+        let mut page = vec![0u8; 8192];
+        if crate::diff::check(data, page.len()).is_ok() {
+            crate::diff::apply(&mut page, data).expect("a checked diff applies");
+        } else {
+            assert!(crate::diff::apply(&mut page, data).is_err());
+        }
+        let _ = crate::engine::parse_batch(data, |u| u % 3 == 0, 8192);
+        let _ = crate::protocol::notices(data);
+        let _ = crate::protocol::versions(data);
+        let _ = crate::protocol::id(data);
+        let _ = crate::barrier::parse_arrival(data);
+        let _ = crate::barrier::release(data);
+        let _ = crate::lock::parse_grant(data);
+    }
+}
+
 pub use region::Region;
 pub use traffic::{Kind, KindStats};
 

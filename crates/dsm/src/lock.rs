@@ -264,7 +264,7 @@ fn grant(epoch: u64, notices: &[(u32, u64)]) -> Vec<u8> {
     b
 }
 
-fn parse_grant(b: &[u8]) -> Option<(u64, Vec<(u32, u64)>)> {
+pub(crate) fn parse_grant(b: &[u8]) -> Option<(u64, Vec<(u32, u64)>)> {
     let (&OK, rest) = b.split_first()? else {
         return None;
     };
