@@ -88,6 +88,15 @@ fn stopped_node_is_found_silent_over_tcp() {
     stopped("tcp");
 }
 
+/// On the reliable UDP channel the peer is watched once the pair has
+/// settled its channel (`liveness`, step 4): the data and keep-alives go
+/// in datagrams, and a stopped peer is found within the timeout all the
+/// same.
+#[test]
+fn stopped_node_is_found_silent_over_udp() {
+    stopped("udp");
+}
+
 /// A thread of n1 computes for three timeouts while another waits in a
 /// receive: nobody is lost.
 #[test]

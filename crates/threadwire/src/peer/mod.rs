@@ -36,6 +36,7 @@ use dial::{Link, LinkState};
 use shm_setup::SetupState;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 use threadwire_transport::shm::ShmChannel;
 use threadwire_transport::{Channel, ChannelError, SendOutcome, TcpChannel};
 use threadwire_wire::{FrameHeader, Payload};
@@ -51,6 +52,9 @@ pub(crate) struct Peer {
     dialer: SharedDialer,
     /// The pair's TCP connection (a [`Channel::Tcp`]).
     tcp: OnceLock<Channel>,
+    /// When it was installed: the channel set-up's deadline counts from
+    /// then (`progress::liveness`, step 4).
+    connected_at: OnceLock<Instant>,
     /// The shared-memory channel once set up (a [`Channel::Shm`]); the
     /// data channel from then on.
     shm: OnceLock<Channel>,
@@ -76,6 +80,7 @@ impl Peer {
             linked: Condvar::new(),
             dialer,
             tcp: OnceLock::new(),
+            connected_at: OnceLock::new(),
             shm: OnceLock::new(),
             udp: OnceLock::new(),
             udp_setup: Mutex::new(udp_setup::UdpState::Idle),
@@ -130,8 +135,14 @@ impl Peer {
             c.close();
             return false;
         }
+        let _ = self.connected_at.set(Instant::now());
         self.linked.notify_all();
         true
+    }
+
+    /// How long the pair's connection has been installed (zero before).
+    pub(crate) fn connected_for(&self) -> Duration {
+        self.connected_at.get().map_or(Duration::ZERO, Instant::elapsed)
     }
 
     /// The shared-memory channel, once set up.
