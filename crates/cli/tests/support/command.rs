@@ -101,8 +101,18 @@ pub fn run(cmd: &mut Command) -> Ran {
     run_fed(cmd, None)
 }
 
+/// [`run`], taken for hung only after `hang` (a job that recovers from
+/// heavy packet loss on a loaded machine may take minutes).
+pub fn run_within(cmd: &mut Command, hang: Duration) -> Ran {
+    run_fed_within(cmd, None, hang)
+}
+
 /// [`run`], with `input` on its stdin (else nothing).
 pub fn run_fed(cmd: &mut Command, input: Option<&str>) -> Ran {
+    run_fed_within(cmd, input, HANG)
+}
+
+fn run_fed_within(cmd: &mut Command, input: Option<&str>, hang: Duration) -> Ran {
     cmd.stdin(if input.is_some() {
         Stdio::piped()
     } else {
@@ -129,12 +139,12 @@ pub fn run_fed(cmd: &mut Command, input: Option<&str>) -> Ran {
     };
     let out = reader(child.stdout.take().map(|p| Box::new(p) as _));
     let err = reader(child.stderr.take().map(|p| Box::new(p) as _));
-    let status = match wait_deadline(&mut child, Instant::now() + HANG) {
+    let status = match wait_deadline(&mut child, Instant::now() + hang) {
         Ok(Some(status)) => status,
         Ok(None) => {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{cmd:?} hung; killed after {HANG:?}");
+            panic!("{cmd:?} hung; killed after {hang:?}");
         }
         Err(e) => panic!("waiting for {cmd:?}: {e}"),
     };
