@@ -145,6 +145,6 @@ fn a_node_lost_during_the_agenda_fails_the_job_with_its_name() {
     let (ran, killed) = kill_node1_when("threadwire-agenda-consoles", 3, 20, &app, |row| {
         row.get(5).map(String::as_str) == Some("running")
     });
-    assert_node0_failed_naming_n1(&ran, killed);
+    assert_failed_naming_n1(&ran, killed);
     assert_ne!(ran.code(), Some(124), "a survivor hung: {}", ran.show());
 }

@@ -145,5 +145,5 @@ fn a_node_lost_during_the_fft_fails_the_job_with_its_name() {
     let (ran, killed) = kill_node1_when("threadwire-fft-consoles", 2, 50, &app, |row| {
         row.get(3).and_then(|t| t.parse::<u32>().ok()) >= Some(3)
     });
-    assert_node0_failed_naming_n1(&ran, killed);
+    assert_failed_naming_n1(&ran, killed);
 }

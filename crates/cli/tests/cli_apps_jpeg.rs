@@ -163,6 +163,6 @@ fn a_node_lost_during_the_pipeline_fails_the_job_with_its_name() {
     let (ran, killed) = kill_node1_when("threadwire-jpeg-consoles", 2, 50, &app, |row| {
         row.get(5).map(String::as_str) == Some("running")
     });
-    assert_node0_failed_naming_n1(&ran, killed);
+    assert_failed_naming_n1(&ran, killed);
     assert_ne!(ran.code(), Some(124), "a survivor hung: {}", ran.show());
 }

@@ -127,7 +127,7 @@ fn a_node_lost_during_summa_fails_the_job_with_its_name() {
     let (ran, killed) = kill_node1_when("threadwire-matmul-consoles", 4, 20, &app, |row| {
         row.get(5).map(String::as_str) == Some("running")
     });
-    assert_node0_failed_naming_n1(&ran, killed);
+    assert_failed_naming_n1(&ran, killed);
     // Every survivor ends: none waits on the failed nodes until the job's
     // timeout (status 124).
     assert_ne!(ran.code(), Some(124), "a survivor hung: {}", ran.show());
