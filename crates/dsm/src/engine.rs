@@ -31,7 +31,7 @@
 //!    - a write to a write-protected unit: rule 3, then lift protection.
 //! 3. A unit becomes `Dirty` on its first write since its last release:
 //!    away from its home the engine first copies it into a twin; the unit
-//!    joins the node's dirty list.
+//!    joins the node's dirty list (a lock-free stack).
 //! 4. A release (`flush`) takes each dirty unit: write-protects it (a
 //!    thread writing it meanwhile faults and waits for the unit's lock),
 //!    encodes its diff against the twin for the home, drops the twin and
@@ -58,7 +58,7 @@ use crate::space::Space;
 use crate::uffd::Uffd;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use threadwire::{AmRequest, Endpoint, Handler};
 use threadwire_fiber::sync::Word;
@@ -130,7 +130,12 @@ pub struct Engine {
     pub node: u32,
     pub nodes: u32,
     units: Box<[Mutex<Unit>]>,
-    dirty: Mutex<Vec<u32>>,
+    /// The dirty units: a lock-free stack threaded through `dirty_next`,
+    /// so that the first write of a unit takes no lock but the unit's own
+    /// (a unit is on it at most once: pushed as it turns `Dirty`, which
+    /// only a flush undoes, after taking the whole stack).
+    dirty_head: AtomicU32,
+    dirty_next: Box<[AtomicU32]>,
     pub counters: Counters,
     /// Its requests by kind (module `traffic`).
     pub traffic: crate::traffic::Traffic,
@@ -141,6 +146,9 @@ pub struct Engine {
     /// `wakers[u % len]` to move.
     wakers: Box<[Word]>,
 }
+
+/// No unit: the end of the dirty stack.
+const NONE: u32 = u32::MAX;
 
 /// How many wake-up words an engine has at most.
 const WAKERS: usize = 4096;
@@ -185,6 +193,7 @@ impl Engine {
         // SAFETY: fcntl on our own descriptor: the fetcher drains it
         // without blocking.
         unsafe { libc::fcntl(fds[0], libc::F_SETFL, libc::O_NONBLOCK) };
+        let dirty_next = (0..units.len()).map(|_| AtomicU32::new(NONE)).collect();
         let wakers = (0..units.len().min(WAKERS)).map(|_| Word::new(0)).collect();
         Ok(Engine {
             space,
@@ -193,7 +202,8 @@ impl Engine {
             node,
             nodes,
             units,
-            dirty: Mutex::new(Vec::new()),
+            dirty_head: AtomicU32::new(NONE),
+            dirty_next,
             counters: Counters::default(),
             traffic: Default::default(),
             to_fetch,
@@ -251,7 +261,30 @@ impl Engine {
             unit.twin = Some(unsafe { self.bytes(u) }.to_vec().into_boxed_slice());
         }
         unit.state = State::Dirty;
-        self.dirty.lock().unwrap_or_else(|p| p.into_inner()).push(u);
+        let mut head = self.dirty_head.load(Ordering::Acquire);
+        loop {
+            self.dirty_next[u as usize].store(head, Ordering::Relaxed);
+            match self.dirty_head.compare_exchange_weak(
+                head,
+                u,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(now) => head = now,
+            }
+        }
+    }
+
+    /// Takes the whole dirty stack.
+    fn take_dirty(&self) -> Vec<u32> {
+        let mut u = self.dirty_head.swap(NONE, Ordering::AcqRel);
+        let mut dirty = Vec::new();
+        while u != NONE {
+            dirty.push(u);
+            u = self.dirty_next[u as usize].load(Ordering::Relaxed);
+        }
+        dirty
     }
 
     /// Whether `address` lies in the program's view of the space.
@@ -382,7 +415,7 @@ impl Engine {
     /// to its home's batch (`[unit u32][len u32][diff]` entries), and made
     /// `Clean`; a dirty unit homed here gets its next version at once.
     pub fn flush(&self) -> io::Result<Flush> {
-        let dirty = std::mem::take(&mut *self.dirty.lock().unwrap_or_else(|p| p.into_inner()));
+        let dirty = self.take_dirty();
         let mut flush = Flush {
             batches: vec![Vec::new(); self.nodes as usize],
             sent: vec![Vec::new(); self.nodes as usize],
