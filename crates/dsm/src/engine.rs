@@ -135,6 +135,9 @@ pub struct Engine {
     /// (a unit is on it at most once: pushed as it turns `Dirty`, which
     /// only a flush undoes, after taking the whole stack).
     dirty_head: AtomicU32,
+    /// Each unit's home node; set when the unit is allocated, before any
+    /// node can touch it (round robin until then).
+    homes: Box<[AtomicU32]>,
     dirty_next: Box<[AtomicU32]>,
     pub counters: Counters,
     /// Its requests by kind (module `traffic`).
@@ -194,6 +197,9 @@ impl Engine {
         // without blocking.
         unsafe { libc::fcntl(fds[0], libc::F_SETFL, libc::O_NONBLOCK) };
         let dirty_next = (0..units.len()).map(|_| AtomicU32::new(NONE)).collect();
+        let homes = (0..units.len() as u32)
+            .map(|u| AtomicU32::new(u % nodes))
+            .collect();
         let wakers = (0..units.len().min(WAKERS)).map(|_| Word::new(0)).collect();
         Ok(Engine {
             space,
@@ -204,6 +210,7 @@ impl Engine {
             units,
             dirty_head: AtomicU32::new(NONE),
             dirty_next,
+            homes,
             counters: Counters::default(),
             traffic: Default::default(),
             to_fetch,
@@ -211,10 +218,26 @@ impl Engine {
         })
     }
 
-    /// The node that keeps unit `u`'s master copy: units are dealt round
-    /// robin, so an array spreads over every node.
+    /// The node that keeps unit `u`'s master copy ([`Engine::place`]).
     pub fn home(&self, u: u32) -> u32 {
-        u % self.nodes
+        self.homes[u as usize].load(Ordering::Relaxed)
+    }
+
+    /// Gives units `[first, first + count)` — never touched yet, as a new
+    /// allocation's are — their homes: `home(k)` for the k-th of them. Each
+    /// starts `Clean` at its home and `Invalid` elsewhere.
+    pub fn place(&self, first: u32, count: u32, home: impl Fn(u32) -> u32) {
+        for k in 0..count {
+            let u = first + k;
+            let h = home(k) % self.nodes;
+            let mut unit = self.lock(u);
+            self.homes[u as usize].store(h, Ordering::Relaxed);
+            unit.state = if h == self.node {
+                State::Clean
+            } else {
+                State::Invalid
+            };
+        }
     }
 
     /// How many units the space has.
@@ -381,6 +404,13 @@ impl Engine {
     /// way (rule 5): the unit must be asked again.
     pub fn install(&self, u: u32, reply: &[u8]) -> io::Result<bool> {
         let mut unit = self.lock(u);
+        if reply.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "its home does not hold it (allocated there yet? a region homed \
+                 other than round robin must be allocated on every node before use)",
+            ));
+        }
         if reply.len() != 8 + self.unit {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,

@@ -232,6 +232,20 @@ impl From<threadwire::CollError> for DsmError {
     }
 }
 
+/// Where the units of an allocation keep their master copies
+/// ([`Dsm::alloc_homed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Homes {
+    /// Unit by unit over every node in turn (the default): no node serves
+    /// more than its share of an array read by all.
+    RoundRobin,
+    /// In N contiguous shares, the first on node 0: for arrays each node
+    /// writes a block of (a grid's rows, a matrix's block rows).
+    Blocks,
+    /// All on one node (taken modulo the node count).
+    Node(u32),
+}
+
 /// What one node's engine has done: [`Dsm::stats`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stats {
@@ -384,6 +398,28 @@ impl Dsm {
     ///
     /// [`DsmError::Full`] when the space has no room.
     pub fn alloc<T: bytemuck::Pod>(&self, n: usize) -> Result<Region<T>, DsmError> {
+        self.alloc_homed(n, Homes::RoundRobin)
+    }
+
+    /// [`alloc`](Self::alloc), with the region's units homed as `homes`
+    /// says: where a node writes its own share of an array, homing that
+    /// share on it keeps its writes local (no twin, no diff).
+    ///
+    /// Every node must have made the allocation before any touches it
+    /// (a [`barrier`](Self::barrier) between the two, as PARMACS programs
+    /// have after their `G_MALLOC`s): a node that has not yet would not
+    /// know itself the home of a unit asked of it, and the asking node
+    /// ends with that message. [`Homes::RoundRobin`], `alloc`'s, needs no
+    /// such care.
+    ///
+    /// # Errors
+    ///
+    /// [`DsmError::Full`] when the space has no room.
+    pub fn alloc_homed<T: bytemuck::Pod>(
+        &self,
+        n: usize,
+        homes: Homes,
+    ) -> Result<Region<T>, DsmError> {
         let unit = self.shared.engine.unit;
         let bytes = (n * std::mem::size_of::<T>()).div_ceil(unit).max(1) * unit;
         let mut allocated = self
@@ -400,6 +436,15 @@ impl Dsm {
         }
         // SAFETY: the offset lies inside the program's view.
         let at = unsafe { self.shared.engine.space.program().add(*allocated) };
+        let (first, count) = ((*allocated / unit) as u32, (bytes / unit) as u32);
+        let nodes = self.shared.engine.nodes;
+        match homes {
+            Homes::RoundRobin => self.shared.engine.place(first, count, |k| first + k),
+            Homes::Blocks => self.shared.engine.place(first, count, |k| {
+                (k as u64 * nodes as u64 / count as u64) as u32
+            }),
+            Homes::Node(node) => self.shared.engine.place(first, count, |_| node),
+        }
         *allocated += bytes;
         Ok(Region::new(at.cast(), n, self.clone()))
     }

@@ -62,7 +62,12 @@ fn main() {
     let dsm = Dsm::new(&ep, config).expect("dsm");
     let n = 64 * 1024;
     let a: Region<u64> = dsm.alloc(n).expect("alloc");
-    let b: Region<u64> = dsm.alloc(n).expect("alloc");
+    let b: Region<u64> = match mode.as_str() {
+        // Each node's block homed on it: its writes stay local.
+        "blocks" => dsm.alloc_homed(n, threadwire_dsm::Homes::Blocks),
+        _ => dsm.alloc(n),
+    }
+    .expect("alloc");
     let all = threads * nodes;
     let base = a.as_ptr() as usize;
     let body = Arc::new(move |t: usize| {
@@ -85,6 +90,8 @@ fn main() {
                 }
             }
             "blocks" => {
+                // Every node allocated before anyone touches (alloc_homed).
+                b.dsm().barrier().expect("barrier");
                 let block = n / all;
                 for round in 0..10u64 {
                     for i in rank * block..(rank + 1) * block {
