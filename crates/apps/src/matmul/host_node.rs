@@ -4,6 +4,14 @@
 //! sends its rows of C back with its time in the kernel; the master
 //! gathers C and verifies it. Two rounds: B = identity (C must equal A
 //! exactly), then a random B, timed, checked against the blas kernel.
+//!
+//! B crosses the network once per node, not once per thread: the master
+//! sends it to each node's first worker thread, which hands it on to the
+//! node's others through memory (a same-node message moves its buffer).
+//! NCS' program (its Fig. 14) sent B to every thread, doubling the
+//! traffic of two threads a node; on a 10 Mbit/s link that alone made its
+//! multithreaded run slower than the serial one here, where computing a
+//! block takes less than sending it.
 
 use super::{seeds, verify_identity, verify_random, Config, Error, Kernel, Matrix, Report};
 use std::time::{Duration, Instant};
@@ -25,7 +33,10 @@ pub fn run(ep: &Endpoint, cfg: Config) -> Result<Option<Report>, Error> {
     let kernel = cfg.kernel;
     let handles: Vec<_> = if is_worker_node {
         (0..cfg.threads)
-            .map(|_| node.spawn(move |ep| worker(&ep, kernel)))
+            .map(|_| {
+                let threads = cfg.threads;
+                node.spawn(move |ep| worker(&ep, kernel, threads))
+            })
             .collect()
     } else {
         Vec::new()
@@ -54,15 +65,24 @@ pub fn run(ep: &Endpoint, cfg: Config) -> Result<Option<Report>, Error> {
     Ok(report)
 }
 
-fn worker(ep: &Endpoint, kernel: Kernel) -> Result<(), Error> {
+fn worker(ep: &Endpoint, kernel: Kernel, threads: u32) -> Result<(), Error> {
     let host = Address::new(0, 0);
+    let me = ep.address();
     loop {
-        let mut b_msg = ep.recv(host, TAG_B)?.unpack()?;
+        // From the master, or (after the first) from this node's first.
+        let mut b_msg = ep.recv(ANY_SOURCE, TAG_B)?.unpack()?;
         let n = b_msg.unpack::<u32>()? as usize;
         if n == 0 {
             return Ok(()); // no more rounds
         }
         let b = b_msg.unpack_vec::<f64>()?;
+        if me.thread == 1 {
+            for t in 2..=threads {
+                let mut p = Packer::new(Encoding::ReceiverMakesRight);
+                p.pack(n as u32).pack_slice(&b);
+                ep.send(Address::new(me.node, t), TAG_B, p)?;
+            }
+        }
         let mut a_msg = ep.recv(host, TAG_A)?.unpack()?;
         let first = a_msg.unpack::<u32>()?;
         let a = a_msg.unpack_vec::<f64>()?;
@@ -101,9 +121,12 @@ fn round(
     for (w, &to) in workers.iter().enumerate() {
         let first = (w * per).min(n);
         let last = ((w + 1) * per).min(n);
-        let mut p = Packer::new(Encoding::ReceiverMakesRight);
-        p.pack(n as u32).pack_slice(&b.data);
-        ep.send(to, TAG_B, p)?;
+        if to.thread == 1 {
+            // The node's first worker hands B on to the others.
+            let mut p = Packer::new(Encoding::ReceiverMakesRight);
+            p.pack(n as u32).pack_slice(&b.data);
+            ep.send(to, TAG_B, p)?;
+        }
         let mut p = Packer::new(Encoding::ReceiverMakesRight);
         p.pack(first as u32)
             .pack_slice(&a.data[first * n..last * n]);
