@@ -11,6 +11,9 @@
 //!   alltoall) among nodes × fibers, beside Open MPI and MPICH.
 //! - [`comm`]: communication time for 1 B … 1 MB between threads, nodes
 //!   and emulated hosts, the 1998 processes-versus-threads table.
+//! - [`dsm`]: the distributed shared memory's faults, lock hand-offs and
+//!   barriers per path, and its messages' sizes beside the Strings DSM's
+//!   (`threadwire bench dsm`).
 //! - [`encodings`]: the ping-pong with typed values packed and unpacked
 //!   in each encoding (raw, portable, in-place, receiver-makes-right).
 //! - [`fit`]: Hockney's t(n) = α + β·n through a ping-pong sweep: start-up
@@ -62,6 +65,7 @@ pub mod am;
 pub mod bcast;
 pub mod coll;
 pub mod comm;
+pub mod dsm;
 pub mod encodings;
 pub mod fit;
 pub mod flood;
