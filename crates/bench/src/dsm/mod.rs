@@ -7,10 +7,15 @@
 //! | `remote read fault`       | 2×1   | node 1 reads a unit homed on node 0: fault, fetch, install, retry |
 //! | `write fault, valid unit` | 2×1   | node 1 writes a unit it just fetched: twin, lift protection (local) |
 //! | `home read fault`         | 2×1   | node 0 reads a unit homed on itself, never touched: map it (local) |
-//! | `lock, between nodes`     | 2×1   | the lock passes to the other node, which increments a counter under it (token, grant, the counter's unit fetched) |
-//! | `lock, between threads`   | 2×1   | the same between two OS threads of node 0 (no message) |
+//! | `lock, between nodes`   | 2×1   | the lock passes to the other node, which increments a counter under it: token (acquire, follow, grant) and, on node 1's turns, the counter's unit fetched from node 0 |
+//! | `lock, between threads`   | 2×1   | the same between node 0's main thread and a fiber of it (no message) |
 //! | `barrier`                 | 2×1, 4×1, 4×4 | one barrier of every thread of every node, nothing written |
 //! | `barrier after writes`    | 2×1, 4×1, 4×4 | the same, each node having written one unit homed on the next node |
+//!
+//! The lock's two sides take strict turns: each asks for the lock only
+//! once the other holds it (a message tells it), so that the lock changes
+//! hands at every turn, and each checks that the count it finds is the
+//! one the turns before made.
 //!
 //! Every figure is a time per operation: a repetition times
 //! [`Options::faults`], [`Options::hand_offs`] or [`Options::barriers`]
@@ -26,7 +31,7 @@
 //!
 //! **Jobs.** Per path, one 2-node job ([`Job::Pair`]: faults, locks and
 //! the 2×1 barrier) and two 4-node jobs of barriers ([`Job::Barriers`]: 1
-//! and 4 threads per node). The nodes run [`node`], which learns its job
+//! and 4 threads per node). The nodes run [`node`](fn@node), which learns its job
 //! from `THREADWIRE_BENCH_DSM_JOB` and its path's name from
 //! `THREADWIRE_BENCH_DSM_PATH`, and reports each operation's times as
 //! they are measured ([`NodeResult::Dsm`]).
@@ -51,7 +56,7 @@ use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
-use threadwire::{InitError, ReportError};
+use threadwire::{InitError, RecvError, ReportError, SendError};
 use threadwire_dsm::DsmError;
 use threadwire_launch::{Event, JobSpec, LaunchError};
 use threadwire_testbed::net::{Link, NetError, ScopedNet};
@@ -147,7 +152,7 @@ impl Job {
         }
     }
 
-    /// Its name in [`JOB_VAR`]: `pair`, `barriers-T`.
+    /// Its name in `THREADWIRE_BENCH_DSM_JOB`: `pair`, `barriers-T`.
     pub fn name(self) -> String {
         match self {
             Job::Pair => "pair".into(),
@@ -205,7 +210,7 @@ pub struct Options {
     pub hand_offs: u32,
     /// Barriers per repetition.
     pub barriers: u32,
-    /// The node program; it must call [`node`] with the same options.
+    /// The node program; it must call [`node`](fn@node) with the same options.
     pub program: PathBuf,
     /// Its arguments.
     pub args: Vec<OsString>,
@@ -315,6 +320,21 @@ pub enum Error {
     /// A thread of a node panicked.
     #[error("a measuring thread panicked")]
     Thread,
+    /// A lock's ping-pong could not tell the other side its turn.
+    #[error("telling the other side of the lock its turn")]
+    Send(#[source] SendError),
+    /// A lock's ping-pong did not hear of its turn.
+    #[error("waiting for the turn at the lock")]
+    Recv(#[source] RecvError),
+    /// The counter under the lock was not what the turns before wrote:
+    /// the lock did not carry the other side's write.
+    #[error("the counter under the lock is {found}, expected {expected}")]
+    Counter {
+        /// What the turns so far make it.
+        expected: u64,
+        /// What the lock's holder read.
+        found: u64,
+    },
     /// A node could not report a result to the launcher.
     #[error("reporting a result")]
     Report(#[source] ReportError),

@@ -11,7 +11,7 @@ use crate::am::Times;
 use crate::node_result::NodeResult;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use threadwire::Node;
+use threadwire::{Address, Endpoint, Node};
 use threadwire_dsm::{Dsm, DsmConfig, Region};
 
 /// `u64`s in a unit.
@@ -20,6 +20,9 @@ const PER_UNIT: usize = UNIT / 8;
 const LOCK_NODES: u32 = 1;
 /// The lock passed between two threads of node 0 (managed by node 0).
 const LOCK_THREADS: u32 = 2;
+/// The tag of the messages that tell the other side of a lock's
+/// ping-pong that this side holds the lock ([`PingPong::take_turns`]).
+const TURN_TAG: u32 = 0xd5d0;
 
 /// Node side: measures this node's share of its job (module docs).
 pub fn node(options: &Options) -> Result<(), Error> {
@@ -42,6 +45,7 @@ pub fn node(options: &Options) -> Result<(), Error> {
         repetitions: options.repetitions.max(1),
         path: std::env::var(PATH_VAR).unwrap_or_default(),
         node: ep.node().clone(),
+        ep: &ep,
         dsm,
         job,
     };
@@ -58,6 +62,7 @@ struct Bench<'a> {
     repetitions: u32,
     path: String,
     node: Node,
+    ep: &'a Endpoint,
     dsm: Dsm,
     job: Job,
 }
@@ -112,7 +117,7 @@ impl Bench<'_> {
         let (mut fetched, mut fetches) = (0, 0);
         for r in 0..self.repetitions as usize {
             let units: Vec<usize> = (r * stretch..(r + 1) * stretch)
-                .filter(|k| (first + k) % self.nodes() == 0)
+                .filter(|k| (first + k).is_multiple_of(self.nodes()))
                 .map(|k| k * PER_UNIT)
                 .collect();
             let n = units.len() as u32;
@@ -161,18 +166,18 @@ impl Bench<'_> {
         let counters: Region<u64> = self.dsm.alloc(PER_UNIT).map_err(Error::Dsm)?;
         let turns = u64::from((self.options.hand_offs / 2).max(1));
         let hand_offs = 2 * turns as u32;
+        let between = PingPong {
+            counter: counters.clone(),
+            at: 0,
+            lock: LOCK_NODES,
+        };
         let mut between_nodes = Vec::new();
+        let other = Address::new(1 - self.me(), 0);
         for r in 0..u64::from(self.repetitions) {
             self.barrier()?;
             let start = Instant::now();
-            take_turns(
-                &counters,
-                0,
-                LOCK_NODES,
-                self.me().into(),
-                r * 2 * turns,
-                turns,
-            )?;
+            let (side, from) = (self.me().into(), r * 2 * turns);
+            between.take_turns(self.ep, other, side, from, turns)?;
             between_nodes.push(start.elapsed() / hand_offs);
         }
         // Node 1 takes the last turn: its time spans every hand-off.
@@ -186,13 +191,20 @@ impl Bench<'_> {
                 continue;
             }
             let from = r * 2 * turns;
-            let other = {
-                let counters = counters.clone();
-                std::thread::spawn(move || take_turns(&counters, 1, LOCK_THREADS, 1, from, turns))
+            let me = self.ep.address();
+            let within = PingPong {
+                counter: counters.clone(),
+                at: 1,
+                lock: LOCK_THREADS,
+            };
+            let partner = {
+                let within = within.clone();
+                self.node
+                    .spawn(move |ep| within.take_turns(&ep, me, 1, from, turns))
             };
             let start = Instant::now();
-            take_turns(&counters, 1, LOCK_THREADS, 0, from, turns)?;
-            other.join().map_err(|_| Error::Thread)??;
+            within.take_turns(self.ep, partner.address(), 0, from, turns)?;
+            partner.join().map_err(|_| Error::Thread)??;
             between_threads.push(start.elapsed() / hand_offs);
         }
         if self.me() == 0 {
@@ -218,16 +230,12 @@ impl Bench<'_> {
             .find(|j| (first + j) % nodes == next)
             .expect("nodes consecutive units have every home");
         let threads = self.job.threads();
-        let run = |t: usize| {
-            measure_barriers(
-                &self.dsm,
-                &written,
-                mine * PER_UNIT + t,
-                self.repetitions,
-                self.options.barriers.max(1),
-            )
+        let (dsm, written) = (&self.dsm, &written);
+        let (repetitions, barriers) = (self.repetitions, self.options.barriers.max(1));
+        let run = move |t: usize| {
+            measure_barriers(dsm, written, mine * PER_UNIT + t, repetitions, barriers)
         };
-        let (plain, writes, bytes) = std::thread::scope(|scope| {
+        let ours = std::thread::scope(|scope| {
             let others: Vec<_> = (1..threads).map(|t| scope.spawn(move || run(t))).collect();
             let ours = run(0);
             for other in others {
@@ -237,8 +245,9 @@ impl Bench<'_> {
         })?;
         if self.me() == 0 {
             let n = self.options.barriers.max(1);
-            self.report(Operation::Barrier, plain, n, None)?;
-            self.report(Operation::BarrierAfterWrites, writes, n, bytes)?;
+            self.report(Operation::Barrier, ours.plain, n, None)?;
+            let bytes = ours.bytes_per_diff;
+            self.report(Operation::BarrierAfterWrites, ours.after_writes, n, bytes)?;
         }
         Ok(())
     }
@@ -248,35 +257,58 @@ impl Bench<'_> {
     }
 }
 
-/// `turns` turns at incrementing `counter[at]` under `lock`, the caller's
-/// when the count since `from` is even for `side` 0 and odd for side 1.
-fn take_turns(
-    counter: &Region<u64>,
+/// A counter under a lock, for two threads to take strict turns at:
+/// `counter[at]` under `lock`.
+#[derive(Clone)]
+struct PingPong {
+    counter: Region<u64>,
     at: usize,
     lock: u32,
-    side: u64,
-    from: u64,
-    turns: u64,
-) -> Result<(), Error> {
-    let dsm = counter.dsm();
-    let mut taken = 0;
-    while taken < turns {
-        let held = dsm.lock(lock).map_err(Error::Dsm)?;
-        let count = counter.get(at);
-        let mine = (count - from) % 2 == side;
-        if mine {
-            counter.set(at, count + 1);
-            taken += 1;
+}
+
+impl PingPong {
+    /// `turns` turns at incrementing the counter, alternating with the
+    /// thread at `other`: `side` 0 takes the first turn, side 1 the second,
+    /// the count standing at `from` before. A side asks for the lock only
+    /// once the other holds it (told by a message sent meanwhile), so that
+    /// the lock changes hands at every turn rather than going back to the
+    /// thread that released it; the count each turn finds checks that the
+    /// lock carried the other's write.
+    fn take_turns(
+        &self,
+        ep: &Endpoint,
+        other: Address,
+        side: u64,
+        from: u64,
+        turns: u64,
+    ) -> Result<(), Error> {
+        let dsm = self.counter.dsm();
+        for k in 0..turns {
+            if side == 1 || k > 0 {
+                ep.recv(other, TURN_TAG).map_err(Error::Recv)?;
+            }
+            let held = dsm.lock(self.lock).map_err(Error::Dsm)?;
+            if side == 0 || k + 1 < turns {
+                ep.send(other, TURN_TAG, Vec::new()).map_err(Error::Send)?;
+            }
+            let expected = from + 2 * k + side;
+            let found = self.counter.get(self.at);
+            if found != expected {
+                return Err(Error::Counter { expected, found });
+            }
+            self.counter.set(self.at, found + 1);
+            drop(held);
         }
-        drop(held);
-        if !mine {
-            // The shared memory has no condition to wait on: let the other
-            // side's thread have the core (two cores, four nodes) before
-            // asking again.
-            std::thread::yield_now();
-        }
+        Ok(())
     }
-    Ok(())
+}
+
+/// One thread's times per barrier, a repetition each.
+struct Barriers {
+    plain: Vec<Duration>,
+    after_writes: Vec<Duration>,
+    /// The node's bytes per diff over the barriers after writes.
+    bytes_per_diff: Option<f64>,
 }
 
 /// One thread's barriers (module docs of [`dsm`](super)): per repetition
@@ -288,7 +320,7 @@ fn measure_barriers(
     at: usize,
     repetitions: u32,
     barriers: u32,
-) -> Result<(Vec<Duration>, Vec<Duration>, Option<f64>), Error> {
+) -> Result<Barriers, Error> {
     let barrier = || dsm.barrier().map_err(Error::Dsm);
     let mut plain = Vec::new();
     for _ in 0..repetitions {
@@ -318,6 +350,9 @@ fn measure_barriers(
         diffs += after.diffs - before.diffs;
         diff_bytes += after.diff_bytes - before.diff_bytes;
     }
-    let bytes = (diffs > 0).then(|| diff_bytes as f64 / diffs as f64);
-    Ok((plain, writes, bytes))
+    Ok(Barriers {
+        plain,
+        after_writes: writes,
+        bytes_per_diff: (diffs > 0).then(|| diff_bytes as f64 / diffs as f64),
+    })
 }
