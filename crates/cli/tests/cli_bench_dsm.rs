@@ -22,9 +22,15 @@ const ROWS: [(&str, &str); 11] = [
     ("barrier after writes", "4x4"),
 ];
 
+/// `bench dsm` runs name their emulated hosts `twd<pid>`, and each test
+/// checks that none is left: one such test at a time, so that none sees
+/// another's hosts while they run.
+static DSM_NETS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// `bench dsm` with the smallest counts over `links`, printed as
 /// `format` (the table if none); it leaves no hosts behind.
 fn bench_dsm_tiny(links: Option<&str>, format: Option<&str>) -> Ran {
+    let _one_at_a_time = DSM_NETS.lock().unwrap_or_else(|e| e.into_inner());
     let ran = run_bench_ok(
         threadwire()
             .args(["bench", "dsm", "--repetitions", "2", "--faults", "4"])

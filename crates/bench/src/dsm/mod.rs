@@ -56,7 +56,7 @@ use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
-use threadwire::{InitError, RecvError, ReportError, SendError};
+use threadwire::{CollError, InitError, RecvError, ReportError, SendError};
 use threadwire_dsm::DsmError;
 use threadwire_launch::{Event, JobSpec, LaunchError};
 use threadwire_testbed::net::{Link, NetError, ScopedNet};
@@ -317,6 +317,9 @@ pub enum Error {
     /// A node was started without a job's variables.
     #[error("{JOB_VAR} is {0:?}: expected `pair` or `barriers-T`")]
     NoJob(Option<String>),
+    /// The nodes' last meeting failed.
+    #[error("the nodes' last barrier")]
+    Coll(#[source] CollError),
     /// A thread of a node panicked.
     #[error("a measuring thread panicked")]
     Thread,

@@ -53,7 +53,13 @@ pub fn node(options: &Options) -> Result<(), Error> {
         bench.faults()?;
         bench.locks()?;
     }
-    bench.barriers()
+    bench.barriers()?;
+    // Node 0 answers the shared memory's barriers from fiber handlers: it
+    // must not exit before each has sent its node the release, which its
+    // own thread's return from the last barrier does not wait for.
+    threadwire::Group::world(&ep)
+        .and_then(|world| world.barrier())
+        .map_err(Error::Coll)
 }
 
 struct Bench<'a> {
