@@ -58,7 +58,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use threadwire::{CollError, InitError, RecvError, ReportError, SendError};
 use threadwire_dsm::DsmError;
-use threadwire_launch::{Event, JobSpec, LaunchError};
+use threadwire_launch::{Event, Host, JobSpec, LaunchError};
 use threadwire_testbed::net::{Link, NetError, ScopedNet};
 
 /// Tells a node which job it is in ([`Job::name`]).
@@ -341,12 +341,20 @@ pub enum Error {
     /// A node could not report a result to the launcher.
     #[error("reporting a result")]
     Report(#[source] ReportError),
-    /// A job of the `shm` path could not be started.
-    #[error("starting the shm job {0}")]
-    Launch(String, #[source] LaunchError),
     /// A job of the `shm` path failed.
-    #[error("the shm job {0} failed with status {1}")]
-    JobFailed(String, i32),
+    #[error("the shm path: {0}")]
+    Shm(#[source] JobError),
+}
+
+/// Why one job of a path gave no figures.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// It could not be started.
+    #[error("the job {0} did not start: {1}")]
+    NotStarted(String, #[source] LaunchError),
+    /// It failed.
+    #[error("the job {0} failed with status {1}")]
+    Failed(String, i32),
 }
 
 /// Why a link's path has no figures (the row says it).
@@ -354,10 +362,8 @@ pub enum Error {
 enum LinkError {
     #[error("no emulated hosts: {0}")]
     NoHosts(#[source] NetError),
-    #[error("the job {0} did not start: {1}")]
-    NotStarted(String, #[source] LaunchError),
-    #[error("the job {0} failed with status {1}")]
-    Failed(String, i32),
+    #[error(transparent)]
+    Job(#[from] JobError),
 }
 
 /// Runs every path's jobs (module docs) and returns the table; `on_step`
@@ -376,14 +382,10 @@ pub fn run(
         }
         _ => on_event(ev),
     };
-    for job in Job::ALL {
-        let spec = job_spec(options, job, Path::Shm).env(threadwire::env::CHANNEL, "shm");
-        let report = threadwire_launch::run(&spec, |ev| collect(ev, &mut samples))
-            .map_err(|e| Error::Launch(job.name(), e))?;
-        if report.status != 0 {
-            return Err(Error::JobFailed(job.name(), report.status));
-        }
-    }
+    run_jobs(options, Path::Shm, Vec::new(), |ev| {
+        collect(ev, &mut samples)
+    })
+    .map_err(Error::Shm)?;
     let mut rows = vec![Row {
         path: Path::Shm,
         measured: Measured::Samples(ordered(samples)),
@@ -406,20 +408,40 @@ pub fn run(
 }
 
 /// The jobs of one link, on a net of four hosts built for them.
-fn on_link(
-    options: &Options,
-    link: Link,
-    mut collect: impl FnMut(&Event),
-) -> Result<(), LinkError> {
+fn on_link(options: &Options, link: Link, collect: impl FnMut(&Event)) -> Result<(), LinkError> {
     let net = ScopedNet::up_with_free_prefix("twd", 4, link).map_err(LinkError::NoHosts)?;
+    Ok(run_jobs(
+        options,
+        Path::Link(link),
+        net.launch_hosts(),
+        collect,
+    )?)
+}
+
+/// Every job of `path` on `hosts` (this host if none), in turn, each
+/// event to `collect`.
+fn run_jobs(
+    options: &Options,
+    path: Path,
+    hosts: Vec<Host>,
+    mut collect: impl FnMut(&Event),
+) -> Result<(), JobError> {
+    let channel = match path {
+        Path::Shm => "shm",
+        Path::Link(_) => "tcp",
+    };
     for job in Job::ALL {
-        let spec = job_spec(options, job, Path::Link(link))
-            .env(threadwire::env::CHANNEL, "tcp")
-            .hosts(net.launch_hosts());
+        let spec = JobSpec::new(job.nodes(), &options.program)
+            .args(options.args.clone())
+            .env(threadwire::env::CHANNEL, channel)
+            .env(JOB_VAR, job.name())
+            .env(PATH_VAR, path.name())
+            .timeout(options.job_timeout(path))
+            .hosts(hosts.clone());
         let report = threadwire_launch::run(&spec, &mut collect)
-            .map_err(|e| LinkError::NotStarted(job.name(), e))?;
+            .map_err(|e| JobError::NotStarted(job.name(), e))?;
         if report.status != 0 {
-            return Err(LinkError::Failed(job.name(), report.status));
+            return Err(JobError::Failed(job.name(), report.status));
         }
     }
     Ok(())
@@ -430,14 +452,6 @@ fn on_link(
 fn ordered(mut samples: Vec<Sample>) -> Vec<Sample> {
     samples.sort_by_key(|s| (s.nodes, s.threads, s.operation as u8));
     samples
-}
-
-fn job_spec(options: &Options, job: Job, path: Path) -> JobSpec {
-    JobSpec::new(job.nodes(), &options.program)
-        .args(options.args.clone())
-        .env(JOB_VAR, job.name())
-        .env(PATH_VAR, path.name())
-        .timeout(options.job_timeout(path))
 }
 
 /// The number of samples a run of `options` reports, for progress.
