@@ -12,6 +12,9 @@
 //! - [`comm`]: communication time for 1 B … 1 MB between threads, nodes
 //!   and emulated hosts beside the thesis' Table 5.2 (1998), and over the
 //!   links bandwidth, t0 and r_max beside its Tables 5.3, 5.5 and 5.6.
+//! - [`dsm`]: the distributed shared memory's faults, lock hand-offs and
+//!   barriers per path, and its messages' sizes beside the Strings DSM's
+//!   (`threadwire bench dsm`).
 //! - [`encodings`]: the ping-pong with typed values packed and unpacked
 //!   in each encoding (raw, portable, in-place, receiver-makes-right).
 //! - [`fit`]: Hockney's t(n) = α + β·n through a ping-pong sweep: start-up
@@ -65,6 +68,7 @@ pub mod am;
 pub mod bcast;
 pub mod coll;
 pub mod comm;
+pub mod dsm;
 pub mod encodings;
 pub mod fit;
 pub mod flood;

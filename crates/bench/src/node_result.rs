@@ -17,7 +17,7 @@
 //! Nothing a node measures is printed and parsed back.
 
 use crate::pingpong::{Receive, Sample};
-use crate::{am, coll, comm, flood, overlap, rate};
+use crate::{am, coll, comm, dsm, flood, overlap, rate};
 use serde::{Deserialize, Serialize};
 use threadwire::ReportError;
 use threadwire_launch::Event;
@@ -47,6 +47,8 @@ pub enum NodeResult {
         /// The size's figures.
         cell: comm::Cell,
     },
+    /// `bench dsm`: one operation's times per operation.
+    Dsm(dsm::Sample),
     /// `bench encodings`: one encoding at one size.
     Encodings {
         /// The encoding's name ([`crate::encodings::name`]).
@@ -204,6 +206,16 @@ mod tests {
                 max: Duration::from_nanos(1200),
                 repetitions: 5,
                 iterations: 100_000,
+            }),
+            NodeResult::Dsm(dsm::Sample {
+                path: "tcp/fast100".into(),
+                operation: dsm::Operation::RemoteReadFault,
+                nodes: 2,
+                threads: 1,
+                times,
+                operations: 256,
+                repetitions: 5,
+                bytes: Some(8200.0),
             }),
             NodeResult::Matmul { seconds: 0.125 },
             NodeResult::Joined {

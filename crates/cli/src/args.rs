@@ -331,6 +331,9 @@ pub enum Bench {
     /// emulated hosts: one-way ping-pong ms beside the thesis' Table 5.2 (1998); over
     /// the links, bandwidth, t0 and r_max beside its Tables 5.3, 5.5 and 5.6.
     Comm(CommArgs),
+    /// The distributed shared memory: a fault's round trip, a lock's hand-off and a
+    /// barrier per path, and its message sizes beside the Strings DSM's Table 1.
+    Dsm(DsmArgs),
     /// Ping-pong of f64 values packed and unpacked in each encoding (raw, portable,
     /// in-place, receiver-makes-right) between two nodes: one-way time and MB/s.
     Encodings(EncodingsArgs),
@@ -762,6 +765,29 @@ pub struct CommArgs {
     /// (80 to 5120 KB; about 75 s over ethernet10).
     #[arg(long)]
     pub no_bandwidth: bool,
+    #[command(flatten)]
+    pub output: MachineReadable,
+}
+
+#[derive(Args)]
+pub struct DsmArgs {
+    /// Links of the host-to-host rows (four emulated hosts each, built for
+    /// the run and removed after; root), comma-separated: ethernet10,
+    /// fast100, atm155, gige, none. Default: shm only.
+    #[arg(long = "link", value_delimiter = ',')]
+    pub links: Vec<Link>,
+    /// Repetitions of every measurement.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
+    /// Faults per repetition.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub faults: u32,
+    /// Lock hand-offs per repetition.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(2..))]
+    pub hand_offs: u32,
+    /// Barriers per repetition.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    pub barriers: u32,
     #[command(flatten)]
     pub output: MachineReadable,
 }

@@ -12,7 +12,7 @@ use threadwire_bench::pingpong::{self, Budget};
 use threadwire_bench::plot::PlotError;
 use threadwire_bench::report::{Format, Report};
 use threadwire_bench::{
-    am, bcast, coll, comm, encodings, flood, floors, overlap, pvm, rate, spawn, threads,
+    am, bcast, coll, comm, dsm, encodings, flood, floors, overlap, pvm, rate, spawn, threads,
 };
 use threadwire_testbed::interrupt;
 use threadwire_testbed::net::ScopedNet;
@@ -215,6 +215,29 @@ pub fn run(bench: Bench) -> Result<Outcome> {
             interrupt::install(crate::progress::report_interrupt);
             measured("bench comm", comm::cells(&options), a.output, |progress| {
                 Ok(comm::run(
+                    &options,
+                    || progress.step(),
+                    |e| progress.aside(e),
+                )?)
+            })
+        }
+        Bench::Dsm(a) => {
+            let (program, args) = own_command()?;
+            let options = dsm::Options {
+                links: a.links,
+                repetitions: a.repetitions,
+                faults: a.faults,
+                hand_offs: a.hand_offs,
+                barriers: a.barriers,
+                ..dsm::Options::new(program, args)
+            };
+            if under_launcher() {
+                dsm::node(&options)?;
+                return exit(0);
+            }
+            interrupt::install(crate::progress::report_interrupt);
+            measured("bench dsm", dsm::steps(&options), a.output, |progress| {
+                Ok(dsm::run(
                     &options,
                     || progress.step(),
                     |e| progress.aside(e),

@@ -151,7 +151,7 @@ pub struct Times {
 }
 
 impl Times {
-    fn of(values: &mut [Duration]) -> Times {
+    pub(crate) fn of(values: &mut [Duration]) -> Times {
         let (median, min, max) = crate::spread(values);
         Times { median, min, max }
     }
