@@ -8,7 +8,8 @@
 //! emulated ones built for `--link` and removed after); `apps matmul
 //! --compare` and its comma lists run a `threadwire_apps::matmul::Sweep`
 //! of jobs whose nodes report their times alone (`--result-only`), and
-//! print its table.
+//! print its table. `apps splash`'s arguments and dispatch are in
+//! `crate::apps_splash`.
 
 use crate::args::JobArgs;
 use crate::bench::{under_launcher, Outcome};

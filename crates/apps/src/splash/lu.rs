@@ -24,7 +24,7 @@
 //! A·x for a random x, to a relative 1e-9.
 
 use super::parmacs::{Env, ParmacsError};
-use super::{mix, part, part_mut, Kernel, Measured, Stopwatch};
+use super::{mix, part, part_mut, Kernel};
 use threadwire_dsm::{DsmError, Region};
 
 /// Order and block.
@@ -131,15 +131,35 @@ pub fn update_interior(l: &[f64], u: &[f64], a: &mut [f64], b: usize) {
     }
 }
 
-/// The R × C grid of P processes: R the largest divisor of P not above
-/// its square root.
-fn grid(processes: usize) -> (usize, usize) {
-    let rows = (1..=processes)
-        .take_while(|r| r * r <= processes)
-        .filter(|r| processes.is_multiple_of(*r))
-        .last()
-        .unwrap_or(1);
-    (rows, processes / rows)
+/// Who owns which block: an R × C grid of the P processes, R the largest
+/// divisor of P not above its square root (SPLASH-2's 2D scatter).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Owner {
+    rows: usize,
+    cols: usize,
+}
+
+impl Owner {
+    fn of(env: &Env) -> Owner {
+        Owner::grid(env.processes())
+    }
+
+    fn grid(processes: usize) -> Owner {
+        let rows = (1..=processes)
+            .take_while(|r| r * r <= processes)
+            .filter(|r| processes.is_multiple_of(*r))
+            .last()
+            .unwrap_or(1);
+        Owner {
+            rows,
+            cols: processes / rows,
+        }
+    }
+
+    /// The process that owns block (bi, bj).
+    fn of_block(self, bi: usize, bj: usize) -> usize {
+        (bi % self.rows) * self.cols + bj % self.cols
+    }
 }
 
 /// The program's shared state.
@@ -159,7 +179,7 @@ impl Lu {
     }
 
     /// Whether `lu` is the factorization of A (module docs).
-    fn check(&self, lu: &[f64]) -> (bool, &'static str) {
+    fn verify(&self, lu: &[f64]) -> (bool, &'static str) {
         let s = self.size;
         let n = s.n;
         if n <= Size::of(true).n {
@@ -221,23 +241,24 @@ impl Kernel for Lu {
         format!("{0}x{0} matrix, blocks of {1}x{1}", s.n, s.block)
     }
 
-    fn process(&self, env: &Env, pid: usize) -> Result<Option<Measured>, DsmError> {
+    fn initialize(&self, env: &Env, pid: usize) {
         let s = self.size;
-        let (b, nb) = (s.block, s.blocks());
-        let (rows, cols) = grid(env.processes());
-        let mine = |bi: usize, bj: usize| (bi % rows) * cols + bj % cols == pid;
-        for (bi, bj) in (0..nb).flat_map(|bi| (0..nb).map(move |bj| (bi, bj))) {
-            if mine(bi, bj) {
-                for r in 0..b {
-                    for c in 0..b {
-                        let (i, j) = (bi * b + r, bj * b + c);
-                        self.a.set(s.at(i, j), element(s.n, i, j));
-                    }
+        let b = s.block;
+        let owner = Owner::of(env);
+        for (bi, bj) in (0..s.blocks()).flat_map(|bi| (0..s.blocks()).map(move |bj| (bi, bj))) {
+            if owner.of_block(bi, bj) == pid {
+                for (i, j) in (0..b).flat_map(|r| (0..b).map(move |c| (bi * b + r, bj * b + c))) {
+                    self.a.set(s.at(i, j), element(s.n, i, j));
                 }
             }
         }
-        env.barrier()?;
-        let clock = (pid == 0).then(|| Stopwatch::start(env));
+    }
+
+    fn compute(&self, env: &Env, pid: usize) -> Result<(), DsmError> {
+        let s = self.size;
+        let (b, nb) = (s.block, s.blocks());
+        let owner = Owner::of(env);
+        let mine = |bi, bj| owner.of_block(bi, bj) == pid;
         // SAFETY (both): in each phase a block is written by its owner
         // alone, and the blocks read were written in an earlier phase,
         // ended by a barrier (module docs).
@@ -245,6 +266,9 @@ impl Kernel for Lu {
         // SAFETY: as above.
         let block_mut = |bi, bj| unsafe { part_mut(&self.a, s.block_range(bi, bj)) };
         for k in 0..nb {
+            if k > 0 {
+                env.barrier()?;
+            }
             if mine(k, k) {
                 factor_diagonal(block_mut(k, k), b);
             }
@@ -263,21 +287,14 @@ impl Kernel for Lu {
                     update_interior(block(i, k), block(k, j), block_mut(i, j), b);
                 }
             }
-            env.barrier()?;
         }
-        let Some(clock) = clock else {
-            return env.barrier().map(|_| None);
-        };
-        let elapsed = clock.stop(env);
-        // SAFETY: nobody writes the matrix until the barrier below.
+        Ok(())
+    }
+
+    fn check(&self) -> (bool, &'static str) {
+        // SAFETY: nobody writes the matrix while process 0 checks it.
         let lu = unsafe { part(&self.a, 0..self.a.len()) };
-        let (verified, against) = self.check(lu);
-        env.barrier()?;
-        Ok(Some(Measured {
-            elapsed,
-            verified,
-            against,
-        }))
+        self.verify(lu)
     }
 }
 
@@ -310,10 +327,8 @@ mod tests {
 
     #[test]
     fn the_grid_is_the_squarest() {
-        assert_eq!(grid(1), (1, 1));
-        assert_eq!(grid(2), (1, 2));
-        assert_eq!(grid(4), (2, 2));
-        assert_eq!(grid(8), (2, 4));
-        assert_eq!(grid(6), (2, 3));
+        for (p, rows, cols) in [(1, 1, 1), (2, 1, 2), (4, 2, 2), (8, 2, 4), (6, 2, 3)] {
+            assert_eq!(Owner::grid(p), Owner { rows, cols }, "{p} processes");
+        }
     }
 }

@@ -13,7 +13,7 @@
 //! integer vector x, exact for the same reason.
 
 use super::parmacs::{Env, ParmacsError};
-use super::{mix, part, part_mut, share, Kernel, Measured, Stopwatch};
+use super::{mix, part, part_mut, share, Kernel};
 use threadwire_dsm::{DsmError, Region};
 
 /// Blocks of C: a 4 × 4 grid.
@@ -54,7 +54,7 @@ impl Matmult {
     }
 
     /// Whether `c` is A·B: exactly, or by Freivalds' invariant.
-    fn check(&self, c: &[f64], a: &[f64], b: &[f64]) -> (bool, &'static str) {
+    fn verify(&self, c: &[f64], a: &[f64], b: &[f64]) -> (bool, &'static str) {
         let n = self.n;
         if n <= order(true) {
             let mut want = vec![0.0; n * n];
@@ -92,17 +92,18 @@ impl Kernel for Matmult {
         format!("{0}x{0} matrices, {BLOCKS} blocks", self.n)
     }
 
-    fn process(&self, env: &Env, pid: usize) -> Result<Option<Measured>, DsmError> {
+    fn initialize(&self, env: &Env, pid: usize) {
         let n = self.n;
-        let rows = share(n, env.processes(), pid);
-        for i in rows {
+        for i in share(n, env.processes(), pid) {
             for j in 0..n {
                 self.a.set(i * n + j, element(0, n, i, j));
                 self.b.set(i * n + j, element(1, n, i, j));
             }
         }
-        env.barrier()?;
-        let clock = (pid == 0).then(|| Stopwatch::start(env));
+    }
+
+    fn compute(&self, env: &Env, pid: usize) -> Result<(), DsmError> {
+        let n = self.n;
         // SAFETY: A and B are only read from here on.
         let (a, b) = unsafe { (part(&self.a, 0..n * n), part(&self.b, 0..n * n)) };
         let side = n / SIDE;
@@ -121,19 +122,19 @@ impl Kernel for Matmult {
                 }
             }
         }
-        env.barrier()?;
-        let Some(clock) = clock else {
-            return env.barrier().map(|_| None);
+        Ok(())
+    }
+
+    fn check(&self) -> (bool, &'static str) {
+        let n = self.n;
+        // SAFETY: nobody writes the matrices while process 0 checks them.
+        let (a, b, c) = unsafe {
+            (
+                part(&self.a, 0..n * n),
+                part(&self.b, 0..n * n),
+                part(&self.c, 0..n * n),
+            )
         };
-        let elapsed = clock.stop(env);
-        // SAFETY: nobody writes C until the barrier below.
-        let c = unsafe { part(&self.c, 0..n * n) };
-        let (verified, against) = self.check(c, a, b);
-        env.barrier()?;
-        Ok(Some(Measured {
-            elapsed,
-            verified,
-            against,
-        }))
+        self.verify(c, a, b)
     }
 }

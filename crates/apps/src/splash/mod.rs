@@ -217,43 +217,55 @@ impl fmt::Display for Report {
             if m.verified { "yes" } else { "NO" },
             m.against
         )?;
-        writeln!(
-            f,
-            "{:>4} {:>12} {:>12} {:>9} {:>13} {:>9} {:>12} {:>13}",
-            "node",
-            "read faults",
-            "write faults",
-            "fetches",
-            "fetch bytes",
-            "diffs",
-            "diff bytes",
-            "invalidations"
-        )?;
+        write!(f, "{:>4}", "node")?;
+        for heading in COUNTERS {
+            write!(f, " {heading:>13}")?;
+        }
+        writeln!(f)?;
         for (node, s) in self.stats.iter().enumerate() {
-            writeln!(
-                f,
-                "{node:>4} {:>12} {:>12} {:>9} {:>13} {:>9} {:>12} {:>13}",
-                s.read_faults,
-                s.write_faults,
-                s.fetches,
-                s.fetch_bytes,
-                s.diffs,
-                s.diff_bytes,
-                s.invalidations
-            )?;
+            write!(f, "{node:>4}")?;
+            for c in counters(s) {
+                write!(f, " {c:>13}")?;
+            }
+            writeln!(f)?;
         }
         Ok(())
     }
 }
 
-/// A program's side in step 1–4: its arrays allocated, then run by each
-/// process.
+/// A program's side of steps 2–4, its arrays allocated in step 1.
 trait Kernel: Send + Sync + 'static {
     /// The problem size, in words.
     fn size(&self) -> String;
-    /// Process `pid`'s part (steps 2–4); process 0 returns what it
-    /// measured.
-    fn process(&self, env: &Env, pid: usize) -> Result<Option<Measured>, DsmError>;
+    /// Step 2: process `pid` fills its part of the data.
+    fn initialize(&self, env: &Env, pid: usize);
+    /// Step 3: process `pid`'s computation, with barriers between its
+    /// phases but none after the last (the runner's).
+    fn compute(&self, env: &Env, pid: usize) -> Result<(), DsmError>;
+    /// Step 4, in process 0 while the others wait: whether the result is
+    /// right, and what it was checked against.
+    fn check(&self) -> (bool, &'static str);
+}
+
+/// Steps 2–4 in process `pid`; process 0 returns what it measured.
+fn process(kernel: &dyn Kernel, env: &Env, pid: usize) -> Result<Option<Measured>, DsmError> {
+    kernel.initialize(env, pid);
+    env.barrier()?;
+    let started = env.clock();
+    kernel.compute(env, pid)?;
+    env.barrier()?;
+    let elapsed = Duration::from_micros(env.clock() - started);
+    let measured = (pid == 0).then(|| {
+        let (verified, against) = kernel.check();
+        Measured {
+            elapsed,
+            verified,
+            against,
+        }
+    });
+    // Process 0 may fetch anyone's data until here.
+    env.barrier()?;
+    Ok(measured)
 }
 
 /// A node of a program's job launched by `threadwire apps splash`: joins
@@ -263,8 +275,43 @@ pub fn node(cfg: Config) -> Result<Option<Report>, Error> {
     run(&ep, cfg)
 }
 
-/// The counters of [`Stats`] as published in step 5.
+/// The counters of [`Stats`] published in step 5 and reported, with
+/// their columns' headings.
+const COUNTERS: [&str; STATS_FIELDS] = [
+    "read faults",
+    "write faults",
+    "fetches",
+    "fetch bytes",
+    "diffs",
+    "diff bytes",
+    "invalidations",
+];
 const STATS_FIELDS: usize = 7;
+
+fn counters(s: &Stats) -> [u64; STATS_FIELDS] {
+    [
+        s.read_faults,
+        s.write_faults,
+        s.fetches,
+        s.fetch_bytes,
+        s.diffs,
+        s.diff_bytes,
+        s.invalidations,
+    ]
+}
+
+fn stats(c: [u64; STATS_FIELDS]) -> Stats {
+    Stats {
+        read_faults: c[0],
+        write_faults: c[1],
+        fetches: c[2],
+        fetch_bytes: c[3],
+        diffs: c[4],
+        diff_bytes: c[5],
+        invalidations: c[6],
+        ..Stats::default()
+    }
+}
 
 /// Runs `cfg` on this node; thread 0's endpoint must be passed. Returns
 /// the report on node 0 and `None` elsewhere.
@@ -284,39 +331,17 @@ pub fn run(ep: &Endpoint, cfg: Config) -> Result<Option<Report>, Error> {
         let (env_p, kernel, outcome) = (env.clone(), kernel.clone(), outcome.clone());
         env.create(cfg.threads, move |pid| {
             let env = &env_p;
-            let measured = kernel.process(env, pid)?;
+            let measured = process(kernel.as_ref(), env, pid)?;
             let first = pid % env.threads() == 0;
             if first {
-                let s = env.stats();
-                let counters = [
-                    s.read_faults,
-                    s.write_faults,
-                    s.fetches,
-                    s.fetch_bytes,
-                    s.diffs,
-                    s.diff_bytes,
-                    s.invalidations,
-                ];
-                for (k, c) in counters.into_iter().enumerate() {
+                for (k, c) in counters(&env.stats()).into_iter().enumerate() {
                     published.set(env.node() * STATS_FIELDS + k, c);
                 }
             }
             env.barrier()?;
             if pid == 0 {
                 let stats = (0..env.nodes())
-                    .map(|n| {
-                        let c = |k| published.get(n * STATS_FIELDS + k);
-                        Stats {
-                            read_faults: c(0),
-                            write_faults: c(1),
-                            fetches: c(2),
-                            fetch_bytes: c(3),
-                            diffs: c(4),
-                            diff_bytes: c(5),
-                            invalidations: c(6),
-                            ..Stats::default()
-                        }
-                    })
+                    .map(|n| stats(std::array::from_fn(|k| published.get(n * STATS_FIELDS + k))))
                     .collect();
                 *outcome.lock().unwrap_or_else(|p| p.into_inner()) = (measured, stats);
             }
@@ -337,24 +362,6 @@ pub fn run(ep: &Endpoint, cfg: Config) -> Result<Option<Report>, Error> {
         measured: measured.ok_or(Error::Unmeasured)?,
         stats,
     }))
-}
-
-/// Process 0's clock around the computation (step 3).
-struct Stopwatch {
-    started: u64,
-}
-
-impl Stopwatch {
-    /// Started by process 0 after the barrier that ends initialization.
-    fn start(env: &Env) -> Stopwatch {
-        Stopwatch {
-            started: env.clock(),
-        }
-    }
-
-    fn stop(&self, env: &Env) -> Duration {
-        Duration::from_micros(env.clock() - self.started)
-    }
 }
 
 /// `part` of `len` items shared out among `parts` as evenly as possible:

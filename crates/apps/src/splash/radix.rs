@@ -18,7 +18,7 @@
 //! the keys against those of the keys generated again.
 
 use super::parmacs::{Env, ParmacsError};
-use super::{mix, part, part_mut, share, Kernel, Measured, Stopwatch};
+use super::{mix, part, part_mut, share, Kernel};
 use threadwire_dsm::{DsmError, Region};
 
 /// Digits per pass.
@@ -71,7 +71,7 @@ impl Radix {
     }
 
     /// Whether `sorted` are the keys in order.
-    fn check(&self, sorted: &[u32]) -> (bool, &'static str) {
+    fn verify(&self, sorted: &[u32]) -> (bool, &'static str) {
         let n = self.size.keys;
         if n <= Size::of(true).keys {
             let mut want: Vec<u32> = (0..n).map(key).collect();
@@ -94,15 +94,19 @@ impl Kernel for Radix {
         format!("{} keys below 2^{KEY_BITS}, radix {RADIX}", self.size.keys)
     }
 
-    fn process(&self, env: &Env, pid: usize) -> Result<Option<Measured>, DsmError> {
-        let processes = env.processes();
-        let mine = share(self.size.keys, processes, pid);
-        for i in mine.clone() {
+    fn initialize(&self, env: &Env, pid: usize) {
+        for i in share(self.size.keys, env.processes(), pid) {
             self.keys[0].set(i, key(i));
         }
-        env.barrier()?;
-        let clock = (pid == 0).then(|| Stopwatch::start(env));
+    }
+
+    fn compute(&self, env: &Env, pid: usize) -> Result<(), DsmError> {
+        let processes = env.processes();
+        let mine = share(self.size.keys, processes, pid);
         for pass in 0..PASSES {
+            if pass > 0 {
+                env.barrier()?;
+            }
             let (from, to) = (
                 &self.keys[pass as usize % 2],
                 &self.keys[1 - pass as usize % 2],
@@ -137,20 +141,13 @@ impl Kernel for Radix {
                 to.set(*place, k);
                 *place += 1;
             }
-            env.barrier()?;
         }
-        let Some(clock) = clock else {
-            return env.barrier().map(|_| None);
-        };
-        let elapsed = clock.stop(env);
-        // SAFETY: nobody writes the keys until the barrier below.
+        Ok(())
+    }
+
+    fn check(&self) -> (bool, &'static str) {
+        // SAFETY: nobody writes the keys while process 0 checks them.
         let sorted = unsafe { part(&self.keys[PASSES as usize % 2], 0..self.size.keys) };
-        let (verified, against) = self.check(sorted);
-        env.barrier()?;
-        Ok(Some(Measured {
-            elapsed,
-            verified,
-            against,
-        }))
+        self.verify(sorted)
     }
 }

@@ -14,7 +14,7 @@
 //! grids are equal bit for bit.
 
 use super::parmacs::{Env, ParmacsError};
-use super::{part, share, Kernel, Measured, Stopwatch};
+use super::{part, share, Kernel};
 use threadwire_dsm::{DsmError, Region};
 
 /// The over-relaxation factor.
@@ -100,6 +100,12 @@ impl Sor {
         })
     }
 
+    /// Process `pid`'s band of interior rows.
+    fn band(&self, env: &Env, pid: usize) -> std::ops::Range<usize> {
+        let band = share(self.size.rows - 2, env.processes(), pid);
+        band.start + 1..band.end + 1
+    }
+
     /// The grid after every iteration, computed here alone.
     fn sequential(&self) -> Vec<f64> {
         let s = self.size;
@@ -122,18 +128,17 @@ impl Kernel for Sor {
         format!("{}x{} grid, {} iterations", s.rows, s.cols, s.iterations)
     }
 
-    fn process(&self, env: &Env, pid: usize) -> Result<Option<Measured>, DsmError> {
+    fn initialize(&self, env: &Env, pid: usize) {
         let s = self.size;
-        let band = share(s.rows - 2, env.processes(), pid);
-        let band = band.start + 1..band.end + 1;
+        let band = self.band(env, pid);
         // The border rows go with the first and last bands.
-        let init_rows = match (band.start == 1, band.end == s.rows - 1) {
+        let rows = match (band.start == 1, band.end == s.rows - 1) {
             (true, true) => 0..s.rows,
             (true, false) => 0..band.end,
             (false, true) => band.start..s.rows,
-            (false, false) => band.clone(),
+            (false, false) => band,
         };
-        for i in init_rows {
+        for i in rows {
             for j in [0, s.cols - 1] {
                 self.grid.set(i * s.cols + j, border(s, i, j));
             }
@@ -143,29 +148,27 @@ impl Kernel for Sor {
                 }
             }
         }
-        env.barrier()?;
-        let clock = (pid == 0).then(|| Stopwatch::start(env));
-        for _ in 0..s.iterations {
-            for colour in 0..2 {
-                // SAFETY: this process alone writes this colour in its
-                // band; the other colour is written by no one until the
-                // barrier.
-                unsafe { half_sweep(self.grid.as_ptr(), s, band.clone(), colour) };
+    }
+
+    fn compute(&self, env: &Env, pid: usize) -> Result<(), DsmError> {
+        let band = self.band(env, pid);
+        for half in 0..2 * self.size.iterations {
+            if half > 0 {
                 env.barrier()?;
             }
+            // SAFETY: this process alone writes this colour in its band;
+            // the other colour is written by no one until the barrier.
+            unsafe { half_sweep(self.grid.as_ptr(), self.size, band.clone(), half % 2) };
         }
-        let Some(clock) = clock else {
-            return env.barrier().map(|_| None);
-        };
-        let elapsed = clock.stop(env);
-        // SAFETY: nobody writes the grid until the barrier below.
+        Ok(())
+    }
+
+    fn check(&self) -> (bool, &'static str) {
+        // SAFETY: nobody writes the grid while process 0 checks it.
         let ours = unsafe { part(&self.grid, 0..self.grid.len()) };
-        let verified = ours == self.sequential().as_slice();
-        env.barrier()?;
-        Ok(Some(Measured {
-            elapsed,
-            verified,
-            against: "the sweeps run sequentially",
-        }))
+        (
+            ours == self.sequential().as_slice(),
+            "the sweeps run sequentially",
+        )
     }
 }
