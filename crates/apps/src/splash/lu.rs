@@ -259,9 +259,9 @@ impl Kernel for Lu {
         let (b, nb) = (s.block, s.blocks());
         let owner = Owner::of(env);
         let mine = |bi, bj| owner.of_block(bi, bj) == pid;
-        // SAFETY (both): in each phase a block is written by its owner
-        // alone, and the blocks read were written in an earlier phase,
-        // ended by a barrier (module docs).
+        // SAFETY: in each phase a block is written by its owner alone,
+        // and the blocks read were written in an earlier phase, ended by
+        // a barrier (module docs).
         let block = |bi, bj| unsafe { part(&self.a, s.block_range(bi, bj)) };
         // SAFETY: as above.
         let block_mut = |bi, bj| unsafe { part_mut(&self.a, s.block_range(bi, bj)) };

@@ -67,6 +67,9 @@ pub enum ParmacsError {
     },
 }
 
+/// A created process: its pid and thread.
+type Process = (usize, JoinHandle<Result<(), DsmError>>);
+
 /// One node's PARMACS environment: clone it into every process.
 #[derive(Clone, Debug)]
 pub struct Env {
@@ -75,7 +78,7 @@ pub struct Env {
     nodes: usize,
     threads: usize,
     start: Instant,
-    created: Arc<Mutex<Vec<(usize, JoinHandle<Result<(), DsmError>>)>>>,
+    created: Arc<Mutex<Vec<Process>>>,
 }
 
 impl Env {
