@@ -33,32 +33,33 @@ fn verifies(program: &str, nodes: u32, threads: u32) {
     assert_eq!(counter_rows, nodes as usize, "{}", ran.show());
 }
 
+/// (nodes, threads per node) of every program's test.
+const SHAPES: [(u32, u32); 6] = [(1, 1), (1, 2), (2, 1), (2, 2), (4, 1), (4, 2)];
+
+fn verifies_on_every_shape(program: &str) {
+    for (nodes, threads) in SHAPES {
+        verifies(program, nodes, threads);
+    }
+}
+
 #[test]
 fn sor_verifies_on_one_two_and_four_nodes() {
-    for (nodes, threads) in [(1, 1), (1, 2), (2, 1), (2, 2), (4, 1), (4, 2)] {
-        verifies("sor", nodes, threads);
-    }
+    verifies_on_every_shape("sor");
 }
 
 #[test]
 fn matmult_verifies_on_one_two_and_four_nodes() {
-    for (nodes, threads) in [(1, 1), (1, 2), (2, 1), (2, 2), (4, 1), (4, 2)] {
-        verifies("matmult", nodes, threads);
-    }
+    verifies_on_every_shape("matmult");
 }
 
 #[test]
 fn lu_c_verifies_on_one_two_and_four_nodes() {
-    for (nodes, threads) in [(1, 1), (1, 2), (2, 1), (2, 2), (4, 1), (4, 2)] {
-        verifies("lu-c", nodes, threads);
-    }
+    verifies_on_every_shape("lu-c");
 }
 
 #[test]
 fn radix_verifies_on_one_two_and_four_nodes() {
-    for (nodes, threads) in [(1, 1), (1, 2), (2, 1), (2, 2), (4, 1), (4, 2)] {
-        verifies("radix", nodes, threads);
-    }
+    verifies_on_every_shape("radix");
 }
 
 #[test]
