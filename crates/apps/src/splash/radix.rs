@@ -2,7 +2,10 @@
 //! by digits of radix 1024, least significant first, two passes (the
 //! seed's 1M keys, radix 1024).
 //!
-//! Process p owns a contiguous share of the keys ([`share`]). A pass:
+//! Process p owns a contiguous share of the keys ([`share`]). First it
+//! adds its keys' count, sum and xor to shared totals under a lock, as
+//! SPLASH-2's programs make their reductions (`LOCK`, update, `UNLOCK`).
+//! Then, each pass:
 //!
 //! 1. p counts the digits of its keys into its row of a shared P × radix
 //!    histogram; a barrier.
@@ -13,9 +16,10 @@
 //!    (the permutation: stable, and every place written once); a barrier.
 //!    The arrays swap roles.
 //!
-//! Checked in process 0: at `--small`, against the keys sorted here
-//! alone; at the seed's size, by order and by the count, sum and xor of
-//! the keys against those of the keys generated again.
+//! Checked in process 0: by order, and by the count, sum and xor of the
+//! sorted keys against the totals made under the lock (so a lock that
+//! let two processes in at once, or lost a holder's writes, fails the
+//! check); at `--small`, also against the keys sorted here alone.
 
 use super::parmacs::{Env, ParmacsError};
 use super::{mix, part, part_mut, share, Kernel};
@@ -57,6 +61,18 @@ pub struct Radix {
     size: Size,
     keys: [Region<u32>; 2],
     histograms: Region<u32>,
+    /// Count, sum and xor of every key, added up under [`TOTALS_LOCK`].
+    totals: Region<u64>,
+}
+
+/// The lock of the totals.
+const TOTALS_LOCK: u32 = 0;
+
+/// Count, sum and xor of `keys`.
+fn summary(keys: impl Iterator<Item = u32>) -> [u64; 3] {
+    keys.fold([0, 0, 0], |[n, sum, xor], k| {
+        [n + 1, sum + u64::from(k), xor ^ u64::from(k)]
+    })
 }
 
 impl Radix {
@@ -67,25 +83,23 @@ impl Radix {
             size,
             keys: [env.g_malloc(size.keys)?, env.g_malloc(size.keys)?],
             histograms: env.g_malloc(env.processes() * RADIX)?,
+            totals: env.g_malloc(3)?,
         })
     }
 
     /// Whether `sorted` are the keys in order.
     fn verify(&self, sorted: &[u32]) -> (bool, &'static str) {
         let n = self.size.keys;
+        let ordered = sorted.windows(2).all(|w| w[0] <= w[1]);
+        let totals = [0, 1, 2].map(|k| self.totals.get(k));
+        let same = summary(sorted.iter().copied()) == totals;
         if n <= Size::of(true).keys {
             let mut want: Vec<u32> = (0..n).map(key).collect();
             want.sort_unstable();
-            return (sorted == want.as_slice(), "the keys sorted sequentially");
+            let verified = ordered && same && sorted == want.as_slice();
+            return (verified, "the keys sorted sequentially, and the totals");
         }
-        let summary = |keys: &mut dyn Iterator<Item = u32>| {
-            keys.fold((0usize, 0u64, 0u32), |(n, sum, xor), k| {
-                (n + 1, sum + u64::from(k), xor ^ k)
-            })
-        };
-        let ordered = sorted.windows(2).all(|w| w[0] <= w[1]);
-        let same = summary(&mut sorted.iter().copied()) == summary(&mut (0..n).map(key));
-        (ordered && same, "order, and the keys' count, sum and xor")
+        (ordered && same, "order, and the totals made under a lock")
     }
 }
 
@@ -103,6 +117,17 @@ impl Kernel for Radix {
     fn compute(&self, env: &Env, pid: usize) -> Result<(), DsmError> {
         let processes = env.processes();
         let mine = share(self.size.keys, processes, pid);
+        {
+            // SAFETY: the keys were written before the barrier that ended
+            // initialization, and are read only until the first pass.
+            let keys = unsafe { part(&self.keys[0], mine.clone()) };
+            let ours = summary(keys.iter().copied());
+            let _held = env.lock(TOTALS_LOCK)?;
+            let [n, sum, xor] = [0, 1, 2].map(|k| self.totals.get(k));
+            self.totals.set(0, n + ours[0]);
+            self.totals.set(1, sum + ours[1]);
+            self.totals.set(2, xor ^ ours[2]);
+        }
         for pass in 0..PASSES {
             if pass > 0 {
                 env.barrier()?;
