@@ -2,9 +2,10 @@
 //! by digits of radix 1024, least significant first, two passes (the
 //! seed's 1M keys, radix 1024).
 //!
-//! Process p owns a contiguous share of the keys ([`share`]). First it
-//! adds its keys' count, sum and xor to shared totals under a lock, as
-//! SPLASH-2's programs make their reductions (`LOCK`, update, `UNLOCK`).
+//! Process p owns a contiguous share of the keys, as even as can be.
+//! First it adds its keys' count, sum and xor to shared totals under a
+//! lock, as SPLASH-2's programs make their reductions (`LOCK`, update,
+//! `UNLOCK`).
 //! Then, each pass:
 //!
 //! 1. p counts the digits of its keys into its row of a shared P × radix

@@ -2,9 +2,9 @@
 //! `f64`s, row-major, its border held fixed (the seed's 2002×1002, 100
 //! iterations).
 //!
-//! Process p owns a band of interior rows ([`share`]). An iteration is two
-//! half-sweeps, red points ((i + j) even) then black, each followed by a
-//! barrier: a red point reads only black neighbours and the reverse, so
+//! Process p owns a band of interior rows, as even as can be. An
+//! iteration is two half-sweeps, red points ((i + j) even) then black,
+//! each followed by a barrier: a red point reads only black neighbours and the reverse, so
 //! within a half-sweep no point read is written (data-race free) and the
 //! result does not depend on P. Neighbouring bands read each other's
 //! edge rows: the DSM's traffic.
