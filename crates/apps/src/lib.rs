@@ -13,6 +13,10 @@
 //!   16–17: a master serves tasks of rows of A to slaves by active
 //!   message, swept over granularity and concurrency.
 //!
+//! - [`splash`]: SPLASH-2-style programs (SOR, MATMULT, LU-c, RADIX) on
+//!   the distributed shared memory, as the Strings DSM ran them, over a
+//!   PARMACS-like API ([`splash::parmacs`]).
+//!
 //! [`hosts`] runs an app's jobs on emulated hosts joined by one of the
 //! seeds' networks (`--link`), and removes the hosts after.
 #![warn(missing_docs)]
@@ -23,3 +27,4 @@ pub mod figures;
 pub mod hosts;
 pub mod jpeg;
 pub mod matmul;
+pub mod splash;

@@ -8,7 +8,8 @@
 //! emulated ones built for `--link` and removed after); `apps matmul
 //! --compare` and its comma lists run a `threadwire_apps::matmul::Sweep`
 //! of jobs whose nodes report their times alone (`--result-only`), and
-//! print its table.
+//! print its table. `apps splash`'s arguments and dispatch are in
+//! `crate::apps_splash`.
 
 use crate::args::JobArgs;
 use crate::bench::{under_launcher, Outcome};
@@ -132,6 +133,30 @@ Examples:
         #[command(flatten)]
         job: AgendaJob,
     },
+    /// SPLASH-2-style programs on the distributed shared memory (the
+    /// Strings DSM's Table 2): SOR, MATMULT, LU-c, RADIX on N nodes x T
+    /// processes, timed without initialization, verified, with each
+    /// node's DSM counters.
+    #[command(after_help = "\
+Processes are OS threads: P = nodes x threads, process p is thread p mod T of
+node p div T. Each program runs at the seed's size, or at --small for quick
+checks; process 0 verifies the result against the same computation run
+sequentially (small sizes, and SOR at any size) or an invariant (a product
+with a random vector; order and checksums), and the job fails if it is wrong.
+Node 0 prints the time from the barrier after initialization to the barrier
+after the computation, and every node's faults, fetches and diffs. With
+--link L the job runs on emulated hosts joined by L (one per node unless
+--hosts; needs root), built for it and removed after.
+
+Examples:
+  threadwire apps splash sor -n 4                  # 2002x1002, 100 iterations
+  threadwire apps splash lu-c -n 4 --threads 2
+  threadwire apps splash radix -n 2 --small
+  threadwire apps splash matmult -n 4 --link fast100")]
+    Splash {
+        #[command(flatten)]
+        job: crate::apps_splash::SplashJob,
+    },
 }
 
 /// `--link` and `--hosts` of the apps.
@@ -149,7 +174,7 @@ pub struct OnHosts {
 
 impl OnHosts {
     /// The hosts of a run of jobs of at most `nodes` nodes.
-    fn hosts(&self, nodes: u32) -> Result<Hosts> {
+    pub fn hosts(&self, nodes: u32) -> Result<Hosts> {
         if self.link.is_some() {
             // Before any thread starts: a signal then removes the hosts.
             threadwire_testbed::interrupt::install(crate::progress::report_interrupt);
@@ -557,6 +582,7 @@ pub fn run(app: App) -> Result<Outcome> {
             exit(launch(&spec, program, &job.on.hosts(job.nodes)?)?)
         }
         App::Jpeg { job } => jpeg(job),
+        App::Splash { job } => crate::apps_splash::run(job),
         App::AgendaMatmul { job } => {
             let cfg = job.config();
             if under_launcher() {
@@ -598,7 +624,7 @@ fn jpeg(job: JpegJob) -> Result<Outcome> {
 }
 
 /// Runs the app's job on `hosts` and returns its status.
-fn launch(job: &JobArgs, program: JobSpec, hosts: &Hosts) -> Result<i32> {
+pub fn launch(job: &JobArgs, program: JobSpec, hosts: &Hosts) -> Result<i32> {
     Ok(launch_collecting(job, program, hosts)?.0)
 }
 

@@ -1,0 +1,432 @@
+//! SPLASH-2-style programs on threadwire's distributed shared memory, as
+//! the Strings DSM ran them (its Table 2 of problem sizes), written
+//! against [`parmacs`], a PARMACS-like API over `threadwire-dsm`.
+//!
+//! | program | seed's size | `--small` | module |
+//! |---|---|---|---|
+//! | SOR | 2002×1002 grid, 100 iterations | 130×66, 10 | [`sor`] |
+//! | MATMULT | 1024², 16 blocks | 128² | [`matmult`] |
+//! | LU-c | 2048², block 128 | 128², block 16 | [`lu`] |
+//! | RADIX | 1M keys, radix 1024 | 64K keys | [`radix`] |
+//!
+//! Every program runs as SPLASH-2's do:
+//!
+//! 1. Thread 0 of every node sets up the environment and allocates the
+//!    shared arrays ([`parmacs::Env::g_malloc`]), then creates the node's
+//!    processes (P = nodes × threads in all) and waits for their end.
+//! 2. Each process initializes its part of the data; a barrier.
+//! 3. Process 0 reads the clock; all compute, with barriers between
+//!    phases; a barrier, and process 0 reads the clock again: the time
+//!    excludes initialization, as SPLASH's does.
+//! 4. Process 0 checks the result — against the same computation run
+//!    sequentially in its process where that is cheap, else against an
+//!    invariant (a product with a random vector, sortedness and checksums)
+//!    — while the others wait at a barrier, since it may fetch any of
+//!    their data.
+//! 5. Every node's first process publishes the node's DSM counters in a
+//!    shared array; after a barrier node 0 reads them all for the report.
+
+pub mod lu;
+pub mod matmult;
+pub mod parmacs;
+pub mod radix;
+pub mod sor;
+
+use parmacs::{Env, ParmacsError};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use threadwire::Endpoint;
+use threadwire_dsm::{DsmError, Region, Stats};
+
+/// The programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// Red-black successive over-relaxation ([`sor`]).
+    Sor,
+    /// Blocked matrix multiply ([`matmult`]).
+    Matmult,
+    /// Blocked LU with contiguous blocks ([`lu`]).
+    LuContiguous,
+    /// Radix sort of integer keys ([`radix`]).
+    Radix,
+}
+
+impl Program {
+    /// Every program, in the order of the module table.
+    pub const ALL: [Program; 4] = [
+        Program::Sor,
+        Program::Matmult,
+        Program::LuContiguous,
+        Program::Radix,
+    ];
+
+    /// Its name on the command line: `sor`, `matmult`, `lu-c`, `radix`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Program::Sor => "sor",
+            Program::Matmult => "matmult",
+            Program::LuContiguous => "lu-c",
+            Program::Radix => "radix",
+        }
+    }
+
+    /// Its name in the seed: `SOR`, `MATMULT`, `LU-c`, `RADIX`.
+    pub fn title(self) -> &'static str {
+        match self {
+            Program::Sor => "SOR",
+            Program::Matmult => "MATMULT",
+            Program::LuContiguous => "LU-c",
+            Program::Radix => "RADIX",
+        }
+    }
+}
+
+impl fmt::Display for Program {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a program runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Which.
+    pub program: Program,
+    /// Processes per node.
+    pub threads: usize,
+    /// The `--small` size (module table) instead of the seed's.
+    pub small: bool,
+}
+
+/// The most processes per node.
+pub const MAX_THREADS: usize = 64;
+
+impl Config {
+    /// Whether it can run on `nodes` nodes: 1 to [`MAX_THREADS`]
+    /// processes per node, and no more processes than the program has
+    /// rows, blocks or keys to share out.
+    pub fn check(&self, nodes: u32) -> Result<(), Error> {
+        if self.threads == 0 || self.threads > MAX_THREADS {
+            return Err(Error::Threads(self.threads));
+        }
+        let processes = nodes as usize * self.threads;
+        let most = match self.program {
+            Program::Sor => sor::Size::of(self.small).rows - 2,
+            Program::Matmult => matmult::BLOCKS,
+            Program::LuContiguous => {
+                let size = lu::Size::of(self.small);
+                (size.n / size.block).pow(2)
+            }
+            Program::Radix => radix::Size::of(self.small).keys,
+        };
+        if processes > most {
+            return Err(Error::TooManyProcesses {
+                program: self.program,
+                processes,
+                most,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Why a program failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Threads per node out of range.
+    #[error("{0} threads per node: from 1 to {MAX_THREADS}")]
+    Threads(usize),
+    /// More processes than the program has work to share out.
+    #[error("{program} shares its work among at most {most} processes, not {processes}")]
+    TooManyProcesses {
+        /// Which.
+        program: Program,
+        /// Nodes × threads asked for.
+        processes: usize,
+        /// Its most.
+        most: usize,
+    },
+    /// The node did not start.
+    #[error("starting the node")]
+    Init(#[from] threadwire::InitError),
+    /// The shared memory or a process failed.
+    #[error(transparent)]
+    Parmacs(#[from] ParmacsError),
+    /// Process 0 reported nothing (it failed without an error).
+    #[error("process 0 measured nothing")]
+    Unmeasured,
+}
+
+impl From<DsmError> for Error {
+    fn from(e: DsmError) -> Error {
+        Error::Parmacs(e.into())
+    }
+}
+
+/// What process 0 measured and checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    /// From the barrier after initialization to the barrier after the
+    /// computation.
+    pub elapsed: Duration,
+    /// Whether the result is right.
+    pub verified: bool,
+    /// What it was checked against.
+    pub against: &'static str,
+}
+
+/// A program's run, as node 0 reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// Which.
+    pub program: Program,
+    /// Its problem size, in words.
+    pub size: String,
+    /// Nodes of the job.
+    pub nodes: usize,
+    /// Processes per node.
+    pub threads: usize,
+    /// Time and verification.
+    pub measured: Measured,
+    /// Each node's DSM counters at the end of the computation, by node.
+    pub stats: Vec<Stats>,
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = &self.measured;
+        writeln!(
+            f,
+            "splash {}: {} on {} nodes x {} threads ({} processes)",
+            self.program.title(),
+            self.size,
+            self.nodes,
+            self.threads,
+            self.nodes * self.threads
+        )?;
+        writeln!(
+            f,
+            "time: {:.6} s (initialization excluded)",
+            m.elapsed.as_secs_f64()
+        )?;
+        writeln!(
+            f,
+            "verified: {} (against {})",
+            if m.verified { "yes" } else { "NO" },
+            m.against
+        )?;
+        write!(f, "{:>4}", "node")?;
+        for heading in COUNTERS {
+            write!(f, " {heading:>13}")?;
+        }
+        writeln!(f)?;
+        for (node, s) in self.stats.iter().enumerate() {
+            write!(f, "{node:>4}")?;
+            for c in counters(s) {
+                write!(f, " {c:>13}")?;
+            }
+            writeln!(f)?;
+        }
+        Ok(())
+    }
+}
+
+/// A program's side of steps 2–4, its arrays allocated in step 1.
+trait Kernel: Send + Sync + 'static {
+    /// The problem size, in words.
+    fn size(&self) -> String;
+    /// Step 2: process `pid` fills its part of the data.
+    fn initialize(&self, env: &Env, pid: usize);
+    /// Step 3: process `pid`'s computation, with barriers between its
+    /// phases but none after the last (the runner's).
+    fn compute(&self, env: &Env, pid: usize) -> Result<(), DsmError>;
+    /// Step 4, in process 0 while the others wait: whether the result is
+    /// right, and what it was checked against.
+    fn check(&self) -> (bool, &'static str);
+}
+
+/// Steps 2–4 in process `pid`; process 0 returns what it measured.
+fn process(kernel: &dyn Kernel, env: &Env, pid: usize) -> Result<Option<Measured>, DsmError> {
+    kernel.initialize(env, pid);
+    env.barrier()?;
+    let started = env.clock();
+    kernel.compute(env, pid)?;
+    env.barrier()?;
+    let elapsed = Duration::from_micros(env.clock() - started);
+    let measured = (pid == 0).then(|| {
+        let (verified, against) = kernel.check();
+        Measured {
+            elapsed,
+            verified,
+            against,
+        }
+    });
+    // Process 0 may fetch anyone's data until here.
+    env.barrier()?;
+    Ok(measured)
+}
+
+/// A node of a program's job launched by `threadwire apps splash`: joins
+/// the job, runs [`run`] and returns the report on node 0.
+pub fn node(cfg: Config) -> Result<Option<Report>, Error> {
+    let ep = threadwire::init()?;
+    run(&ep, cfg)
+}
+
+/// The counters of [`Stats`] published in step 5 and reported, with
+/// their columns' headings.
+const COUNTERS: [&str; STATS_FIELDS] = [
+    "read faults",
+    "write faults",
+    "fetches",
+    "fetch bytes",
+    "diffs",
+    "diff bytes",
+    "invalidations",
+];
+const STATS_FIELDS: usize = 7;
+
+fn counters(s: &Stats) -> [u64; STATS_FIELDS] {
+    [
+        s.read_faults,
+        s.write_faults,
+        s.fetches,
+        s.fetch_bytes,
+        s.diffs,
+        s.diff_bytes,
+        s.invalidations,
+    ]
+}
+
+fn stats(c: [u64; STATS_FIELDS]) -> Stats {
+    Stats {
+        read_faults: c[0],
+        write_faults: c[1],
+        fetches: c[2],
+        fetch_bytes: c[3],
+        diffs: c[4],
+        diff_bytes: c[5],
+        invalidations: c[6],
+        ..Stats::default()
+    }
+}
+
+/// Runs `cfg` on this node; thread 0's endpoint must be passed. Returns
+/// the report on node 0 and `None` elsewhere.
+pub fn run(ep: &Endpoint, cfg: Config) -> Result<Option<Report>, Error> {
+    let nodes = ep.node().nodes();
+    cfg.check(nodes)?;
+    let env = Env::new(ep, cfg.threads)?;
+    let published: Region<u64> = env.g_malloc(nodes as usize * STATS_FIELDS)?;
+    let kernel: Arc<dyn Kernel> = match cfg.program {
+        Program::Sor => Arc::new(sor::Sor::new(&env, cfg.small)?),
+        Program::Matmult => Arc::new(matmult::Matmult::new(&env, cfg.small)?),
+        Program::LuContiguous => Arc::new(lu::Lu::new(&env, cfg.small)?),
+        Program::Radix => Arc::new(radix::Radix::new(&env, cfg.small)?),
+    };
+    let outcome: Arc<Mutex<(Option<Measured>, Vec<Stats>)>> = Arc::default();
+    {
+        let (env_p, kernel, outcome) = (env.clone(), kernel.clone(), outcome.clone());
+        env.create(cfg.threads, move |pid| {
+            let env = &env_p;
+            let measured = process(kernel.as_ref(), env, pid)?;
+            let first = pid % env.threads() == 0;
+            if first {
+                for (k, c) in counters(&env.stats()).into_iter().enumerate() {
+                    published.set(env.node() * STATS_FIELDS + k, c);
+                }
+            }
+            env.barrier()?;
+            if pid == 0 {
+                let stats = (0..env.nodes())
+                    .map(|n| stats(std::array::from_fn(|k| published.get(n * STATS_FIELDS + k))))
+                    .collect();
+                *outcome.lock().unwrap_or_else(|p| p.into_inner()) = (measured, stats);
+            }
+            // Node 0 has read every node's counters before any node ends.
+            env.barrier()
+        })?;
+    }
+    env.wait_for_end()?;
+    if env.node() != 0 {
+        return Ok(None);
+    }
+    let (measured, stats) = std::mem::take(&mut *outcome.lock().unwrap_or_else(|p| p.into_inner()));
+    Ok(Some(Report {
+        program: cfg.program,
+        size: kernel.size(),
+        nodes: nodes as usize,
+        threads: cfg.threads,
+        measured: measured.ok_or(Error::Unmeasured)?,
+        stats,
+    }))
+}
+
+/// `part` of `len` items shared out among `parts` as evenly as possible:
+/// its range.
+fn share(len: usize, parts: usize, part: usize) -> std::ops::Range<usize> {
+    let (each, extra) = (len / parts, len % parts);
+    let start = part * each + part.min(extra);
+    start..start + each + usize::from(part < extra)
+}
+
+/// A reproducible pseudo-random 64-bit value of `i` (splitmix64), so that
+/// every process generates its part of the data, and process 0 the whole
+/// of it again, alike.
+fn mix(seed: u64, i: u64) -> u64 {
+    let mut z = seed
+        .wrapping_add(i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Elements `range` of `region`, to read.
+///
+/// # Safety
+///
+/// No thread of any node writes them until the slice is dropped, unless
+/// a barrier orders the two.
+unsafe fn part<T: bytemuck::Pod>(region: &Region<T>, range: std::ops::Range<usize>) -> &[T] {
+    assert!(range.start <= range.end && range.end <= region.len());
+    // SAFETY: in bounds; the caller keeps writers away.
+    unsafe { std::slice::from_raw_parts(region.as_ptr().add(range.start), range.len()) }
+}
+
+/// Elements `range` of `region`, to write.
+///
+/// # Safety
+///
+/// No other thread of any node reads or writes them until the slice is
+/// dropped, unless a barrier orders them.
+#[allow(clippy::mut_from_ref)]
+unsafe fn part_mut<T: bytemuck::Pod>(
+    region: &Region<T>,
+    range: std::ops::Range<usize>,
+) -> &mut [T] {
+    assert!(range.start <= range.end && range.end <= region.len());
+    // SAFETY: in bounds; the caller keeps other readers and writers away.
+    unsafe { std::slice::from_raw_parts_mut(region.as_ptr().add(range.start), range.len()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_cover_the_range_in_order() {
+        for (len, parts) in [(10, 3), (3, 3), (2000, 8), (5, 1)] {
+            let mut next = 0;
+            for p in 0..parts {
+                let r = share(len, parts, p);
+                assert_eq!(r.start, next);
+                assert!(r.len() >= len / parts && r.len() <= len / parts + 1);
+                next = r.end;
+            }
+            assert_eq!(next, len);
+        }
+    }
+}

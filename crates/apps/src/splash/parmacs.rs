@@ -1,0 +1,193 @@
+//! A PARMACS-like API over threadwire's shared memory: what the SPLASH-2
+//! programs were written in (the Argonne macros of Lusk, Overbeek et al.),
+//! as a Rust type.
+//!
+//! | PARMACS               | here                                        |
+//! |-----------------------|---------------------------------------------|
+//! | `MAIN_INITENV`        | [`Env::new`], by thread 0 of every node     |
+//! | `G_MALLOC(bytes)`     | [`Env::g_malloc`]`::<T>(n)`: collective, in the same order on every node |
+//! | `CREATE(proc)`        | [`Env::create`]`(n, f)`: `n` threads at once, each told its `pid` |
+//! | `WAIT_FOR_END(n)`     | [`Env::wait_for_end`]                       |
+//! | `BARRIER(bar, P)`     | [`Env::barrier`]: every process of every node |
+//! | `LOCK(l)`/`UNLOCK(l)` | `let held = env.lock(id)?; … drop(held)`    |
+//! | `CLOCK(t)`            | [`Env::clock`]: µs since [`Env::new`]       |
+//! | `LOCKDEC`, `BARDEC`, `…INIT` | nothing: locks are numbers, the barrier is the job's |
+//!
+//! Processes are OS threads: P = nodes × threads, and process `pid` is
+//! thread `pid mod threads` of node `pid div threads`, so the processes of
+//! a node are neighbours (SPLASH-2's contiguous partitions then put
+//! neighbouring data on one node). Where a SPLASH-2 program's main thread
+//! creates P−1 processes and then works as process 0, here every node's
+//! main thread creates all of its node's processes and waits for them: it
+//! takes no part in barriers.
+//!
+//! Rules:
+//!
+//! 1. [`Env::create`] starts, in all, exactly the `threads` processes of
+//!    [`Env::new`] on every node before any of them calls
+//!    [`Env::barrier`], which waits for all of them.
+//! 2. [`Env::g_malloc`] is called by the main thread, in the same order
+//!    with the same sizes on every node (`dsm::Dsm::alloc`'s rule).
+//! 3. Shared memory follows the crate's contract: conflicting accesses
+//!    are ordered by a barrier or a lock (`threadwire_dsm`'s module docs).
+
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+use threadwire::Endpoint;
+use threadwire_dsm::{Dsm, DsmConfig, DsmError, LockGuard, Region, Stats};
+
+/// The size of the shared space: the largest program (LU-c, 2048², 32
+/// MiB) fits many times over; unused space costs no memory.
+const SPACE: usize = 1 << 30;
+
+/// Why a process could not be started or did not end well.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParmacsError {
+    /// The shared memory failed (in a process, or setting it up).
+    #[error(transparent)]
+    Dsm(#[from] DsmError),
+    /// More processes created than [`Env::new`] was told.
+    #[error("{wanted} processes created on a node of {threads}")]
+    TooMany {
+        /// Processes created so far, these included.
+        wanted: usize,
+        /// Processes per node.
+        threads: usize,
+    },
+    /// The OS refused a thread.
+    #[error("starting a process: {0}")]
+    Spawn(#[source] std::io::Error),
+    /// A process panicked.
+    #[error("process {pid} panicked")]
+    Panicked {
+        /// Its global id.
+        pid: usize,
+    },
+}
+
+/// A created process: its pid and thread.
+type Process = (usize, JoinHandle<Result<(), DsmError>>);
+
+/// One node's PARMACS environment: clone it into every process.
+#[derive(Clone, Debug)]
+pub struct Env {
+    dsm: Dsm,
+    node: usize,
+    nodes: usize,
+    threads: usize,
+    start: Instant,
+    created: Arc<Mutex<Vec<Process>>>,
+}
+
+impl Env {
+    /// `MAIN_INITENV`: maps the shared space for `threads` processes per
+    /// node. Called once by thread 0 of every node.
+    pub fn new(ep: &Endpoint, threads: usize) -> Result<Env, ParmacsError> {
+        let config = DsmConfig {
+            threads,
+            size: SPACE,
+            ..DsmConfig::default()
+        };
+        let dsm = Dsm::new(ep, config)?;
+        Ok(Env {
+            dsm,
+            node: ep.node().id() as usize,
+            nodes: ep.node().nodes() as usize,
+            threads,
+            start: Instant::now(),
+            created: Arc::default(),
+        })
+    }
+
+    /// `G_MALLOC`: `n` zeroed `T`s at the same address on every node
+    /// (rule 2).
+    pub fn g_malloc<T: bytemuck::Pod>(&self, n: usize) -> Result<Region<T>, ParmacsError> {
+        Ok(self.dsm.alloc(n)?)
+    }
+
+    /// `CREATE`: starts `n` more processes of this node, each running
+    /// `f(pid)` on an OS thread of its own (rule 1).
+    pub fn create<F>(&self, n: usize, f: F) -> Result<(), ParmacsError>
+    where
+        F: Fn(usize) -> Result<(), DsmError> + Send + Sync + 'static,
+    {
+        let f = Arc::new(f);
+        let mut created = self.created.lock().unwrap_or_else(|p| p.into_inner());
+        if created.len() + n > self.threads {
+            return Err(ParmacsError::TooMany {
+                wanted: created.len() + n,
+                threads: self.threads,
+            });
+        }
+        for _ in 0..n {
+            let pid = self.node * self.threads + created.len();
+            let f = f.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("splash-p{pid}"))
+                .spawn(move || f(pid))
+                .map_err(ParmacsError::Spawn)?;
+            created.push((pid, handle));
+        }
+        Ok(())
+    }
+
+    /// `WAIT_FOR_END`: waits for every process this node created, and
+    /// returns the first failure among them.
+    pub fn wait_for_end(&self) -> Result<(), ParmacsError> {
+        let created = std::mem::take(&mut *self.created.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut first = Ok(());
+        for (pid, handle) in created {
+            let ended = match handle.join() {
+                Ok(result) => result.map_err(ParmacsError::from),
+                Err(_) => Err(ParmacsError::Panicked { pid }),
+            };
+            if first.is_ok() {
+                first = ended;
+            }
+        }
+        first
+    }
+
+    /// `BARRIER`: waits for every process of every node; what any wrote
+    /// before it, all read after it.
+    pub fn barrier(&self) -> Result<(), DsmError> {
+        self.dsm.barrier()
+    }
+
+    /// `LOCK`: lock `id`, released when the guard drops (`UNLOCK`).
+    pub fn lock(&self, id: u32) -> Result<LockGuard<'_>, DsmError> {
+        self.dsm.lock(id)
+    }
+
+    /// `CLOCK`: microseconds since [`Env::new`] on this node.
+    pub fn clock(&self) -> u64 {
+        self.start.elapsed().as_micros() as u64
+    }
+
+    /// P: the processes of the job.
+    pub fn processes(&self) -> usize {
+        self.nodes * self.threads
+    }
+
+    /// Processes per node.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// This node's number.
+    pub fn node(&self) -> usize {
+        self.node
+    }
+
+    /// The job's nodes.
+    pub fn nodes(&self) -> usize {
+        self.nodes
+    }
+
+    /// This node's shared-memory counters.
+    pub fn stats(&self) -> Stats {
+        self.dsm.stats()
+    }
+}
