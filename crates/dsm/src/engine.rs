@@ -52,6 +52,12 @@
 //!    from version v to v + 1, holding version v, now holds v + 1 (its copy
 //!    is the home's); otherwise it keeps the older number, and a notice of
 //!    the newer one will invalidate it.
+//! 7. A unit no other node has ever fetched needs no tracking at its
+//!    home: a release leaves it writable and tells no one (a node on its
+//!    own, or writing its own block, takes one fault per unit, not one per
+//!    unit per release). Its first fetch write-protects it, under its lock,
+//!    before its bytes are copied: the copy holds every write so far, and
+//!    later writes fault and are released with notices as any other.
 
 use crate::diff;
 use crate::space::Space;
@@ -92,6 +98,10 @@ pub struct Unit {
     /// by notices acquired meanwhile (rule 5); a reply older than that was
     /// served before the write it must show, and is asked again.
     pub wanted: u64,
+    /// At its home: whether another node has ever fetched it (rule 7).
+    pub shared: bool,
+    /// On the dirty list (once at most: it is pushed only when not).
+    pub listed: bool,
 }
 
 /// What [`Engine::flush`] gathered, by home node.
@@ -132,8 +142,8 @@ pub struct Engine {
     units: Box<[Mutex<Unit>]>,
     /// The dirty units: a lock-free stack threaded through `dirty_next`,
     /// so that the first write of a unit takes no lock but the unit's own
-    /// (a unit is on it at most once: pushed as it turns `Dirty`, which
-    /// only a flush undoes, after taking the whole stack).
+    /// (a unit is on it at most once: pushed, under its lock, only when
+    /// not `listed`; a flush takes the whole stack and clears the marks).
     dirty_head: AtomicU32,
     /// Each unit's home node; set when the unit is allocated, before any
     /// node can touch it (round robin until then).
@@ -183,6 +193,8 @@ impl Engine {
                     twin: None,
                     version: 0,
                     wanted: 0,
+                    shared: false,
+                    listed: false,
                 })
             })
             .collect();
@@ -284,6 +296,10 @@ impl Engine {
             unit.twin = Some(unsafe { self.bytes(u) }.to_vec().into_boxed_slice());
         }
         unit.state = State::Dirty;
+        if unit.listed {
+            return;
+        }
+        unit.listed = true;
         let mut head = self.dirty_head.load(Ordering::Acquire);
         loop {
             self.dirty_next[u as usize].store(head, Ordering::Relaxed);
@@ -389,7 +405,18 @@ impl Engine {
         if u as usize >= self.units() || self.home(u) != self.node {
             return Vec::new();
         }
-        let unit = self.lock(u);
+        let mut unit = self.lock(u);
+        if !unit.shared {
+            // Its first copy away (rule 7): from now on the home's writes
+            // are tracked, so that their notices reach the copy.
+            unit.shared = true;
+            if unit.state == State::Dirty && unit.mapped {
+                if let Err(e) = self.uffd.protect(self.program(u), self.unit) {
+                    fatal(u, "cannot be write-protected", &e);
+                }
+                unit.state = State::Clean;
+            }
+        }
         let mut reply = Vec::with_capacity(8 + self.unit);
         reply.extend_from_slice(&unit.version.to_le_bytes());
         // SAFETY: copied out at once, under the unit's lock (diffs are
@@ -454,6 +481,17 @@ impl Engine {
         let mut diff = Vec::new();
         for &u in &dirty {
             let mut unit = self.lock(u);
+            unit.listed = false;
+            if unit.state != State::Dirty {
+                // Made `Clean` meanwhile by its first fetch (rule 7): its
+                // home writes so far went out with that copy.
+                continue;
+            }
+            if self.home(u) == self.node && !unit.shared {
+                // No other node holds a copy: nothing to tell, nothing to
+                // track (rule 7). It stays writable, off the dirty list.
+                continue;
+            }
             if unit.mapped {
                 self.uffd.protect(self.program(u), self.unit)?;
             }

@@ -17,7 +17,7 @@
 //! for i in (node..a.len()).step_by(nodes) {
 //!     a.set(i, i as u64); // each node writes its share
 //! }
-//! dsm.barrier()?;
+//! dsm.barrier(&me)?;
 //! assert_eq!(a.get(12345), 12345); // and reads everyone's
 //! # Ok(())
 //! # }
@@ -52,10 +52,16 @@
 //! a node, threads share the node's copy and see each other's writes as
 //! threads of one process do.
 //!
-//! Limits of this first version: synchronization is by barrier only (locks
-//! with their queue passed along with the grant come next); a fault blocks
-//! the faulting OS thread in the kernel, so a fiber that faults holds its
-//! worker until the unit arrives.
+//! Synchronization is by barrier and by lock ([`Dsm::lock`]: a token
+//! handed down the queue of waiting nodes with the write notices it must
+//! carry, passed between threads of a node without a message). A thread
+//! waiting for a unit parks if it is a fiber, so that its worker runs the
+//! node's other fibers meanwhile (module `fault`).
+//!
+//! Limits: one space per process; userfaultfd is required (no `mprotect`
+//! fallback yet); a system call reading into shared memory the node does
+//! not hold fails with `EFAULT` (faults reach the engine as signals,
+//! which the kernel does not raise inside system calls).
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -107,7 +113,7 @@ use std::fmt;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use threadwire::{Endpoint, Node};
+use threadwire::Endpoint;
 use threadwire_fiber::sync::Barrier;
 
 /// How a node's shared space is laid out; every node must use the same.
@@ -271,6 +277,30 @@ pub struct Stats {
     pub traffic: [KindStats; 5],
 }
 
+impl Default for Stats {
+    /// Nothing done yet.
+    fn default() -> Stats {
+        Stats {
+            read_faults: 0,
+            write_faults: 0,
+            fetches: 0,
+            fetch_bytes: 0,
+            diffs: 0,
+            diff_bytes: 0,
+            invalidations: 0,
+            most_in_flight: 0,
+            traffic: Kind::ALL.map(|kind| KindStats {
+                kind,
+                requests: 0,
+                request_bytes: 0,
+                replies: 0,
+                reply_bytes: 0,
+                round_trip: std::time::Duration::ZERO,
+            }),
+        }
+    }
+}
+
 /// A node's handle on the shared space: clone it to every thread.
 #[derive(Clone, Debug)]
 pub struct Dsm {
@@ -280,7 +310,6 @@ pub struct Dsm {
 #[derive(Debug)]
 struct Shared {
     engine: Arc<Engine>,
-    node: Node,
     handlers: protocol::Handlers,
     consistency: Arc<Consistency>,
     locks: Arc<Locks>,
@@ -373,7 +402,6 @@ impl Dsm {
         let dsm = Dsm {
             shared: Arc::new(Shared {
                 engine,
-                node,
                 handlers,
                 consistency,
                 locks,
@@ -468,17 +496,20 @@ impl Dsm {
 
     /// Waits until [`DsmConfig::threads`] threads of every node have called
     /// it; every write made before it by any of them is then visible to
-    /// all (module docs, and `protocol`'s five steps).
+    /// all (module docs, and `protocol`'s five steps). `ep` is the calling
+    /// thread's endpoint (its own: a fiber's from `spawn`, an OS thread's
+    /// from `node.endpoint()`, made once), through which the node's last
+    /// arrival talks to the others.
     ///
     /// # Errors
     ///
     /// [`DsmError::Am`] when a node is lost, [`DsmError::Diverged`] when
     /// the nodes allocated differently, [`DsmError::Refused`] when a home
     /// refused a diff; every thread of the round gets the error.
-    pub fn barrier(&self) -> Result<(), DsmError> {
+    pub fn barrier(&self, ep: &Endpoint) -> Result<(), DsmError> {
         let s = &self.shared;
         if s.local.wait().is_leader() {
-            let result = self.global_barrier();
+            let result = self.global_barrier(ep);
             *s.failed.lock().unwrap_or_else(|p| p.into_inner()) =
                 result.as_ref().err().map(DsmError::again);
             s.local.wait();
@@ -492,10 +523,9 @@ impl Dsm {
     }
 
     /// Steps 2–5 of the barrier (module `barrier`), in the node's leader.
-    fn global_barrier(&self) -> Result<(), DsmError> {
+    fn global_barrier(&self, ep: &Endpoint) -> Result<(), DsmError> {
         let s = &self.shared;
-        let ep = self.endpoint()?;
-        s.consistency.release(&s.engine, &ep, &s.handlers)?;
+        s.consistency.release(&s.engine, ep, &s.handlers)?;
         let allocated = *s.allocated.lock().unwrap_or_else(|p| p.into_inner()) as u64;
         let arrival = barrier::arrival(s.consistency.epoch(), allocated, &s.consistency.written());
         let sent = s.engine.traffic.sent(traffic::Kind::Barrier, arrival.len());
@@ -509,32 +539,25 @@ impl Dsm {
             false => DsmError::Lost(why),
         })?;
         s.consistency
-            .acquire(&s.engine, &ep, &s.handlers, &notices)?;
+            .acquire(&s.engine, ep, &s.handlers, &notices)?;
         s.consistency.next_epoch();
         Ok(())
-    }
-
-    fn endpoint(&self) -> Result<Endpoint, DsmError> {
-        self.shared
-            .node
-            .endpoint()
-            .map_err(|e| DsmError::Config(format!("no endpoint for the shared memory: {e}")))
     }
 
     /// Takes lock `id` (any number: every node means the same lock by it),
     /// waiting until it is free; what its previous holders wrote before
     /// releasing it is visible once it returns. Between threads of one
-    /// node the lock passes without a message (module `lock`).
+    /// node the lock passes without a message (module `lock`); `ep` is the
+    /// calling thread's endpoint, as for [`barrier`](Self::barrier).
     ///
     /// # Errors
     ///
     /// [`DsmError::Am`] or [`DsmError::Lost`] when a node on the lock's
     /// way is lost.
-    pub fn lock(&self, id: u32) -> Result<LockGuard<'_>, DsmError> {
+    pub fn lock(&self, ep: &Endpoint, id: u32) -> Result<LockGuard<'_>, DsmError> {
         let s = &self.shared;
-        let ep = self.endpoint()?;
         s.locks
-            .acquire(id, &s.engine, &s.consistency, &ep, &s.handlers)?;
+            .acquire(id, &s.engine, &s.consistency, ep, &s.handlers)?;
         Ok(LockGuard { dsm: self, id })
     }
 }

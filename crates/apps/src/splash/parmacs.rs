@@ -70,10 +70,27 @@ pub enum ParmacsError {
 /// A created process: its pid and thread.
 type Process = (usize, JoinHandle<Result<(), DsmError>>);
 
+thread_local! {
+    /// The calling process's endpoint, set as [`Env::create`] starts it.
+    static ENDPOINT: std::cell::RefCell<Option<Endpoint>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with the calling process's endpoint; an error for a thread
+/// [`Env::create`] did not start.
+fn with_endpoint<T>(f: impl FnOnce(&Endpoint) -> Result<T, DsmError>) -> Result<T, DsmError> {
+    ENDPOINT.with(|slot| match slot.borrow().as_ref() {
+        Some(ep) => f(ep),
+        None => Err(DsmError::Config(
+            "BARRIER and LOCK are for the processes CREATE started".into(),
+        )),
+    })
+}
+
 /// One node's PARMACS environment: clone it into every process.
 #[derive(Clone, Debug)]
 pub struct Env {
     dsm: Dsm,
+    handle: threadwire::Node,
     node: usize,
     nodes: usize,
     threads: usize,
@@ -93,6 +110,7 @@ impl Env {
         let dsm = Dsm::new(ep, config)?;
         Ok(Env {
             dsm,
+            handle: ep.node().clone(),
             node: ep.node().id() as usize,
             nodes: ep.node().nodes() as usize,
             threads,
@@ -123,10 +141,18 @@ impl Env {
         }
         for _ in 0..n {
             let pid = self.node * self.threads + created.len();
-            let f = f.clone();
+            let (f, node) = (f.clone(), self.handle.clone());
             let handle = std::thread::Builder::new()
                 .name(format!("splash-p{pid}"))
-                .spawn(move || f(pid))
+                .spawn(move || {
+                    // The process's endpoint, through which its barriers
+                    // and locks talk to other nodes: made once.
+                    let ep = node
+                        .endpoint()
+                        .map_err(|e| DsmError::Config(format!("process {pid}: {e}")))?;
+                    ENDPOINT.with(|slot| *slot.borrow_mut() = Some(ep));
+                    f(pid)
+                })
                 .map_err(ParmacsError::Spawn)?;
             created.push((pid, handle));
         }
@@ -153,12 +179,12 @@ impl Env {
     /// `BARRIER`: waits for every process of every node; what any wrote
     /// before it, all read after it.
     pub fn barrier(&self) -> Result<(), DsmError> {
-        self.dsm.barrier()
+        with_endpoint(|ep| self.dsm.barrier(ep))
     }
 
     /// `LOCK`: lock `id`, released when the guard drops (`UNLOCK`).
     pub fn lock(&self, id: u32) -> Result<LockGuard<'_>, DsmError> {
-        self.dsm.lock(id)
+        with_endpoint(|ep| self.dsm.lock(ep, id))
     }
 
     /// `CLOCK`: microseconds since [`Env::new`] on this node.

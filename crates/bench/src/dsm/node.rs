@@ -238,12 +238,20 @@ impl Bench<'_> {
         let threads = self.job.threads();
         let (dsm, written) = (&self.dsm, &written);
         let (repetitions, barriers) = (self.repetitions, self.options.barriers.max(1));
-        let run = move |t: usize| {
-            measure_barriers(dsm, written, mine * PER_UNIT + t, repetitions, barriers)
+        let run = move |t: usize, ep: &Endpoint| {
+            measure_barriers(dsm, ep, written, mine * PER_UNIT + t, repetitions, barriers)
         };
+        let node = &self.node;
         let ours = std::thread::scope(|scope| {
-            let others: Vec<_> = (1..threads).map(|t| scope.spawn(move || run(t))).collect();
-            let ours = run(0);
+            let others: Vec<_> = (1..threads)
+                .map(|t| {
+                    scope.spawn(move || {
+                        let ep = node.endpoint().map_err(|_| Error::Thread)?;
+                        run(t, &ep)
+                    })
+                })
+                .collect();
+            let ours = run(0, self.ep);
             for other in others {
                 other.join().map_err(|_| Error::Thread)??;
             }
@@ -259,7 +267,7 @@ impl Bench<'_> {
     }
 
     fn barrier(&self) -> Result<(), Error> {
-        self.dsm.barrier().map_err(Error::Dsm)
+        self.dsm.barrier(self.ep).map_err(Error::Dsm)
     }
 }
 
@@ -293,7 +301,7 @@ impl PingPong {
             if side == 1 || k > 0 {
                 ep.recv(other, TURN_TAG).map_err(Error::Recv)?;
             }
-            let held = dsm.lock(self.lock).map_err(Error::Dsm)?;
+            let held = dsm.lock(ep, self.lock).map_err(Error::Dsm)?;
             if side == 0 || k + 1 < turns {
                 ep.send(other, TURN_TAG, Vec::new()).map_err(Error::Send)?;
             }
@@ -322,12 +330,13 @@ struct Barriers {
 /// and the node's bytes per diff over the latter.
 fn measure_barriers(
     dsm: &Dsm,
+    ep: &Endpoint,
     written: &Region<u64>,
     at: usize,
     repetitions: u32,
     barriers: u32,
 ) -> Result<Barriers, Error> {
-    let barrier = || dsm.barrier().map_err(Error::Dsm);
+    let barrier = || dsm.barrier(ep).map_err(Error::Dsm);
     let mut plain = Vec::new();
     for _ in 0..repetitions {
         barrier()?;

@@ -70,7 +70,8 @@ fn main() {
     .expect("alloc");
     let all = threads * nodes;
     let base = a.as_ptr() as usize;
-    let body = Arc::new(move |t: usize| {
+    let spawner = node.clone();
+    let body = Arc::new(move |t: usize, ep: &threadwire::Endpoint| {
         let rank = me * threads + t;
         match mode.as_str() {
             "interleaved" => {
@@ -78,7 +79,7 @@ fn main() {
                     for i in (0..n).filter(|i| (i + round) % all == rank) {
                         a.set(i, (i * 10 + round) as u64);
                     }
-                    a.dsm().barrier().expect("barrier");
+                    a.dsm().barrier(ep).expect("barrier");
                     for i in 0..n {
                         assert_eq!(
                             a.get(i),
@@ -86,18 +87,18 @@ fn main() {
                             "element {i} round {round}"
                         );
                     }
-                    a.dsm().barrier().expect("barrier");
+                    a.dsm().barrier(ep).expect("barrier");
                 }
             }
             "blocks" => {
                 // Every node allocated before anyone touches (alloc_homed).
-                b.dsm().barrier().expect("barrier");
+                b.dsm().barrier(ep).expect("barrier");
                 let block = n / all;
                 for round in 0..10u64 {
                     for i in rank * block..(rank + 1) * block {
                         b.set(i, i as u64 * 1000 + round);
                     }
-                    b.dsm().barrier().expect("barrier");
+                    b.dsm().barrier(ep).expect("barrier");
                     let from = (rank + round as usize + 1) % all;
                     for i in from * block..(from + 1) * block {
                         assert_eq!(
@@ -106,14 +107,14 @@ fn main() {
                             "element {i} round {round}"
                         );
                     }
-                    b.dsm().barrier().expect("barrier");
+                    b.dsm().barrier(ep).expect("barrier");
                 }
             }
             "lock" => {
                 let total = 10_000;
                 let mine = total / all + usize::from(rank < total % all);
                 for _ in 0..mine {
-                    let _held = b.dsm().lock(7).expect("lock");
+                    let _held = b.dsm().lock(ep, 7).expect("lock");
                     let count = b.get(0) as usize;
                     // The log: element 1 + k holds who made increment k.
                     if count > 0 {
@@ -122,14 +123,14 @@ fn main() {
                     b.set(1 + count, rank as u64 + 1);
                     b.set(0, count as u64 + 1);
                 }
-                b.dsm().barrier().expect("barrier");
+                b.dsm().barrier(ep).expect("barrier");
                 assert_eq!(b.get(0), total as u64, "the counter");
                 let mut per_rank = vec![0usize; all];
                 for k in 1..=total {
                     per_rank[b.get(k) as usize - 1] += 1;
                 }
                 assert_eq!(per_rank[rank], mine, "the log of rank {rank}");
-                b.dsm().barrier().expect("barrier");
+                b.dsm().barrier(ep).expect("barrier");
             }
             "fibers" => {
                 let per_unit = unit / 8;
@@ -143,7 +144,7 @@ fn main() {
                         b.set(k * per_unit, k as u64 + 1);
                     }
                 }
-                b.dsm().barrier().expect("barrier");
+                b.dsm().barrier(ep).expect("barrier");
                 if me == 1 {
                     let fibers: Vec<_> = units
                         .iter()
@@ -157,34 +158,34 @@ fn main() {
                         f.join().expect("a fiber failed");
                     }
                 }
-                b.dsm().barrier().expect("barrier");
+                b.dsm().barrier(ep).expect("barrier");
             }
             "die" => {
-                b.dsm().barrier().expect("barrier");
+                b.dsm().barrier(ep).expect("barrier");
                 if me == nodes - 1 {
                     // SAFETY: killing our own process.
                     unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
                 }
                 let failed = (0..1000).find_map(|round| {
-                    let held = b.dsm().lock(round % 3);
-                    let r = held.map(drop).and_then(|()| b.dsm().barrier());
+                    let held = b.dsm().lock(ep, round % 3);
+                    let r = held.map(drop).and_then(|()| b.dsm().barrier(ep));
                     r.err()
                 });
                 let e = failed.expect("no operation failed after a node was killed");
                 println!("dsm die: n{me} failed: {e}");
                 std::process::exit(0);
             }
-            "free" => b.dsm().barrier().expect("barrier"),
+            "free" => b.dsm().barrier(ep).expect("barrier"),
             other => panic!("unknown mode {other}"),
         }
     });
     let others: Vec<_> = (1..threads)
         .map(|t| {
-            let body = body.clone();
-            std::thread::spawn(move || body(t))
+            let (body, node) = (body.clone(), spawner.clone());
+            std::thread::spawn(move || body(t, &node.endpoint().expect("an endpoint")))
         })
         .collect();
-    body(0);
+    body(0, &ep);
     for t in others {
         t.join().expect("a thread failed");
     }
