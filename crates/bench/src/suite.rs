@@ -270,6 +270,32 @@ pub fn plan(args: &Options) -> Vec<Step> {
         .concat();
         add(&name, &a, no_namespaces.clone());
     }
+    // Issue 19's shared memory: faults, locks and barriers on shared
+    // memory and on every shaped link (rows that say why where the hosts
+    // cannot be made), beside the Strings DSM's message sizes.
+    let mut dsm = vec!["bench", "dsm"];
+    let shaped_links: Vec<&str> = link_names
+        .iter()
+        .map(String::as_str)
+        .filter(|l| *l != "none")
+        .collect();
+    let shaped_links = shaped_links.join(",");
+    if !shaped_links.is_empty() {
+        dsm.extend(["--link", &shaped_links]);
+    }
+    if quick {
+        dsm.extend([
+            "--faults",
+            "4",
+            "--hand-offs",
+            "4",
+            "--barriers",
+            "4",
+            "--repetitions",
+            "2",
+        ]);
+    }
+    add("dsm", &dsm, None);
     seed_apps(args, &no_namespaces, &mut add);
     steps
 }

@@ -42,6 +42,7 @@ fn bench_suite_quick_reports_every_step() {
         "bcast",
         "flood",
         "overlap",
+        "dsm",
         "matmul-ncs1-none",
         "matmul-thesis54-none",
         "fft-ncs3-none",
