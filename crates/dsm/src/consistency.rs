@@ -64,19 +64,33 @@ impl Consistency {
         let _one_at_a_time = self.releasing.lock();
         let flush = engine.flush()?;
         let mut notices = flush.notices;
+        // Kept for a home that answers "not yet" (engine rule 8).
         let requests: Vec<_> = flush
             .batches
-            .into_iter()
+            .iter()
             .enumerate()
             .filter(|(_, b)| !b.is_empty())
             .map(|(home, b)| {
                 let sent = engine.traffic.sent(Kind::Diff, b.len());
-                (home, sent, ep.am_request(home as u32, &handlers.diff, b))
+                (
+                    home,
+                    sent,
+                    ep.am_request(home as u32, &handlers.diff, b.clone()),
+                )
             })
             .collect();
         for (home, sent, request) in requests {
-            let reply = request.wait()?.to_vec();
+            let mut reply = request.wait()?.to_vec();
             engine.traffic.answered(&sent, reply.len());
+            while reply == [crate::engine::NOT_YET] {
+                // The home has not made the allocation yet (engine rule 8).
+                let again = engine.traffic.sent(Kind::Diff, flush.batches[home].len());
+                reply = ep
+                    .am_request(home as u32, &handlers.diff, flush.batches[home].clone())
+                    .wait()?
+                    .to_vec();
+                engine.traffic.answered(&again, reply.len());
+            }
             let versions = protocol::versions(&reply)?;
             let sent = &flush.sent[home];
             if versions.len() != sent.len() {

@@ -58,6 +58,10 @@
 //!    unit per release). Its first fetch write-protects it, under its lock,
 //!    before its bytes are copied: the copy holds every write so far, and
 //!    later writes fault and are released with notices as any other.
+//! 8. Allocation is collective but not synchronized: a node may touch a
+//!    new region before its home has allocated it. The home answers such
+//!    a fetch "not yet" and the fetcher asks again, until the home has
+//!    made the allocation (and knows the unit's home is itself).
 
 use crate::diff;
 use crate::space::Space;
@@ -148,6 +152,9 @@ pub struct Engine {
     /// Each unit's home node; set when the unit is allocated, before any
     /// node can touch it (round robin until then).
     homes: Box<[AtomicU32]>,
+    /// Units allocated on this node so far: a fetch beyond them came from
+    /// a node that allocated first, and is answered "not yet" (rule 8).
+    placed: AtomicU32,
     dirty_next: Box<[AtomicU32]>,
     pub counters: Counters,
     /// Its requests by kind (module `traffic`).
@@ -159,6 +166,9 @@ pub struct Engine {
     /// `wakers[u % len]` to move.
     wakers: Box<[Word]>,
 }
+
+/// A fetch's whole reply when the home has not allocated the unit yet.
+pub const NOT_YET: u8 = 0xff;
 
 /// No unit: the end of the dirty stack.
 const NONE: u32 = u32::MAX;
@@ -223,6 +233,7 @@ impl Engine {
             dirty_head: AtomicU32::new(NONE),
             dirty_next,
             homes,
+            placed: AtomicU32::new(0),
             counters: Counters::default(),
             traffic: Default::default(),
             to_fetch,
@@ -239,6 +250,7 @@ impl Engine {
     /// allocation's are — their homes: `home(k)` for the k-th of them. Each
     /// starts `Clean` at its home and `Invalid` elsewhere.
     pub fn place(&self, first: u32, count: u32, home: impl Fn(u32) -> u32) {
+        let placed = self.placed.load(Ordering::Acquire);
         for k in 0..count {
             let u = first + k;
             let h = home(k) % self.nodes;
@@ -250,6 +262,8 @@ impl Engine {
                 State::Invalid
             };
         }
+        self.placed
+            .store(placed.max(first + count), Ordering::Release);
     }
 
     /// How many units the space has.
@@ -324,6 +338,18 @@ impl Engine {
             u = self.dirty_next[u as usize].load(Ordering::Relaxed);
         }
         dirty
+    }
+
+    /// Whether every unit of a batch of diffs is allocated here: else the
+    /// batch came from a node that allocated first, and is answered "not
+    /// yet" (rule 8).
+    pub fn placed_all(&self, batch: &[u8]) -> bool {
+        let placed = self.placed.load(Ordering::Acquire);
+        let ours = |u: u32| (u as usize) < self.units();
+        match parse_batch(batch, ours, self.unit) {
+            Ok(entries) => entries.iter().all(|&(u, _)| u < placed),
+            Err(_) => true, // refused by `apply`, with the reason
+        }
     }
 
     /// Whether `address` lies in the program's view of the space.
@@ -402,6 +428,9 @@ impl Engine {
     /// The reply to a fetch at this home: the unit's version (u64) and
     /// bytes, or nothing for a unit that is not homed here.
     pub fn serve_fetch(&self, u: u32) -> Vec<u8> {
+        if u >= self.placed.load(Ordering::Acquire) && (u as usize) < self.units() {
+            return vec![NOT_YET];
+        }
         if u as usize >= self.units() || self.home(u) != self.node {
             return Vec::new();
         }
@@ -428,14 +457,17 @@ impl Engine {
 
     /// Installs a fetch's reply and wakes the unit's waiters (rule 2);
     /// `false` for a reply older than a notice acquired while it was on its
-    /// way (rule 5): the unit must be asked again.
+    /// way (rule 5), or from a home that has not allocated the unit yet
+    /// (rule 8): the unit must be asked again.
     pub fn install(&self, u: u32, reply: &[u8]) -> io::Result<bool> {
+        if reply == [NOT_YET] {
+            return Ok(false);
+        }
         let mut unit = self.lock(u);
         if reply.is_empty() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                "its home does not hold it (allocated there yet? a region homed \
-                 other than round robin must be allocated on every node before use)",
+                "its home does not hold it (the nodes allocated differently?)",
             ));
         }
         if reply.len() != 8 + self.unit {
@@ -526,7 +558,8 @@ impl Engine {
     /// returns each unit's new version, in the batch's order. A batch with
     /// any bad entry is refused whole.
     pub fn apply(&self, batch: &[u8]) -> Result<Vec<u64>, diff::DiffError> {
-        let ours = |u: u32| (u as usize) < self.units() && self.home(u) == self.node;
+        let placed = self.placed.load(Ordering::Acquire);
+        let ours = |u: u32| u < placed && self.home(u) == self.node;
         let entries = parse_batch(batch, ours, self.unit)?;
         let mut versions = Vec::with_capacity(entries.len());
         for (u, d) in entries {

@@ -433,12 +433,10 @@ impl Dsm {
     /// says: where a node writes its own share of an array, homing that
     /// share on it keeps its writes local (no twin, no diff).
     ///
-    /// Every node must have made the allocation before any touches it
-    /// (a [`barrier`](Self::barrier) between the two, as PARMACS programs
-    /// have after their `G_MALLOC`s): a node that has not yet would not
-    /// know itself the home of a unit asked of it, and the asking node
-    /// ends with that message. [`Homes::RoundRobin`], `alloc`'s, needs no
-    /// such care.
+    /// Like `alloc`, collective but not synchronized: a node may touch the
+    /// region before others have made the allocation; a home asked for a
+    /// unit it has not allocated yet answers "not yet", and is asked again
+    /// (engine rule 8).
     ///
     /// # Errors
     ///

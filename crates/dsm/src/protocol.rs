@@ -113,6 +113,10 @@ pub fn register(parts: Parts<'_>) -> Result<Handlers, AmError> {
             let _ = am.reply(vec![OTHER]);
             return;
         };
+        if !e.placed_all(&batch) {
+            let _ = am.reply(vec![crate::engine::NOT_YET]);
+            return;
+        }
         let reply = match e.apply(&batch) {
             Ok(versions) => {
                 let mut r = Vec::with_capacity(1 + 8 * versions.len());

@@ -102,6 +102,46 @@ impl<T: bytemuck::Pod> Region<T> {
         unsafe { std::slice::from_raw_parts(self.at, self.len) }
     }
 
+    /// Elements `range` as a slice.
+    ///
+    /// # Safety
+    ///
+    /// As [`as_slice`](Self::as_slice), for the elements in `range`.
+    ///
+    /// # Panics
+    ///
+    /// When `range` is not within the region.
+    pub unsafe fn slice(&self, range: std::ops::Range<usize>) -> &[T] {
+        assert!(
+            range.start <= range.end && range.end <= self.len,
+            "{range:?} out of {}",
+            self.len
+        );
+        // SAFETY: within the mapping; the caller keeps writers away.
+        unsafe { std::slice::from_raw_parts(self.at.add(range.start), range.len()) }
+    }
+
+    /// Elements `range` as a mutable slice: threads may hold slices of
+    /// disjoint ranges at once.
+    ///
+    /// # Safety
+    ///
+    /// As [`as_mut_slice`](Self::as_mut_slice), for the elements in `range`.
+    ///
+    /// # Panics
+    ///
+    /// When `range` is not within the region.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn slice_mut(&self, range: std::ops::Range<usize>) -> &mut [T] {
+        assert!(
+            range.start <= range.end && range.end <= self.len,
+            "{range:?} out of {}",
+            self.len
+        );
+        // SAFETY: within the mapping; the caller keeps other accesses away.
+        unsafe { std::slice::from_raw_parts_mut(self.at.add(range.start), range.len()) }
+    }
+
     /// The elements as a mutable slice.
     ///
     /// # Safety

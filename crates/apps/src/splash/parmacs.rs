@@ -125,6 +125,13 @@ impl Env {
         Ok(self.dsm.alloc(n)?)
     }
 
+    /// `G_MALLOC` of an array each node writes a contiguous share of (a
+    /// grid's rows): its units homed in as many contiguous shares as nodes,
+    /// so that a node's writes to its own share stay local.
+    pub fn g_malloc_blocks<T: bytemuck::Pod>(&self, n: usize) -> Result<Region<T>, ParmacsError> {
+        Ok(self.dsm.alloc_homed(n, threadwire_dsm::Homes::Blocks)?)
+    }
+
     /// `CREATE`: starts `n` more processes of this node, each running
     /// `f(pid)` on an OS thread of its own (rule 1).
     pub fn create<F>(&self, n: usize, f: F) -> Result<(), ParmacsError>
