@@ -70,7 +70,6 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use threadwire::{AmRequest, Endpoint, Handler};
 use threadwire_fiber::sync::Word;
 
 /// Where a unit stands on this node (module docs).
@@ -625,101 +624,9 @@ impl Engine {
         Ok(dirty)
     }
 
-    /// Reads the units waiting in the pipe; blocks for the first when
-    /// `wait`. `None` once `stop` is readable.
-    fn waiting_units(&self, into: &mut Vec<u32>, wait: bool, stop: &OwnedFd) -> Option<()> {
-        let read = self.to_fetch.0.as_raw_fd();
-        if wait {
-            let mut fds = [
-                libc::pollfd {
-                    fd: read,
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: stop.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            loop {
-                // SAFETY: two pollfds, no timeout.
-                if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } >= 0 {
-                    break;
-                }
-            }
-            if fds[1].revents != 0 {
-                return None;
-            }
-        }
-        let mut buf = [0u8; 4 * 256];
-        loop {
-            // SAFETY: reading into our buffer from our non-blocking pipe.
-            let n = unsafe { libc::read(read, buf.as_mut_ptr().cast(), buf.len()) };
-            if n <= 0 {
-                return Some(());
-            }
-            // Writes of 4 bytes are atomic, so reads come in whole units.
-            let n = n as usize;
-            into.extend(
-                buf[..n]
-                    .chunks_exact(4)
-                    .map(|c| u32::from_ne_bytes(c.try_into().expect("4 bytes"))),
-            );
-            if n < buf.len() {
-                return Some(());
-            }
-        }
-    }
-
-    /// The fetcher (rule 2): asks homes for the units faulting threads
-    /// hand it, all those waiting at once, and installs each as its reply
-    /// comes, until `stop` is readable.
-    pub fn fetch(&self, ep: &Endpoint, handler: &Handler, stop: &OwnedFd) {
-        let mut pending: Vec<AmRequest> = Vec::new();
-        let mut asked: Vec<(u32, crate::traffic::Sent)> = Vec::new();
-        let mut arrived: Vec<u32> = Vec::new();
-        loop {
-            arrived.clear();
-            if self
-                .waiting_units(&mut arrived, pending.is_empty(), stop)
-                .is_none()
-            {
-                return;
-            }
-            for &u in &arrived {
-                let sent = self.traffic.sent(crate::traffic::Kind::Fetch, 4);
-                pending.push(ep.am_request(self.home(u), handler, u.to_le_bytes().to_vec()));
-                asked.push((u, sent));
-            }
-            self.counters
-                .most_in_flight
-                .fetch_max(pending.len() as u64, Ordering::Relaxed);
-            let Some((i, reply)) = threadwire::wait_any(&mut pending) else {
-                continue;
-            };
-            let (u, sent) = asked.remove(i);
-            let installed = match reply {
-                Ok(bytes) => {
-                    self.traffic.answered(&sent, bytes.len());
-                    self.install(u, &bytes.to_vec())
-                }
-                Err(e) => Err(io::Error::other(e.to_string())),
-            };
-            if let Ok(false) = installed {
-                let sent = self.traffic.sent(crate::traffic::Kind::Fetch, 4);
-                pending.push(ep.am_request(self.home(u), handler, u.to_le_bytes().to_vec()));
-                asked.push((u, sent));
-                continue;
-            }
-            if let Err(e) = installed {
-                fatal(
-                    u,
-                    &format!("cannot be fetched from its home, node {}", self.home(u)),
-                    &e,
-                );
-            }
-        }
+    /// The read end of the pipe of units to fetch (module `fetcher`).
+    pub fn to_fetch(&self) -> std::os::fd::RawFd {
+        self.to_fetch.0.as_raw_fd()
     }
 }
 
@@ -753,7 +660,7 @@ pub(crate) fn parse_batch(
 
 /// The threads waiting for a unit are inside a load or a store: there is
 /// no error to give them, and without the unit they cannot go on.
-fn fatal(u: u32, what: &str, e: &io::Error) -> ! {
+pub(crate) fn fatal(u: u32, what: &str, e: &io::Error) -> ! {
     tracing::error!("shared memory: unit {u} {what}: {e}; this node cannot go on");
     std::process::exit(1);
 }

@@ -4,7 +4,6 @@ use crate::space::Space;
 use crate::uffd::{Access, Fault, Uffd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 const PAGE: usize = 4096;
 const BASE: usize = 0x5d00_0000_0000;
@@ -99,22 +98,6 @@ fn faults_map_protect_and_invalidate_as_the_engine_expects() {
             (0, Access::Read),
         ]
     );
-    // Cost of the calls the engine makes per page, for the record.
-    let n = 2000;
-    let t = Instant::now();
-    for _ in 0..n {
-        uffd.protect(p as usize + PAGE, PAGE).unwrap();
-        uffd.unprotect(p as usize + PAGE, PAGE).unwrap();
-    }
-    let rearm = t.elapsed() / n;
-    let t = Instant::now();
-    for i in 0..n {
-        space.invalidate(0, PAGE).unwrap();
-        // SAFETY: as above.
-        unsafe { assert_eq!(std::ptr::read_volatile(p), 42 + (i == u32::MAX) as u8) };
-    }
-    let refault = t.elapsed() / n;
-    eprintln!("protect+unprotect {rearm:?}, invalidate+read fault {refault:?}");
     stop.store(true, Ordering::Relaxed);
     server.join().unwrap();
 }

@@ -70,6 +70,7 @@ mod consistency;
 mod diff;
 mod engine;
 mod fault;
+mod fetcher;
 mod lock;
 mod protocol;
 mod region;
@@ -388,7 +389,7 @@ impl Dsm {
             std::thread::Builder::new()
                 .name("dsm-fetcher".into())
                 .spawn(move || match node.endpoint() {
-                    Ok(ep) => engine.fetch(&ep, &fetch, &stop),
+                    Ok(ep) => fetcher::run(&engine, &ep, &fetch, &stop),
                     Err(e) => tracing::error!("the shared memory's fetcher has no endpoint: {e}"),
                 })
         };
