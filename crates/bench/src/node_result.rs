@@ -80,9 +80,10 @@ pub enum NodeResult {
         /// When it was past `init`.
         joined_ns: u64,
     },
-    /// `apps matmul`: the master's timed multiply, from the start to the
-    /// last node's end, in seconds.
-    Matmul {
+    /// An app's timed run: `apps matmul`'s multiply, from the start to
+    /// the last node's end; `apps splash`'s computation, initialization
+    /// excluded.
+    Timed {
         /// The elapsed time.
         seconds: f64,
     },
@@ -217,7 +218,7 @@ mod tests {
                 repetitions: 5,
                 bytes: Some(8200.0),
             }),
-            NodeResult::Matmul { seconds: 0.125 },
+            NodeResult::Timed { seconds: 0.125 },
             NodeResult::Joined {
                 started_ns: u64::MAX,
                 joined_ns: 1,

@@ -630,7 +630,7 @@ pub fn launch(job: &JobArgs, program: JobSpec, hosts: &Hosts) -> Result<i32> {
 
 /// Runs the app's job on `hosts`: its status, and the results its nodes
 /// reported (every other event shown as `threadwire run` shows it).
-fn launch_collecting(
+pub fn launch_collecting(
     job: &JobArgs,
     program: JobSpec,
     hosts: &Hosts,
@@ -655,7 +655,7 @@ fn matmul(job: MatmulJob) -> Result<Outcome> {
         let ep = threadwire::init()?;
         let times = threadwire_apps::matmul::reference(cfg.size, cfg.seed, REFERENCE_ROUNDS);
         let seconds = spread(times.iter().map(|d| d.as_secs_f64()).collect()).0;
-        NodeResult::Matmul { seconds }.send(ep.node())?;
+        NodeResult::Timed { seconds }.send(ep.node())?;
         return exit(0);
     }
     if under_launcher() {
@@ -665,7 +665,7 @@ fn matmul(job: MatmulJob) -> Result<Outcome> {
                 println!("{report}");
             }
             let seconds = report.elapsed.as_secs_f64();
-            NodeResult::Matmul { seconds }.send(ep.node())?;
+            NodeResult::Timed { seconds }.send(ep.node())?;
         }
         return exit(0);
     }
@@ -747,7 +747,7 @@ fn matmul_job(
         .env("MATMUL_NUM_THREADS", cfg.threads.to_string());
     let (status, results) = launch_collecting(&spec, program, hosts)?;
     let seconds = results.iter().find_map(|r| match r {
-        NodeResult::Matmul { seconds } => Some(*seconds),
+        NodeResult::Timed { seconds } => Some(*seconds),
         _ => None,
     });
     Ok((status, seconds))

@@ -2,15 +2,19 @@
 //! distributed shared memory (`threadwire_apps::splash`). The command
 //! relaunches itself under the launcher as the other apps do
 //! (`crate::apps`); each node runs the program and node 0 prints its
-//! report.
+//! report. `--plain` runs the same program with plain threads and no
+//! DSM; `--compare` alternates the two.
 
-use crate::apps::{launch, OnHosts};
+use crate::apps::{launch_collecting, OnHosts};
 use crate::args::JobArgs;
 use crate::bench::{under_launcher, Outcome};
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use std::ffi::OsString;
+use threadwire_apps::figures::spread;
+use threadwire_apps::hosts::Hosts;
 use threadwire_apps::splash::{self, Program};
+use threadwire_bench::node_result::NodeResult;
 use threadwire_launch::JobSpec;
 
 /// `NAME` of `apps splash`.
@@ -43,15 +47,30 @@ pub struct SplashJob {
     /// The program.
     #[arg(value_enum)]
     pub program: ProgramArg,
-    /// Number of nodes.
-    #[arg(short = 'n', long = "nodes", default_value_t = 4)]
-    pub nodes: u32,
+    /// Number of nodes (default 4; 1 with --plain).
+    #[arg(short = 'n', long = "nodes")]
+    pub nodes: Option<u32>,
     /// Processes (OS threads) per node, all taking part in the barriers.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// The small size, for quick checks, instead of the seed's.
     #[arg(long)]
     pub small: bool,
+    /// Run with plain threads sharing this process's memory and no DSM
+    /// (one node): the baseline of the DSM's runs.
+    #[arg(long, conflicts_with_all = ["compare", "link"])]
+    pub plain: bool,
+    /// Run --rounds times each, alternating: plain threads, then the DSM on
+    /// -n nodes x --threads, as many processes in both; print both and
+    /// their ratio.
+    #[arg(long, conflicts_with = "link")]
+    pub compare: bool,
+    /// Runs of each kind with --compare.
+    #[arg(long, default_value_t = 3, requires = "compare")]
+    pub rounds: usize,
+    /// A node reports its time and prints nothing (--compare's nodes).
+    #[arg(long, hide = true)]
+    pub result_only: bool,
     #[command(flatten)]
     pub on: OnHosts,
 }
@@ -63,6 +82,10 @@ impl SplashJob {
             threads: self.threads,
             small: self.small,
         }
+    }
+
+    fn nodes(&self) -> u32 {
+        self.nodes.unwrap_or(if self.plain { 1 } else { 4 })
     }
 
     /// The arguments the nodes run again.
@@ -78,32 +101,112 @@ impl SplashJob {
         if cfg.small {
             args.push("--small".into());
         }
+        if self.compare {
+            args.push("--result-only".into());
+        }
         args.into_iter().map(OsString::from).collect()
     }
 }
 
-/// Runs `threadwire apps splash`: a node's side under the launcher, or
-/// the job.
+/// Runs `threadwire apps splash`: a node's side under the launcher, the
+/// plain run, the comparison or the job.
 pub fn run(job: SplashJob) -> Result<Outcome> {
     let cfg = job.config();
     if under_launcher() {
-        if let Some(report) = splash::node(cfg)? {
-            print!("{report}");
+        let ep = threadwire::init()?;
+        if let Some(report) = splash::run(&ep, cfg)? {
+            if !job.result_only {
+                print!("{report}");
+            }
             if !report.measured.verified {
                 anyhow::bail!("{} computed a wrong result", cfg.program.title());
             }
+            let seconds = report.measured.elapsed.as_secs_f64();
+            NodeResult::Timed { seconds }.send(ep.node())?;
         }
         return Ok(Outcome::Exit(0));
     }
-    cfg.check(job.nodes)?;
+    let nodes = job.nodes();
+    if job.plain {
+        anyhow::ensure!(
+            nodes == 1,
+            "--plain runs one node (its threads share memory): not -n {nodes}"
+        );
+        let report = plain(cfg)?;
+        print!("{report}");
+        return Ok(Outcome::Exit(0));
+    }
+    cfg.check(nodes)?;
+    if job.compare {
+        return compare(&job, cfg, nodes);
+    }
+    Ok(Outcome::Exit(dsm(&job, nodes, &job.on.hosts(nodes)?)?.0))
+}
+
+/// The plain run of `cfg`, verified.
+fn plain(cfg: splash::Config) -> Result<splash::Report> {
+    let report = splash::run_plain(cfg)?;
+    anyhow::ensure!(
+        report.measured.verified,
+        "{} computed a wrong result",
+        cfg.program.title()
+    );
+    Ok(report)
+}
+
+/// The job on the DSM: its status, and node 0's time.
+fn dsm(job: &SplashJob, nodes: u32, hosts: &Hosts) -> Result<(i32, Option<f64>)> {
     let spec = JobArgs {
-        nodes: job.nodes,
+        nodes,
         ..JobArgs::default()
     };
-    let program = JobSpec::new(job.nodes, std::env::current_exe()?).args(job.node_args());
-    Ok(Outcome::Exit(launch(
-        &spec,
-        program,
-        &job.on.hosts(job.nodes)?,
-    )?))
+    let program = JobSpec::new(nodes, std::env::current_exe()?).args(job.node_args());
+    let (status, results) = launch_collecting(&spec, program, hosts)?;
+    let seconds = results.iter().find_map(|r| match r {
+        NodeResult::Timed { seconds } => Some(*seconds),
+        _ => None,
+    });
+    Ok((status, seconds))
+}
+
+/// `--compare`: plain threads and the DSM, as many processes each,
+/// alternating, then their medians and ratio.
+fn compare(job: &SplashJob, cfg: splash::Config, nodes: u32) -> Result<Outcome> {
+    let processes = nodes as usize * cfg.threads;
+    let alone = splash::Config {
+        threads: processes,
+        ..cfg
+    };
+    let hosts = job.on.hosts(nodes)?;
+    let (mut plains, mut dsms) = (Vec::new(), Vec::new());
+    let mut size = String::new();
+    for round in 1..=job.rounds.max(1) {
+        let report = plain(alone)?;
+        size.clone_from(&report.size);
+        plains.push(report.measured.elapsed.as_secs_f64());
+        let (status, seconds) = dsm(job, nodes, &hosts)?;
+        let Some(seconds) = seconds.filter(|_| status == 0) else {
+            anyhow::bail!("the DSM's run {round} failed (status {status})");
+        };
+        dsms.push(seconds);
+        eprintln!(
+            "threadwire: splash {} round {round}: plain {:.4} s, DSM {seconds:.4} s",
+            cfg.program.title(),
+            plains[round - 1]
+        );
+    }
+    let (p, pmin, pmax) = spread(plains);
+    let (d, dmin, dmax) = spread(dsms);
+    println!(
+        "splash {}: {size}, {processes} processes, median of {} rounds (min-max)",
+        cfg.program.title(),
+        job.rounds.max(1)
+    );
+    println!("plain threads, no DSM:      {p:.4} s ({pmin:.4}-{pmax:.4})");
+    println!(
+        "DSM, {nodes} nodes x {} threads: {d:.4} s ({dmin:.4}-{dmax:.4})",
+        cfg.threads
+    );
+    println!("DSM / plain: {:.2}", d / p);
+    Ok(Outcome::Exit(0))
 }

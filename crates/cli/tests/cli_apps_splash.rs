@@ -91,3 +91,62 @@ fn more_processes_than_work_are_refused_before_the_job_starts() {
         assert_eq!(ran.code(), Some(1), "{program}: {}", ran.show());
     }
 }
+
+#[test]
+fn plain_threads_run_every_program_and_compare_sets_them_beside_the_dsm() {
+    for program in PROGRAMS {
+        let ran = run_ok(threadwire().args([
+            "apps",
+            "splash",
+            program,
+            "--plain",
+            "--threads",
+            "3",
+            "--small",
+        ]));
+        assert!(
+            ran.stdout
+                .contains("on 1 nodes x 3 threads (3 processes), plain threads sharing memory"),
+            "{program}: {}",
+            ran.show()
+        );
+        assert!(ran.stdout.contains("verified: yes"), "{}", ran.show());
+    }
+    let ran = run_ok(threadwire().args([
+        "apps",
+        "splash",
+        "sor",
+        "-n",
+        "2",
+        "--threads",
+        "2",
+        "--small",
+        "--compare",
+        "--rounds",
+        "2",
+    ]));
+    assert!(
+        ran.stdout.contains("4 processes, median of 2 rounds"),
+        "{}",
+        ran.show()
+    );
+    assert!(
+        ran.stdout.contains("DSM, 2 nodes x 2 threads:"),
+        "{}",
+        ran.show()
+    );
+    assert!(ran.stdout.contains("DSM / plain: "), "{}", ran.show());
+    assert!(
+        !ran.stdout.contains("[n0]"),
+        "nodes printed: {}",
+        ran.show()
+    );
+    // Plain threads share one process's memory: one node only.
+    let ran = run(threadwire().args(["apps", "splash", "sor", "--plain", "-n", "2"]));
+    assert_eq!(ran.code(), Some(1), "{}", ran.show());
+    assert!(
+        ran.stderr.contains("--plain runs one node"),
+        "{}",
+        ran.show()
+    );
+}

@@ -1,7 +1,10 @@
-//! A shared array: [`Dsm::alloc`](crate::Dsm::alloc)'s result.
+//! A shared array: [`Dsm::alloc`](crate::Dsm::alloc)'s result, or
+//! [`Region::local`]'s array of one process's memory with the same
+//! interface.
 
 use crate::Dsm;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 /// An array of `T` in the shared space, at the same address on every node.
 /// Clone it to every thread; element access is by value ([`get`](Self::get),
@@ -13,8 +16,37 @@ use std::marker::PhantomData;
 pub struct Region<T> {
     at: *mut T,
     len: usize,
-    dsm: Dsm,
+    owner: Owner,
     _t: PhantomData<T>,
+}
+
+/// What holds a region's memory.
+#[derive(Clone, Debug)]
+enum Owner {
+    /// The shared space.
+    Shared(Dsm),
+    /// An anonymous mapping of this process, unmapped with the last clone.
+    Local { _mapping: Arc<Mapping> },
+}
+
+/// An anonymous private mapping.
+#[derive(Debug)]
+struct Mapping {
+    at: *mut libc::c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory; who may touch it is the region's
+// contract.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: mapped by `Region::local`, unmapped once, here.
+        unsafe { libc::munmap(self.at, self.len) };
+    }
 }
 
 // SAFETY: the region is memory shared by every thread by design; `T` is
@@ -29,7 +61,7 @@ impl<T> Clone for Region<T> {
         Region {
             at: self.at,
             len: self.len,
-            dsm: self.dsm.clone(),
+            owner: self.owner.clone(),
             _t: PhantomData,
         }
     }
@@ -40,9 +72,55 @@ impl<T: bytemuck::Pod> Region<T> {
         Region {
             at,
             len,
-            dsm,
+            owner: Owner::Shared(dsm),
             _t: PhantomData,
         }
+    }
+
+    /// `n` zeroed `T`s of this process's own memory, with a region's
+    /// interface: the threads of the process share it, other nodes never
+    /// see it. It is what a program written against regions runs on
+    /// without the distributed shared memory — the baseline the DSM is
+    /// measured against. Pages are mapped at their first touch, as the
+    /// shared space's are.
+    ///
+    /// ```
+    /// let a = threadwire_dsm::Region::<u64>::local(1000).unwrap();
+    /// a.set(7, 49);
+    /// assert_eq!(a.get(7), 49);
+    /// assert!(a.dsm().is_none());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// When the OS refuses the mapping.
+    pub fn local(n: usize) -> std::io::Result<Region<T>> {
+        let len = n
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?
+            .max(1);
+        // SAFETY: a fresh anonymous private mapping; checked below.
+        let at = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if at == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Region {
+            at: at.cast(),
+            len: n,
+            owner: Owner::Local {
+                _mapping: Arc::new(Mapping { at, len }),
+            },
+            _t: PhantomData,
+        })
     }
 
     /// Number of elements.
@@ -61,9 +139,13 @@ impl<T: bytemuck::Pod> Region<T> {
         self.at
     }
 
-    /// The shared space it belongs to.
-    pub fn dsm(&self) -> &Dsm {
-        &self.dsm
+    /// The shared space it belongs to; `None` for a [`local`](Self::local)
+    /// region.
+    pub fn dsm(&self) -> Option<&Dsm> {
+        match &self.owner {
+            Owner::Shared(dsm) => Some(dsm),
+            Owner::Local { .. } => None,
+        }
     }
 
     /// Element `i`.

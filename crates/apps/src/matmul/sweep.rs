@@ -135,7 +135,7 @@ impl Sweep {
                 .results
                 .iter()
                 .find_map(|r| match r {
-                    NodeResult::Matmul { seconds } => Some(*seconds),
+                    NodeResult::Timed { seconds } => Some(*seconds),
                     _ => None,
                 })
                 .ok_or_else(|| SweepError::NoTime { what: what() })?;

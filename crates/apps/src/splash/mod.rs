@@ -184,6 +184,8 @@ pub struct Report {
     pub program: Program,
     /// Its problem size, in words.
     pub size: String,
+    /// Whether it ran with plain threads and no DSM ([`run_plain`]).
+    pub plain: bool,
     /// Nodes of the job.
     pub nodes: usize,
     /// Processes per node.
@@ -199,12 +201,17 @@ impl fmt::Display for Report {
         let m = &self.measured;
         writeln!(
             f,
-            "splash {}: {} on {} nodes x {} threads ({} processes)",
+            "splash {}: {} on {} nodes x {} threads ({} processes){}",
             self.program.title(),
             self.size,
             self.nodes,
             self.threads,
-            self.nodes * self.threads
+            self.nodes * self.threads,
+            if self.plain {
+                ", plain threads sharing memory, no DSM"
+            } else {
+                ""
+            }
         )?;
         writeln!(
             f,
@@ -217,6 +224,9 @@ impl fmt::Display for Report {
             if m.verified { "yes" } else { "NO" },
             m.against
         )?;
+        if self.plain {
+            return Ok(());
+        }
         write!(f, "{:>4}", "node")?;
         for heading in COUNTERS {
             write!(f, " {heading:>13}")?;
@@ -316,15 +326,27 @@ fn stats(c: [u64; STATS_FIELDS]) -> Stats {
 /// Runs `cfg` on this node; thread 0's endpoint must be passed. Returns
 /// the report on node 0 and `None` elsewhere.
 pub fn run(ep: &Endpoint, cfg: Config) -> Result<Option<Report>, Error> {
-    let nodes = ep.node().nodes();
-    cfg.check(nodes)?;
-    let env = Env::new(ep, cfg.threads)?;
-    let published: Region<u64> = env.g_malloc(nodes as usize * STATS_FIELDS)?;
+    cfg.check(ep.node().nodes())?;
+    execute(&Env::new(ep, cfg.threads)?, cfg)
+}
+
+/// Runs `cfg` in this process with plain threads sharing ordinary memory
+/// and no DSM ([`Env::plain`]): the baseline of the DSM's runs on one
+/// node.
+pub fn run_plain(cfg: Config) -> Result<Report, Error> {
+    cfg.check(1)?;
+    execute(&Env::plain(cfg.threads), cfg)?.ok_or(Error::Unmeasured)
+}
+
+/// Steps 1–5 in `env`.
+fn execute(env: &Env, cfg: Config) -> Result<Option<Report>, Error> {
+    let nodes = env.nodes();
+    let published: Region<u64> = env.g_malloc(nodes * STATS_FIELDS)?;
     let kernel: Arc<dyn Kernel> = match cfg.program {
-        Program::Sor => Arc::new(sor::Sor::new(&env, cfg.small)?),
-        Program::Matmult => Arc::new(matmult::Matmult::new(&env, cfg.small)?),
-        Program::LuContiguous => Arc::new(lu::Lu::new(&env, cfg.small)?),
-        Program::Radix => Arc::new(radix::Radix::new(&env, cfg.small)?),
+        Program::Sor => Arc::new(sor::Sor::new(env, cfg.small)?),
+        Program::Matmult => Arc::new(matmult::Matmult::new(env, cfg.small)?),
+        Program::LuContiguous => Arc::new(lu::Lu::new(env, cfg.small)?),
+        Program::Radix => Arc::new(radix::Radix::new(env, cfg.small)?),
     };
     let outcome: Arc<Mutex<(Option<Measured>, Vec<Stats>)>> = Arc::default();
     {
@@ -357,7 +379,8 @@ pub fn run(ep: &Endpoint, cfg: Config) -> Result<Option<Report>, Error> {
     Ok(Some(Report {
         program: cfg.program,
         size: kernel.size(),
-        nodes: nodes as usize,
+        plain: env.is_plain(),
+        nodes,
         threads: cfg.threads,
         measured: measured.ok_or(Error::Unmeasured)?,
         stats,

@@ -13,6 +13,11 @@
 //! | `CLOCK(t)`            | [`Env::clock`]: µs since [`Env::new`]       |
 //! | `LOCKDEC`, `BARDEC`, `…INIT` | nothing: locks are numbers, the barrier is the job's |
 //!
+//! [`Env::plain`] runs the same program with no DSM: ordinary memory
+//! ([`Region::local`]) shared by the threads of one process, a barrier and
+//! locks of the standard library — PARMACS on a shared-memory machine, the
+//! baseline the DSM is measured against.
+//!
 //! Processes are OS threads: P = nodes × threads, and process `pid` is
 //! thread `pid mod threads` of node `pid div threads`, so the processes of
 //! a node are neighbours (SPLASH-2's contiguous partitions then put
@@ -31,7 +36,8 @@
 //! 3. Shared memory follows the crate's contract: conflicting accesses
 //!    are ordered by a barrier or a lock (`threadwire_dsm`'s module docs).
 
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::{Arc, Barrier, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 use threadwire::Endpoint;
@@ -59,6 +65,9 @@ pub enum ParmacsError {
     /// The OS refused a thread.
     #[error("starting a process: {0}")]
     Spawn(#[source] std::io::Error),
+    /// The OS refused [`Env::plain`]'s memory.
+    #[error("allocating memory: {0}")]
+    Memory(#[source] std::io::Error),
     /// A process panicked.
     #[error("process {pid} panicked")]
     Panicked {
@@ -86,11 +95,55 @@ fn with_endpoint<T>(f: impl FnOnce(&Endpoint) -> Result<T, DsmError>) -> Result<
     })
 }
 
+/// What an environment's memory and synchronization are.
+#[derive(Clone, Debug)]
+enum Memory {
+    /// The distributed shared memory.
+    Dsm(Dsm),
+    /// One process's memory ([`Env::plain`]).
+    Plain(Arc<Plain>),
+}
+
+/// [`Env::plain`]'s synchronization: a barrier of the node's processes,
+/// and a lock per number.
+#[derive(Debug)]
+struct Plain {
+    barrier: Barrier,
+    locks: Mutex<HashMap<u32, Arc<PlainLock>>>,
+}
+
+/// A lock of [`Env::plain`]: whether it is held, and its waiters.
+#[derive(Debug, Default)]
+struct PlainLock {
+    held: Mutex<bool>,
+    freed: Condvar,
+}
+
+/// A lock held: `UNLOCK` when dropped.
+#[must_use = "the lock is released when this is dropped"]
+pub struct Held<'a>(HeldBy<'a>);
+
+enum HeldBy<'a> {
+    Dsm { _guard: LockGuard<'a> },
+    Plain(Arc<PlainLock>),
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if let HeldBy::Plain(lock) = &self.0 {
+            *lock.held.lock().unwrap_or_else(|p| p.into_inner()) = false;
+            lock.freed.notify_one();
+        }
+    }
+}
+
 /// One node's PARMACS environment: clone it into every process.
 #[derive(Clone, Debug)]
 pub struct Env {
-    dsm: Dsm,
-    handle: threadwire::Node,
+    memory: Memory,
+    /// The node's runtime, through which processes get their endpoints;
+    /// none for [`Env::plain`].
+    handle: Option<threadwire::Node>,
     node: usize,
     nodes: usize,
     threads: usize,
@@ -109,8 +162,8 @@ impl Env {
         };
         let dsm = Dsm::new(ep, config)?;
         Ok(Env {
-            dsm,
-            handle: ep.node().clone(),
+            memory: Memory::Dsm(dsm),
+            handle: Some(ep.node().clone()),
             node: ep.node().id() as usize,
             nodes: ep.node().nodes() as usize,
             threads,
@@ -119,17 +172,52 @@ impl Env {
         })
     }
 
+    /// `MAIN_INITENV` with no DSM: `threads` processes of this process
+    /// alone (one node), sharing ordinary memory.
+    pub fn plain(threads: usize) -> Env {
+        let plain = Plain {
+            barrier: Barrier::new(threads),
+            locks: Mutex::default(),
+        };
+        Env {
+            memory: Memory::Plain(Arc::new(plain)),
+            handle: None,
+            node: 0,
+            nodes: 1,
+            threads,
+            start: Instant::now(),
+            created: Arc::default(),
+        }
+    }
+
+    /// Whether this is [`Env::plain`]'s.
+    pub fn is_plain(&self) -> bool {
+        matches!(self.memory, Memory::Plain(_))
+    }
+
     /// `G_MALLOC`: `n` zeroed `T`s at the same address on every node
     /// (rule 2).
     pub fn g_malloc<T: bytemuck::Pod>(&self, n: usize) -> Result<Region<T>, ParmacsError> {
-        Ok(self.dsm.alloc(n)?)
+        self.g_malloc_homed(n, threadwire_dsm::Homes::RoundRobin)
     }
 
     /// `G_MALLOC` of an array each node writes a contiguous share of (a
     /// grid's rows): its units homed in as many contiguous shares as nodes,
     /// so that a node's writes to its own share stay local.
     pub fn g_malloc_blocks<T: bytemuck::Pod>(&self, n: usize) -> Result<Region<T>, ParmacsError> {
-        Ok(self.dsm.alloc_homed(n, threadwire_dsm::Homes::Blocks)?)
+        self.g_malloc_homed(n, threadwire_dsm::Homes::Blocks)
+    }
+
+    /// `G_MALLOC` with the units homed as `homes` says.
+    pub fn g_malloc_homed<T: bytemuck::Pod>(
+        &self,
+        n: usize,
+        homes: threadwire_dsm::Homes,
+    ) -> Result<Region<T>, ParmacsError> {
+        match &self.memory {
+            Memory::Dsm(dsm) => Ok(dsm.alloc_homed(n, homes)?),
+            Memory::Plain(_) => Region::local(n).map_err(ParmacsError::Memory),
+        }
     }
 
     /// `CREATE`: starts `n` more processes of this node, each running
@@ -154,10 +242,12 @@ impl Env {
                 .spawn(move || {
                     // The process's endpoint, through which its barriers
                     // and locks talk to other nodes: made once.
-                    let ep = node
-                        .endpoint()
-                        .map_err(|e| DsmError::Config(format!("process {pid}: {e}")))?;
-                    ENDPOINT.with(|slot| *slot.borrow_mut() = Some(ep));
+                    if let Some(node) = node {
+                        let ep = node
+                            .endpoint()
+                            .map_err(|e| DsmError::Config(format!("process {pid}: {e}")))?;
+                        ENDPOINT.with(|slot| *slot.borrow_mut() = Some(ep));
+                    }
                     f(pid)
                 })
                 .map_err(ParmacsError::Spawn)?;
@@ -186,12 +276,40 @@ impl Env {
     /// `BARRIER`: waits for every process of every node; what any wrote
     /// before it, all read after it.
     pub fn barrier(&self) -> Result<(), DsmError> {
-        with_endpoint(|ep| self.dsm.barrier(ep))
+        match &self.memory {
+            Memory::Dsm(dsm) => with_endpoint(|ep| dsm.barrier(ep)),
+            Memory::Plain(plain) => {
+                plain.barrier.wait();
+                Ok(())
+            }
+        }
     }
 
     /// `LOCK`: lock `id`, released when the guard drops (`UNLOCK`).
-    pub fn lock(&self, id: u32) -> Result<LockGuard<'_>, DsmError> {
-        with_endpoint(|ep| self.dsm.lock(ep, id))
+    pub fn lock(&self, id: u32) -> Result<Held<'_>, DsmError> {
+        match &self.memory {
+            Memory::Dsm(dsm) => with_endpoint(|ep| {
+                Ok(Held(HeldBy::Dsm {
+                    _guard: dsm.lock(ep, id)?,
+                }))
+            }),
+            Memory::Plain(plain) => {
+                let lock = plain
+                    .locks
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .entry(id)
+                    .or_default()
+                    .clone();
+                let mut held = lock.held.lock().unwrap_or_else(|p| p.into_inner());
+                while *held {
+                    held = lock.freed.wait(held).unwrap_or_else(|p| p.into_inner());
+                }
+                *held = true;
+                drop(held);
+                Ok(Held(HeldBy::Plain(lock)))
+            }
+        }
     }
 
     /// `CLOCK`: microseconds since [`Env::new`] on this node.
@@ -219,8 +337,61 @@ impl Env {
         self.nodes
     }
 
-    /// This node's shared-memory counters.
+    /// This node's shared-memory counters (all zero for [`Env::plain`]).
     pub fn stats(&self) -> Stats {
-        self.dsm.stats()
+        match &self.memory {
+            Memory::Dsm(dsm) => dsm.stats(),
+            Memory::Plain(_) => Stats::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_locks_exclude_and_plain_barriers_order() {
+        let env = Env::plain(4);
+        let counter: Region<u64> = env.g_malloc(2).expect("memory");
+        let (env_p, c) = (env.clone(), counter.clone());
+        env.create(4, move |pid| {
+            for _ in 0..2000 {
+                let _held = env_p.lock(3)?;
+                // A read and a write apart: lost updates without the lock.
+                let v = c.get(0);
+                std::hint::spin_loop();
+                c.set(0, v + 1);
+            }
+            env_p.barrier()?;
+            // Everyone's increments are in before anyone reads.
+            if c.get(0) != 8000 {
+                c.set(1, 1 + pid as u64);
+            }
+            Ok(())
+        })
+        .expect("created");
+        env.wait_for_end().expect("ended");
+        assert_eq!(counter.get(0), 8000);
+        assert_eq!(
+            counter.get(1),
+            0,
+            "a process read before the barrier let it"
+        );
+        assert!(env.stats() == Stats::default() && env.is_plain());
+    }
+
+    #[test]
+    fn plain_creates_no_more_processes_than_it_was_told() {
+        let env = Env::plain(1);
+        env.create(1, |_| Ok(())).expect("one");
+        assert!(matches!(
+            env.create(1, |_| Ok(())),
+            Err(ParmacsError::TooMany {
+                wanted: 2,
+                threads: 1
+            })
+        ));
+        env.wait_for_end().expect("ended");
     }
 }

@@ -296,7 +296,7 @@ impl PingPong {
         from: u64,
         turns: u64,
     ) -> Result<(), Error> {
-        let dsm = self.counter.dsm();
+        let dsm = self.counter.dsm().expect("allocated in the shared space");
         for k in 0..turns {
             if side == 1 || k > 0 {
                 ep.recv(other, TURN_TAG).map_err(Error::Recv)?;

@@ -79,7 +79,7 @@ fn main() {
                     for i in (0..n).filter(|i| (i + round) % all == rank) {
                         a.set(i, (i * 10 + round) as u64);
                     }
-                    a.dsm().barrier(ep).expect("barrier");
+                    a.dsm().expect("shared").barrier(ep).expect("barrier");
                     for i in 0..n {
                         assert_eq!(
                             a.get(i),
@@ -87,7 +87,7 @@ fn main() {
                             "element {i} round {round}"
                         );
                     }
-                    a.dsm().barrier(ep).expect("barrier");
+                    a.dsm().expect("shared").barrier(ep).expect("barrier");
                 }
             }
             "blocks" => {
@@ -98,7 +98,7 @@ fn main() {
                     for i in rank * block..(rank + 1) * block {
                         b.set(i, i as u64 * 1000 + round);
                     }
-                    b.dsm().barrier(ep).expect("barrier");
+                    b.dsm().expect("shared").barrier(ep).expect("barrier");
                     let from = (rank + round as usize + 1) % all;
                     for i in from * block..(from + 1) * block {
                         assert_eq!(
@@ -107,14 +107,14 @@ fn main() {
                             "element {i} round {round}"
                         );
                     }
-                    b.dsm().barrier(ep).expect("barrier");
+                    b.dsm().expect("shared").barrier(ep).expect("barrier");
                 }
             }
             "lock" => {
                 let total = 10_000;
                 let mine = total / all + usize::from(rank < total % all);
                 for _ in 0..mine {
-                    let _held = b.dsm().lock(ep, 7).expect("lock");
+                    let _held = b.dsm().expect("shared").lock(ep, 7).expect("lock");
                     let count = b.get(0) as usize;
                     // The log: element 1 + k holds who made increment k.
                     if count > 0 {
@@ -123,14 +123,14 @@ fn main() {
                     b.set(1 + count, rank as u64 + 1);
                     b.set(0, count as u64 + 1);
                 }
-                b.dsm().barrier(ep).expect("barrier");
+                b.dsm().expect("shared").barrier(ep).expect("barrier");
                 assert_eq!(b.get(0), total as u64, "the counter");
                 let mut per_rank = vec![0usize; all];
                 for k in 1..=total {
                     per_rank[b.get(k) as usize - 1] += 1;
                 }
                 assert_eq!(per_rank[rank], mine, "the log of rank {rank}");
-                b.dsm().barrier(ep).expect("barrier");
+                b.dsm().expect("shared").barrier(ep).expect("barrier");
             }
             "fibers" => {
                 let per_unit = unit / 8;
@@ -144,7 +144,7 @@ fn main() {
                         b.set(k * per_unit, k as u64 + 1);
                     }
                 }
-                b.dsm().barrier(ep).expect("barrier");
+                b.dsm().expect("shared").barrier(ep).expect("barrier");
                 if me == 1 {
                     let fibers: Vec<_> = units
                         .iter()
@@ -158,24 +158,26 @@ fn main() {
                         f.join().expect("a fiber failed");
                     }
                 }
-                b.dsm().barrier(ep).expect("barrier");
+                b.dsm().expect("shared").barrier(ep).expect("barrier");
             }
             "die" => {
-                b.dsm().barrier(ep).expect("barrier");
+                b.dsm().expect("shared").barrier(ep).expect("barrier");
                 if me == nodes - 1 {
                     // SAFETY: killing our own process.
                     unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
                 }
                 let failed = (0..1000).find_map(|round| {
-                    let held = b.dsm().lock(ep, round % 3);
-                    let r = held.map(drop).and_then(|()| b.dsm().barrier(ep));
+                    let held = b.dsm().expect("shared").lock(ep, round % 3);
+                    let r = held
+                        .map(drop)
+                        .and_then(|()| b.dsm().expect("shared").barrier(ep));
                     r.err()
                 });
                 let e = failed.expect("no operation failed after a node was killed");
                 println!("dsm die: n{me} failed: {e}");
                 std::process::exit(0);
             }
-            "free" => b.dsm().barrier(ep).expect("barrier"),
+            "free" => b.dsm().expect("shared").barrier(ep).expect("barrier"),
             other => panic!("unknown mode {other}"),
         }
     });
