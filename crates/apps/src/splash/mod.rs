@@ -23,8 +23,10 @@
 //!    invariant (a product with a random vector, sortedness and checksums)
 //!    — while the others wait at a barrier, since it may fetch any of
 //!    their data.
-//! 5. Every node's first process publishes the node's DSM counters in a
-//!    shared array; after a barrier node 0 reads them all for the report.
+//! 5. Every node's first process publishes the node's DSM counters over
+//!    step 3 (read at its two barriers) in a shared array; after a barrier
+//!    node 0 reads them all for the report, with the seed's Table 3 of
+//!    them ([`Report::utilization`]).
 
 pub mod lu;
 pub mod matmult;
@@ -37,7 +39,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use threadwire::Endpoint;
-use threadwire_dsm::{DsmError, Region, Stats};
+use threadwire_dsm::{DsmError, Kind, Region, Stats};
 
 /// The programs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,7 +194,8 @@ pub struct Report {
     pub threads: usize,
     /// Time and verification.
     pub measured: Measured,
-    /// Each node's DSM counters at the end of the computation, by node.
+    /// Each node's DSM counters over the computation (from the barrier
+    /// after initialization to the one after computing), by node.
     pub stats: Vec<Stats>,
 }
 
@@ -239,7 +242,12 @@ impl fmt::Display for Report {
             }
             writeln!(f)?;
         }
-        Ok(())
+        let u = self.utilization();
+        writeln!(
+            f,
+            "per node (the seed's Table 3): {:.0} B a message, {:.2} Mbit/s, {:.3} ms a request",
+            u.mean_message, u.mbps, u.latency_ms
+        )
     }
 }
 
@@ -257,14 +265,28 @@ trait Kernel: Send + Sync + 'static {
     fn check(&self) -> (bool, &'static str);
 }
 
-/// Steps 2–4 in process `pid`; process 0 returns what it measured.
-fn process(kernel: &dyn Kernel, env: &Env, pid: usize) -> Result<Option<Measured>, DsmError> {
+/// Steps 2–4 in process `pid`: what process 0 measured, and in a node's
+/// first process the node's counters over the computation (step 5's).
+fn process(
+    kernel: &dyn Kernel,
+    env: &Env,
+    pid: usize,
+) -> Result<(Option<Measured>, [u64; STATS_FIELDS]), DsmError> {
+    let first = pid.is_multiple_of(env.threads());
     kernel.initialize(env, pid);
     env.barrier()?;
+    let before = first.then(|| publish(&env.stats()));
     let started = env.clock();
     kernel.compute(env, pid)?;
     env.barrier()?;
     let elapsed = Duration::from_micros(env.clock() - started);
+    let counted = match before {
+        Some(before) => {
+            let after = publish(&env.stats());
+            std::array::from_fn(|k| after[k].saturating_sub(before[k]))
+        }
+        None => [0; STATS_FIELDS],
+    };
     let measured = (pid == 0).then(|| {
         let (verified, against) = kernel.check();
         Measured {
@@ -275,7 +297,7 @@ fn process(kernel: &dyn Kernel, env: &Env, pid: usize) -> Result<Option<Measured
     });
     // Process 0 may fetch anyone's data until here.
     env.barrier()?;
-    Ok(measured)
+    Ok((measured, counted))
 }
 
 /// A node of a program's job launched by `threadwire apps splash`: joins
@@ -285,9 +307,9 @@ pub fn node(cfg: Config) -> Result<Option<Report>, Error> {
     run(&ep, cfg)
 }
 
-/// The counters of [`Stats`] published in step 5 and reported, with
-/// their columns' headings.
-const COUNTERS: [&str; STATS_FIELDS] = [
+/// The counters of [`Stats`] in the per-node table, with their columns'
+/// headings.
+const COUNTERS: [&str; 7] = [
     "read faults",
     "write faults",
     "fetches",
@@ -296,9 +318,8 @@ const COUNTERS: [&str; STATS_FIELDS] = [
     "diff bytes",
     "invalidations",
 ];
-const STATS_FIELDS: usize = 7;
 
-fn counters(s: &Stats) -> [u64; STATS_FIELDS] {
+fn counters(s: &Stats) -> [u64; 7] {
     [
         s.read_faults,
         s.write_faults,
@@ -310,8 +331,30 @@ fn counters(s: &Stats) -> [u64; STATS_FIELDS] {
     ]
 }
 
+/// Words a node publishes in step 5: [`COUNTERS`], then five per kind of
+/// message ([`Kind::ALL`]).
+const STATS_FIELDS: usize = COUNTERS.len() + 5 * Kind::ALL.len();
+
+/// `s` as the words published in step 5.
+fn publish(s: &Stats) -> [u64; STATS_FIELDS] {
+    let mut words = [0; STATS_FIELDS];
+    words[..COUNTERS.len()].copy_from_slice(&counters(s));
+    for (k, t) in s.traffic.iter().enumerate() {
+        let at = COUNTERS.len() + 5 * k;
+        words[at..at + 5].copy_from_slice(&[
+            t.requests,
+            t.request_bytes,
+            t.replies,
+            t.reply_bytes,
+            t.round_trip.as_nanos() as u64,
+        ]);
+    }
+    words
+}
+
+/// The [`Stats`] of words published in step 5.
 fn stats(c: [u64; STATS_FIELDS]) -> Stats {
-    Stats {
+    let mut s = Stats {
         read_faults: c[0],
         write_faults: c[1],
         fetches: c[2],
@@ -320,6 +363,45 @@ fn stats(c: [u64; STATS_FIELDS]) -> Stats {
         diff_bytes: c[5],
         invalidations: c[6],
         ..Stats::default()
+    };
+    for (k, t) in s.traffic.iter_mut().enumerate() {
+        let w = &c[COUNTERS.len() + 5 * k..];
+        (t.requests, t.request_bytes, t.replies, t.reply_bytes) = (w[0], w[1], w[2], w[3]);
+        t.round_trip = Duration::from_nanos(w[4]);
+    }
+    s
+}
+
+/// The seed's Table 3 of a run: communication per node.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Utilization {
+    /// Bytes per message, requests and replies of every kind.
+    pub mean_message: f64,
+    /// A node's bytes sent and received over the computation, in Mbit/s.
+    pub mbps: f64,
+    /// The mean round trip of a request, waiting and remote processing
+    /// included, in ms.
+    pub latency_ms: f64,
+}
+
+impl Report {
+    /// The seed's Table 3 of this run: every node's requests (counted
+    /// where they were made) and their replies, averaged per node.
+    pub fn utilization(&self) -> Utilization {
+        let kinds = self.stats.iter().flat_map(|s| s.traffic.iter());
+        let (mut messages, mut bytes, mut replies, mut waited) = (0, 0, 0, Duration::ZERO);
+        for t in kinds {
+            messages += t.requests + t.replies;
+            bytes += t.request_bytes + t.reply_bytes;
+            replies += t.replies;
+            waited += t.round_trip;
+        }
+        let seconds = self.measured.elapsed.as_secs_f64().max(1e-9);
+        Utilization {
+            mean_message: bytes as f64 / messages.max(1) as f64,
+            mbps: bytes as f64 * 8.0 / 1e6 / self.nodes.max(1) as f64 / seconds,
+            latency_ms: waited.as_secs_f64() * 1e3 / replies.max(1) as f64,
+        }
     }
 }
 
@@ -353,10 +435,9 @@ fn execute(env: &Env, cfg: Config) -> Result<Option<Report>, Error> {
         let (env_p, kernel, outcome) = (env.clone(), kernel.clone(), outcome.clone());
         env.create(cfg.threads, move |pid| {
             let env = &env_p;
-            let measured = process(kernel.as_ref(), env, pid)?;
-            let first = pid % env.threads() == 0;
-            if first {
-                for (k, c) in counters(&env.stats()).into_iter().enumerate() {
+            let (measured, counted) = process(kernel.as_ref(), env, pid)?;
+            if pid.is_multiple_of(env.threads()) {
+                for (k, c) in counted.into_iter().enumerate() {
                     published.set(env.node() * STATS_FIELDS + k, c);
                 }
             }
