@@ -87,6 +87,17 @@ pub enum NodeResult {
         /// The elapsed time.
         seconds: f64,
     },
+    /// `apps splash`: the seed's Table 3 of the run
+    /// (`threadwire_apps::splash::Utilization`), sent with its
+    /// [`NodeResult::Timed`].
+    DsmTraffic {
+        /// Bytes a message.
+        mean_message: f64,
+        /// Mbit/s a node.
+        mbps: f64,
+        /// ms a request.
+        latency_ms: f64,
+    },
     /// `bench spawn`, added-nodes rows: node 0's milliseconds to add N
     /// nodes to the running job, per repetition.
     NodesAdded {

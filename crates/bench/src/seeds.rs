@@ -11,6 +11,7 @@
 //! | [`THESIS_TABLE_5_3`]: bandwidth, Mbit/s | the thesis, PVM over Ethernet, ATM AAL 3/4 and AAL 5 | `bench comm` |
 //! | [`THESIS_TABLE_5_5`]: start-up latency t0, µs | the thesis, half the round trip of 4 B | `bench comm` |
 //! | [`THESIS_TABLE_5_6`]: peak throughput r_max, Mbit/s | the thesis, the peak of Table 5.3 | `bench comm` |
+//! | [`STRINGS_TABLE_3`]: communication per node, 16 tasks | Strings DSM (1998), SPLASH-2 and others on 4 hosts × 4 threads | `apps splash --figure` |
 //!
 //! A figure keeps the decimals it was printed with ([`Quoted`]): the
 //! thesis' 1.10 ms stays 1.10, and SCALE's estimate of a Solaris thread
@@ -315,6 +316,64 @@ pub fn megabyte_mbit_s(setting: Setting) -> Option<f64> {
     Some((KB * KB) as f64 * 8.0 / (ms * 1e-3) / 1e6)
 }
 
+/// One row of [`STRINGS_TABLE_3`]: a program's communication per node.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UtilizationRow {
+    /// The program, as the paper names it (`LU-c`).
+    pub program: &'static str,
+    /// "Average Msg. Size (bytes)".
+    pub mean_message: Quoted,
+    /// Per network of [`STRINGS_NETWORKS`]: "BW (Mbps)" and "Latency
+    /// (ms)".
+    pub by_network: [(Quoted, Quoted); 3],
+}
+
+/// The networks of [`STRINGS_TABLE_3`]'s columns, as the paper names
+/// them, with the emulated links `threadwire` runs them as: 10 Mbit/s
+/// Ethernet, Fast Ethernet, OC-3 ATM.
+pub const STRINGS_NETWORKS: [(&str, &str); 3] = [
+    ("Ethernet", "ethernet10"),
+    ("FastEthernet", "fast100"),
+    ("OC-3 ATM", "atm155"),
+];
+
+const fn utilized(program: &'static str, mean_message: f64, by: [f64; 6]) -> UtilizationRow {
+    let q = printed(by, 2);
+    UtilizationRow {
+        program,
+        mean_message: Quoted::exact(mean_message, 2),
+        by_network: [(q[0], q[1]), (q[2], q[3]), (q[4], q[5])],
+    }
+}
+
+/// Strings DSM, Table 3, "Communication Utilization Per Node (16 tasks)":
+/// 4 hosts × 4 threads.
+pub const STRINGS_TABLE_3: [UtilizationRow; 10] = [
+    utilized("FFT", 4945.50, [2.12, 134.23, 12.71, 174.16, 15.84, 111.68]),
+    utilized("LU-c", 5976.38, [1.93, 431.08, 3.71, 192.73, 4.68, 256.80]),
+    utilized("LU-n", 6223.95, [2.02, 178.30, 9.32, 146.84, 9.87, 148.68]),
+    utilized("RADIX", 4886.12, [2.16, 32.31, 12.85, 3.62, 14.83, 2.80]),
+    utilized("OCEAN-c", 4059.26, [1.91, 274.97, 8.44, 36.39, 8.42, 31.90]),
+    utilized(
+        "WATER-n2",
+        197.19,
+        [0.62, 118.15, 0.77, 170.82, 0.71, 313.30],
+    ),
+    utilized("WATER-sp", 893.56, [0.92, 15.36, 1.47, 4.69, 1.29, 5.27]),
+    utilized("MATMULT", 4385.72, [1.00, 48.57, 1.42, 7.03, 1.45, 5.24]),
+    utilized("SOR", 7442.80, [2.14, 84.69, 15.44, 327.80, 14.41, 373.75]),
+    utilized("MRI", 3440.01, [2.13, 7.31, 4.39, 1.70, 4.40, 1.62]),
+];
+
+/// Table 3's row of `program` and its figures on the network threadwire
+/// emulates as `link`, if it has them.
+pub fn strings_utilization(program: &str, link: &str) -> Option<(Quoted, Quoted, Quoted)> {
+    let row = STRINGS_TABLE_3.iter().find(|r| r.program == program)?;
+    let at = STRINGS_NETWORKS.iter().position(|(_, l)| *l == link)?;
+    let (mbps, ms) = row.by_network[at];
+    Some((row.mean_message, mbps, ms))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -366,5 +425,18 @@ mod tests {
             format!("{:.2}", megabyte_mbit_s(Setting::AtmAal5).unwrap()),
             "6.37"
         );
+    }
+
+    #[test]
+    fn strings_table_3_is_found_by_program_and_link() {
+        let (size, mbps, ms) = strings_utilization("SOR", "fast100").expect("a row");
+        assert_eq!(size.to_string(), "7442.80");
+        assert_eq!((mbps.value, ms.value), (15.44, 327.80));
+        assert_eq!(
+            strings_utilization("MRI", "atm155").map(|r| r.2.value),
+            Some(1.62)
+        );
+        assert!(strings_utilization("SOR", "gige").is_none());
+        assert!(strings_utilization("BARNES", "fast100").is_none());
     }
 }

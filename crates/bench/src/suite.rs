@@ -297,6 +297,7 @@ pub fn plan(args: &Options) -> Vec<Step> {
     }
     add("dsm", &dsm, None);
     seed_apps(args, &no_namespaces, &mut add);
+    splash(args, &no_namespaces, &mut add);
     steps
 }
 
@@ -393,6 +394,52 @@ fn seed_apps(
         &[&["apps", "agenda-matmul", "-n", "4"], agenda].concat(),
         None,
     );
+}
+
+/// Issue 19's programs on the shared memory: each against plain threads
+/// on one host (the DSM within 1.5x), and the Strings DSM's Figs 3-12 and
+/// Table 3 on each link of the suite (1, 2 and 4 hosts x 4 threads).
+/// Full sizes are the seed's: minutes a link on a 2-core machine.
+fn splash(
+    args: &Options,
+    no_namespaces: &Option<String>,
+    add: &mut impl FnMut(&str, &[&str], Option<String>),
+) {
+    let small: &[&str] = if args.quick {
+        &["--small", "--rounds", "1"]
+    } else {
+        &[]
+    };
+    add(
+        "splash-plain",
+        &[
+            &[
+                "apps",
+                "splash",
+                "all",
+                "--compare",
+                "-n",
+                "1",
+                "--threads",
+                "2",
+            ],
+            small,
+        ]
+        .concat(),
+        None,
+    );
+    for link in &args.links {
+        let name = link.name();
+        add(
+            &format!("splash-{name}"),
+            &[
+                &["apps", "splash", "all", "--figure", "--link", name],
+                small,
+            ]
+            .concat(),
+            no_namespaces.clone(),
+        );
+    }
 }
 
 /// `README.md` of the report (step 4).

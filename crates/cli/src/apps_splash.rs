@@ -29,15 +29,19 @@ pub enum ProgramArg {
     LuC,
     /// Radix sort, 1M keys, radix 1024 (small: 64K keys).
     Radix,
+    /// Every program in turn (with --figure, --compare or --plain).
+    All,
 }
 
-impl From<ProgramArg> for Program {
-    fn from(p: ProgramArg) -> Program {
-        match p {
-            ProgramArg::Sor => Program::Sor,
-            ProgramArg::Matmult => Program::Matmult,
-            ProgramArg::LuC => Program::LuContiguous,
-            ProgramArg::Radix => Program::Radix,
+impl ProgramArg {
+    /// The programs it names.
+    fn programs(self) -> &'static [Program] {
+        match self {
+            ProgramArg::Sor => &[Program::Sor],
+            ProgramArg::Matmult => &[Program::Matmult],
+            ProgramArg::LuC => &[Program::LuContiguous],
+            ProgramArg::Radix => &[Program::Radix],
+            ProgramArg::All => &Program::ALL,
         }
     }
 }
@@ -50,9 +54,10 @@ pub struct SplashJob {
     /// Number of nodes (default 4; 1 with --plain).
     #[arg(short = 'n', long = "nodes")]
     pub nodes: Option<u32>,
-    /// Processes (OS threads) per node, all taking part in the barriers.
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    /// Processes (OS threads) per node, all taking part in the barriers
+    /// (default 1; 4 with --figure).
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// The small size, for quick checks, instead of the seed's.
     #[arg(long)]
     pub small: bool,
@@ -65,9 +70,15 @@ pub struct SplashJob {
     /// their ratio.
     #[arg(long, conflicts_with = "link")]
     pub compare: bool,
-    /// Runs of each kind with --compare.
-    #[arg(long, default_value_t = 3, requires = "compare")]
-    pub rounds: usize,
+    /// The seed's figure of the program and its Table 3 row: the DSM on
+    /// 1, 2 and 4 nodes (one a host with --link), --threads each
+    /// (default 4: the seed's 16 tasks on 4 hosts).
+    #[arg(long, conflicts_with_all = ["compare", "nodes", "plain"])]
+    pub figure: bool,
+    /// Runs of each kind with --compare (default 3) or of each node count
+    /// with --figure (default 1); the median is reported.
+    #[arg(long)]
+    pub rounds: Option<usize>,
     /// A node reports its time and prints nothing (--compare's nodes).
     #[arg(long, hide = true)]
     pub result_only: bool,
@@ -76,10 +87,11 @@ pub struct SplashJob {
 }
 
 impl SplashJob {
+    /// The configuration of its one program.
     fn config(&self) -> splash::Config {
         splash::Config {
-            program: self.program.into(),
-            threads: self.threads,
+            program: self.program.programs()[0],
+            threads: self.threads.unwrap_or(if self.figure { 4 } else { 1 }),
             small: self.small,
         }
     }
@@ -101,7 +113,7 @@ impl SplashJob {
         if cfg.small {
             args.push("--small".into());
         }
-        if self.compare {
+        if self.compare || self.figure {
             args.push("--result-only".into());
         }
         args.into_iter().map(OsString::from).collect()
@@ -111,6 +123,24 @@ impl SplashJob {
 /// Runs `threadwire apps splash`: a node's side under the launcher, the
 /// plain run, the comparison or the job.
 pub fn run(job: SplashJob) -> Result<Outcome> {
+    if let ProgramArg::All = job.program {
+        anyhow::ensure!(
+            job.figure || job.compare || job.plain,
+            "all runs every program with --figure, --compare or --plain"
+        );
+        for &program in Program::ALL.iter() {
+            let one = SplashJob {
+                program: ProgramArg::value_variants()
+                    .iter()
+                    .copied()
+                    .find(|p| p.programs() == [program])
+                    .expect("every program has its NAME"),
+                ..job.clone()
+            };
+            run(one)?;
+        }
+        return Ok(Outcome::Exit(0));
+    }
     let cfg = job.config();
     if under_launcher() {
         let ep = threadwire::init()?;
@@ -123,8 +153,18 @@ pub fn run(job: SplashJob) -> Result<Outcome> {
             }
             let seconds = report.measured.elapsed.as_secs_f64();
             NodeResult::Timed { seconds }.send(ep.node())?;
+            let u = report.utilization();
+            NodeResult::DsmTraffic {
+                mean_message: u.mean_message,
+                mbps: u.mbps,
+                latency_ms: u.latency_ms,
+            }
+            .send(ep.node())?;
         }
         return Ok(Outcome::Exit(0));
+    }
+    if job.figure {
+        return figure(&job, cfg);
     }
     let nodes = job.nodes();
     if job.plain {
@@ -154,8 +194,16 @@ fn plain(cfg: splash::Config) -> Result<splash::Report> {
     Ok(report)
 }
 
-/// The job on the DSM: its status, and node 0's time.
-fn dsm(job: &SplashJob, nodes: u32, hosts: &Hosts) -> Result<(i32, Option<f64>)> {
+/// What node 0 of a job on the DSM reported: its time and the seed's
+/// Table 3 of its run.
+#[derive(Clone, Copy, Debug, Default)]
+struct Ran {
+    seconds: f64,
+    traffic: [f64; 3],
+}
+
+/// The job on the DSM: its status, and what node 0 reported.
+fn dsm(job: &SplashJob, nodes: u32, hosts: &Hosts) -> Result<(i32, Option<Ran>)> {
     let spec = JobArgs {
         nodes,
         ..JobArgs::default()
@@ -166,7 +214,88 @@ fn dsm(job: &SplashJob, nodes: u32, hosts: &Hosts) -> Result<(i32, Option<f64>)>
         NodeResult::Timed { seconds } => Some(*seconds),
         _ => None,
     });
-    Ok((status, seconds))
+    let traffic = results.iter().find_map(|r| match r {
+        NodeResult::DsmTraffic {
+            mean_message,
+            mbps,
+            latency_ms,
+        } => Some([*mean_message, *mbps, *latency_ms]),
+        _ => None,
+    });
+    let ran = seconds.filter(|_| status == 0).map(|seconds| Ran {
+        seconds,
+        traffic: traffic.unwrap_or_default(),
+    });
+    Ok((status, ran))
+}
+
+/// The job on the DSM, `rounds` times: the run of median time.
+fn dsm_rounds(job: &SplashJob, nodes: u32, hosts: &Hosts, rounds: usize) -> Result<Ran> {
+    let mut runs = Vec::new();
+    for round in 1..=rounds.max(1) {
+        let (status, ran) = dsm(job, nodes, hosts)?;
+        let Some(ran) = ran else {
+            anyhow::bail!("the DSM's run {round} on {nodes} nodes failed (status {status})");
+        };
+        runs.push(ran);
+    }
+    runs.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+    Ok(runs[runs.len() / 2])
+}
+
+/// The seed's figure number of each program (its Figs 3–12: time against
+/// 1, 2 and 4 hosts on each network).
+const SEED_FIGURES: [(&str, u32); 10] = [
+    ("LU-c", 3),
+    ("WATER-n2", 4),
+    ("WATER-sp", 5),
+    ("MATMULT", 6),
+    ("MRI", 7),
+    ("FFT", 8),
+    ("LU-n", 9),
+    ("RADIX", 10),
+    ("OCEAN-c", 11),
+    ("SOR", 12),
+];
+
+/// `--figure`: the DSM on 1, 2 and 4 nodes, then the seed's Table 3 row
+/// of the link beside ours at 4.
+fn figure(job: &SplashJob, cfg: splash::Config) -> Result<Outcome> {
+    const NODES: [u32; 3] = [1, 2, 4];
+    cfg.check(4)?;
+    let title = cfg.program.title();
+    let link = job.on.link.map(|l| l.to_string());
+    let hosts = job.on.hosts(4)?;
+    let number = SEED_FIGURES.iter().find(|(t, _)| *t == title).map(|f| f.1);
+    println!(
+        "splash {title}, {} threads a node, {}{}",
+        cfg.threads,
+        link.as_deref()
+            .map_or("nodes on this host".into(), |l| format!(
+                "a node a host on {l}"
+            )),
+        number.map_or(String::new(), |n| format!(" (Strings' Fig. {n})"))
+    );
+    println!(
+        "{:>5} {:>10} {:>10} {:>10} {:>12}",
+        "hosts", "time (s)", "B/message", "Mbit/s", "ms/request"
+    );
+    for nodes in NODES {
+        let ran = dsm_rounds(job, nodes, &hosts, job.rounds.unwrap_or(1))?;
+        let [size, mbps, ms] = ran.traffic;
+        println!(
+            "{nodes:>5} {:>10.4} {size:>10.0} {mbps:>10.2} {ms:>12.3}",
+            ran.seconds
+        );
+    }
+    let seed = link
+        .as_deref()
+        .and_then(|l| threadwire_bench::seeds::strings_utilization(title, l));
+    if let Some((size, mbps, ms)) = seed {
+        println!("{:>5} {:>10} {size:>10} {mbps:>10} {ms:>12}", "seed", "");
+        println!("(seed: Strings' Table 3, 4 hosts x 4 threads)");
+    }
+    Ok(Outcome::Exit(0))
 }
 
 /// `--compare`: plain threads and the DSM, as many processes each,
@@ -180,14 +309,12 @@ fn compare(job: &SplashJob, cfg: splash::Config, nodes: u32) -> Result<Outcome> 
     let hosts = job.on.hosts(nodes)?;
     let (mut plains, mut dsms) = (Vec::new(), Vec::new());
     let mut size = String::new();
-    for round in 1..=job.rounds.max(1) {
+    let rounds = job.rounds.unwrap_or(3).max(1);
+    for round in 1..=rounds {
         let report = plain(alone)?;
         size.clone_from(&report.size);
         plains.push(report.measured.elapsed.as_secs_f64());
-        let (status, seconds) = dsm(job, nodes, &hosts)?;
-        let Some(seconds) = seconds.filter(|_| status == 0) else {
-            anyhow::bail!("the DSM's run {round} failed (status {status})");
-        };
+        let seconds = dsm_rounds(job, nodes, &hosts, 1)?.seconds;
         dsms.push(seconds);
         eprintln!(
             "threadwire: splash {} round {round}: plain {:.4} s, DSM {seconds:.4} s",
@@ -200,7 +327,7 @@ fn compare(job: &SplashJob, cfg: splash::Config, nodes: u32) -> Result<Outcome> 
     println!(
         "splash {}: {size}, {processes} processes, median of {} rounds (min-max)",
         cfg.program.title(),
-        job.rounds.max(1)
+        rounds
     );
     println!("plain threads, no DSM:      {p:.4} s ({pmin:.4}-{pmax:.4})");
     println!(

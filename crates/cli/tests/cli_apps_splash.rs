@@ -150,3 +150,40 @@ fn plain_threads_run_every_program_and_compare_sets_them_beside_the_dsm() {
         ran.show()
     );
 }
+
+#[test]
+fn figure_runs_one_two_and_four_nodes_and_all_runs_every_program() {
+    let ran = run_ok(threadwire().args([
+        "apps",
+        "splash",
+        "all",
+        "--figure",
+        "--threads",
+        "2",
+        "--small",
+    ]));
+    for program in ["SOR", "MATMULT", "LU-c", "RADIX"] {
+        assert!(
+            ran.stdout
+                .contains(&format!("splash {program}, 2 threads a node")),
+            "{program}: {}",
+            ran.show()
+        );
+    }
+    let rows = ran
+        .rows()
+        .iter()
+        .filter(|r| r.len() == 5 && ["1", "2", "4"].contains(&r[0]))
+        .filter(|r| r[1..].iter().all(|c| c.parse::<f64>().is_ok()))
+        .count();
+    assert_eq!(rows, 3 * PROGRAMS.len(), "{}", ran.show());
+    // The seed's figure of the program is named.
+    assert!(ran.stdout.contains("(Strings' Fig. 12)"), "{}", ran.show());
+    let ran = run(threadwire().args(["apps", "splash", "all", "-n", "2", "--small"]));
+    assert_eq!(ran.code(), Some(1), "{}", ran.show());
+    assert!(
+        ran.stderr.contains("with --figure, --compare or --plain"),
+        "{}",
+        ran.show()
+    );
+}

@@ -49,6 +49,8 @@ fn bench_suite_quick_reports_every_step() {
         "jpeg-ncs2-none",
         "matmul-fig57",
         "agenda-matmul",
+        "splash-plain",
+        "splash-none",
     ];
     for step in steps {
         let section = report
