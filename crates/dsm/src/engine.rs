@@ -16,7 +16,9 @@
 //! # Rules
 //!
 //! 1. A unit's state, twin and mapping change only under its own lock (one
-//!    per unit; no lock spans units on the fault path).
+//!    per unit). The fault path holds more than one only in rule 9's
+//!    batch, which takes the others with `try_lock`: it never waits while
+//!    holding a unit's lock.
 //! 2. Faults (the fault service thread):
 //!    - on an unmapped unit that is `Clean` or `Dirty`: map it,
 //!      write-protected for a read of a `Clean` unit; a write first makes
@@ -62,6 +64,13 @@
 //!    new region before its home has allocated it. The home answers such
 //!    a fetch "not yet" and the fetcher asks again, until the home has
 //!    made the allocation (and knows the unit's home is itself).
+//! 9. A fault on an unmapped unit homed here that no other node has
+//!    fetched (rule 7's) maps it writable and `Dirty` whatever the access,
+//!    with up to [`BATCH`] − 1 following units in the same condition
+//!    (allocated, homed here, unmapped, never fetched, their locks free):
+//!    one fault, one `fallocate` and one `UFFDIO_CONTINUE` for a run that
+//!    a node's first sweep over its own data would otherwise take a fault
+//!    per unit, and two (read, then write) per unit it reads first.
 
 use crate::diff;
 use crate::space::Space;
@@ -174,6 +183,9 @@ const NONE: u32 = u32::MAX;
 
 /// How many wake-up words an engine has at most.
 const WAKERS: usize = 4096;
+
+/// The most units rule 9 maps on one fault: 128 KiB of 8 KiB units.
+pub const BATCH: usize = 16;
 
 impl Engine {
     /// The engine of a space of `units` units of `unit` bytes at `base`.
@@ -393,6 +405,16 @@ impl Engine {
                         Some(self.uffd.unprotect(at, self.unit))
                     }
                     (State::Dirty, true) => Some(Ok(())), // another thread got here first
+                    (State::Clean | State::Dirty, false)
+                        if self.home(u) == self.node && !unit.shared =>
+                    {
+                        let counter = match write {
+                            true => &self.counters.write_faults,
+                            false => &self.counters.read_faults,
+                        };
+                        counter.fetch_add(1, Ordering::Relaxed);
+                        Some(self.map_run(u, &mut unit))
+                    }
                     (State::Clean | State::Dirty, false) => {
                         let counter = match write {
                             true => &self.counters.write_faults,
@@ -422,6 +444,43 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// Rule 9: unit `u` (locked, unmapped, homed here, never fetched) and
+    /// the run of following units in the same condition, mapped writable
+    /// and `Dirty` together.
+    fn map_run(&self, u: u32, first: &mut Unit) -> io::Result<()> {
+        let end = (u as usize + BATCH)
+            .min(self.placed.load(Ordering::Acquire) as usize)
+            .min(self.units());
+        let mut others: [Option<MutexGuard<'_, Unit>>; BATCH] = Default::default();
+        let mut len = 1;
+        for v in u as usize + 1..end {
+            let Ok(unit) = self.units[v].try_lock() else {
+                break;
+            };
+            let fits = !unit.mapped
+                && !unit.shared
+                && matches!(unit.state, State::Clean | State::Dirty)
+                && self.home(v as u32) == self.node;
+            if !fits {
+                break;
+            }
+            others[len] = Some(unit);
+            len += 1;
+        }
+        // A unit never written is a hole in the memfd.
+        self.space
+            .populate(u as usize * self.unit, len * self.unit)?;
+        self.make_dirty(u, first);
+        first.mapped = true;
+        for (k, unit) in others.iter_mut().enumerate().take(len).skip(1) {
+            let unit = unit.as_mut().expect("locked above");
+            self.make_dirty(u + k as u32, unit);
+            unit.mapped = true;
+        }
+        // Mapped while every unit of the run is still locked.
+        self.uffd.map(self.program(u), len * self.unit, false)
     }
 
     /// The reply to a fetch at this home: the unit's version (u64) and

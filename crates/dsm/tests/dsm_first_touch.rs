@@ -1,0 +1,49 @@
+//! Engine rule 9 on a node of its own: a first sweep over memory homed
+//! here takes one fault per run of units, not one per unit, and later
+//! sweeps none (rule 7). One test: a process has one space.
+
+use threadwire_dsm::{Dsm, DsmConfig, DsmError};
+
+const UNIT: usize = 8192;
+const UNITS: usize = 64;
+
+#[test]
+fn a_first_sweep_over_home_units_faults_once_a_run() {
+    let ep = threadwire::Config::new()
+        .standalone(true)
+        .init()
+        .expect("a node of its own");
+    let dsm = match Dsm::new(&ep, DsmConfig::default()) {
+        Ok(dsm) => dsm,
+        Err(DsmError::Os(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            eprintln!("SKIPPED: userfaultfd is not permitted here ({e})");
+            return;
+        }
+        Err(e) => panic!("the shared memory: {e}"),
+    };
+    let words = UNITS * UNIT / 8;
+    let a = dsm.alloc::<u64>(words).expect("room");
+    for i in 0..words {
+        a.set(i, i as u64);
+    }
+    let first = dsm.stats();
+    // 64 units in runs of 16: four faults (the first unit's access and
+    // its run's; nothing else contends for the units' locks).
+    assert_eq!(first.write_faults + first.read_faults, 4, "{first:?}");
+    dsm.barrier(&ep).expect("barrier");
+    let b = dsm.alloc::<u64>(words).expect("room");
+    let mut sum = 0;
+    for i in 0..words {
+        // A read first, then a write: one fault a run still.
+        sum += b.get(i);
+        b.set(i, a.get(i) * 2);
+    }
+    assert_eq!(sum, 0, "fresh memory is zero");
+    for i in 0..words {
+        a.set(i, b.get(i) + 1);
+    }
+    let after = dsm.stats();
+    assert_eq!(after.read_faults, 4, "{after:?}");
+    assert_eq!(after.write_faults, 4, "{after:?}");
+    assert_eq!(a.get(words - 1), 2 * (words as u64 - 1) + 1);
+}
