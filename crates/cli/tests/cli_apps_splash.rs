@@ -6,7 +6,7 @@
 mod support;
 use support::command::*;
 
-const PROGRAMS: [&str; 4] = ["sor", "matmult", "lu-c", "radix"];
+const PROGRAMS: [&str; 6] = ["sor", "matmult", "lu-c", "lu-n", "radix", "fft"];
 
 /// Runs `program` at `--small` on `nodes` × `threads` and checks node 0's
 /// report: the right header, verified, a counter row per node.
@@ -58,8 +58,18 @@ fn lu_c_verifies_on_one_two_and_four_nodes() {
 }
 
 #[test]
+fn lu_n_verifies_on_one_two_and_four_nodes() {
+    verifies_on_every_shape("lu-n");
+}
+
+#[test]
 fn radix_verifies_on_one_two_and_four_nodes() {
     verifies_on_every_shape("radix");
+}
+
+#[test]
+fn fft_verifies_on_one_two_and_four_nodes() {
+    verifies_on_every_shape("fft");
 }
 
 #[test]
