@@ -81,7 +81,10 @@ impl Size {
 /// Input point `k`: real and imaginary parts in [−1, 1).
 fn input(k: usize) -> Complex64 {
     let unit = |v: u64| (v >> 11) as f64 / (1u64 << 52) as f64 - 1.0;
-    Complex64::new(unit(mix(4096, 2 * k as u64)), unit(mix(4096, 2 * k as u64 + 1)))
+    Complex64::new(
+        unit(mix(4096, 2 * k as u64)),
+        unit(mix(4096, 2 * k as u64 + 1)),
+    )
 }
 
 /// W^e for W = e^(−2πi/n), e reduced mod n so that the angle is exact.
@@ -180,10 +183,7 @@ impl Fft {
         // SAFETY: the caller keeps writers from the twiddles.
         let twiddles = as_complex(unsafe { part(&self.twiddles, points) });
         let mut work = vec![Complex64::default(); self.row_fft.get_inplace_scratch_len()];
-        for (row, w) in rows
-            .chunks_exact_mut(side)
-            .zip(twiddles.chunks_exact(side))
-        {
+        for (row, w) in rows.chunks_exact_mut(side).zip(twiddles.chunks_exact(side)) {
             self.row_fft.process_with_scratch(row, &mut work);
             if twiddle {
                 for (a, w) in row.iter_mut().zip(w) {
@@ -250,10 +250,10 @@ impl Kernel for Fft {
 
     fn compute(&self, env: &Env, pid: usize) -> Result<(), DsmError> {
         let (x, scratch) = (&self.x, &self.scratch);
-        // SAFETY (and below): each process writes only its own rows of a
-        // matrix, and reads others' rows only in a transpose; the barriers
-        // separate each transpose's reads of a matrix from the next writes
-        // to it (module docs).
+        // SAFETY: each process writes only its own rows of a matrix, and
+        // reads others' rows only in a transpose; the barriers separate
+        // each transpose's reads of a matrix from the next writes to it
+        // (module docs).
         unsafe {
             self.transpose(env, pid, x, scratch);
             self.row_ffts(env, pid, scratch, true);

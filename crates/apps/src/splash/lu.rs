@@ -75,10 +75,7 @@ impl Size {
                 n: 2048,
                 block: 128,
             },
-            (Layout::RowMajor, false) => Size {
-                n: 1024,
-                block: 32,
-            },
+            (Layout::RowMajor, false) => Size { n: 1024, block: 32 },
         }
     }
 
