@@ -8,8 +8,8 @@
 //! | MATMULT | 1024², 16 blocks | 128² | [`matmult`] |
 //! | LU-c | 2048², block 128 | 128², block 16 | [`lu`] |
 //! | LU-n | 1024², block 32 | 128², block 16 | [`lu`] |
-//! | FFT | 2^20 complex points | 2^12 | [`fft`] |
 //! | RADIX | 1M keys, radix 1024 | 64K keys | [`radix`] |
+//! | FFT | 2^20 complex points | 2^12 points | [`fft`] |
 //!
 //! Every program runs as SPLASH-2's do:
 //!
@@ -51,10 +51,10 @@ pub enum Program {
     Matmult,
     /// Blocked LU with contiguous blocks ([`lu`]).
     LuContiguous,
+    /// Blocked LU of one row-major matrix ([`lu`]).
+    LuNoncontiguous,
     /// Radix sort of integer keys ([`radix`]).
     Radix,
-    /// Blocked LU of a row-major matrix ([`lu`]).
-    LuNoncontiguous,
     /// Six-step 1-D FFT ([`fft`]).
     Fft,
 }
@@ -77,8 +77,8 @@ impl Program {
             Program::Sor => "sor",
             Program::Matmult => "matmult",
             Program::LuContiguous => "lu-c",
-            Program::Radix => "radix",
             Program::LuNoncontiguous => "lu-n",
+            Program::Radix => "radix",
             Program::Fft => "fft",
         }
     }
@@ -90,8 +90,8 @@ impl Program {
             Program::Sor => "SOR",
             Program::Matmult => "MATMULT",
             Program::LuContiguous => "LU-c",
-            Program::Radix => "RADIX",
             Program::LuNoncontiguous => "LU-n",
+            Program::Radix => "RADIX",
             Program::Fft => "FFT",
         }
     }
