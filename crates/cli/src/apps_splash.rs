@@ -27,8 +27,14 @@ pub enum ProgramArg {
     /// Contiguous blocked LU, 2048x2048, block 128 (small: 128x128, block 16).
     #[value(name = "lu-c")]
     LuC,
+    /// Non-contiguous blocked LU, 1024x1024 row-major, block 32 (small:
+    /// 128x128, block 16).
+    #[value(name = "lu-n")]
+    LuN,
     /// Radix sort, 1M keys, radix 1024 (small: 64K keys).
     Radix,
+    /// Six-step FFT, 2^20 complex points (small: 2^12).
+    Fft,
     /// Every program in turn (with --figure, --compare or --plain).
     All,
 }
@@ -40,7 +46,9 @@ impl ProgramArg {
             ProgramArg::Sor => &[Program::Sor],
             ProgramArg::Matmult => &[Program::Matmult],
             ProgramArg::LuC => &[Program::LuContiguous],
+            ProgramArg::LuN => &[Program::LuNoncontiguous],
             ProgramArg::Radix => &[Program::Radix],
+            ProgramArg::Fft => &[Program::Fft],
             ProgramArg::All => &Program::ALL,
         }
     }

@@ -7,7 +7,9 @@
 //! | SOR | 2002×1002 grid, 100 iterations | 130×66, 10 | [`sor`] |
 //! | MATMULT | 1024², 16 blocks | 128² | [`matmult`] |
 //! | LU-c | 2048², block 128 | 128², block 16 | [`lu`] |
+//! | LU-n | 1024², block 32 | 128², block 16 | [`lu`] |
 //! | RADIX | 1M keys, radix 1024 | 64K keys | [`radix`] |
+//! | FFT | 2^20 complex points | 2^12 points | [`fft`] |
 //!
 //! Every program runs as SPLASH-2's do:
 //!
@@ -28,6 +30,7 @@
 //!    node 0 reads them all for the report, with the seed's Table 3 of
 //!    them ([`Report::utilization`]).
 
+pub mod fft;
 pub mod lu;
 pub mod matmult;
 pub mod parmacs;
@@ -50,36 +53,48 @@ pub enum Program {
     Matmult,
     /// Blocked LU with contiguous blocks ([`lu`]).
     LuContiguous,
+    /// Blocked LU of one row-major matrix ([`lu`]).
+    LuNoncontiguous,
     /// Radix sort of integer keys ([`radix`]).
     Radix,
+    /// Six-step 1-D FFT ([`fft`]).
+    Fft,
 }
 
 impl Program {
     /// Every program, in the order of the module table.
-    pub const ALL: [Program; 4] = [
+    pub const ALL: [Program; 6] = [
         Program::Sor,
         Program::Matmult,
         Program::LuContiguous,
+        Program::LuNoncontiguous,
         Program::Radix,
+        Program::Fft,
     ];
 
-    /// Its name on the command line: `sor`, `matmult`, `lu-c`, `radix`.
+    /// Its name on the command line: `sor`, `matmult`, `lu-c`, `lu-n`,
+    /// `radix`, `fft`.
     pub fn name(self) -> &'static str {
         match self {
             Program::Sor => "sor",
             Program::Matmult => "matmult",
             Program::LuContiguous => "lu-c",
+            Program::LuNoncontiguous => "lu-n",
             Program::Radix => "radix",
+            Program::Fft => "fft",
         }
     }
 
-    /// Its name in the seed: `SOR`, `MATMULT`, `LU-c`, `RADIX`.
+    /// Its name in the seed: `SOR`, `MATMULT`, `LU-c`, `LU-n`, `RADIX`,
+    /// `FFT`.
     pub fn title(self) -> &'static str {
         match self {
             Program::Sor => "SOR",
             Program::Matmult => "MATMULT",
             Program::LuContiguous => "LU-c",
+            Program::LuNoncontiguous => "LU-n",
             Program::Radix => "RADIX",
+            Program::Fft => "FFT",
         }
     }
 }
@@ -116,11 +131,14 @@ impl Config {
         let most = match self.program {
             Program::Sor => sor::Size::of(self.small).rows - 2,
             Program::Matmult => matmult::BLOCKS,
-            Program::LuContiguous => {
-                let size = lu::Size::of(self.small);
-                (size.n / size.block).pow(2)
-            }
+            Program::LuContiguous => lu::Size::of(lu::Layout::Contiguous, self.small)
+                .blocks()
+                .pow(2),
+            Program::LuNoncontiguous => lu::Size::of(lu::Layout::RowMajor, self.small)
+                .blocks()
+                .pow(2),
             Program::Radix => radix::Size::of(self.small).keys,
+            Program::Fft => fft::Size::of(self.small).side(),
         };
         if processes > most {
             return Err(Error::TooManyProcesses {
@@ -427,8 +445,10 @@ fn execute(env: &Env, cfg: Config) -> Result<Option<Report>, Error> {
     let kernel: Arc<dyn Kernel> = match cfg.program {
         Program::Sor => Arc::new(sor::Sor::new(env, cfg.small)?),
         Program::Matmult => Arc::new(matmult::Matmult::new(env, cfg.small)?),
-        Program::LuContiguous => Arc::new(lu::Lu::new(env, cfg.small)?),
+        Program::LuContiguous => Arc::new(lu::Lu::new(env, lu::Layout::Contiguous, cfg.small)?),
+        Program::LuNoncontiguous => Arc::new(lu::Lu::new(env, lu::Layout::RowMajor, cfg.small)?),
         Program::Radix => Arc::new(radix::Radix::new(env, cfg.small)?),
+        Program::Fft => Arc::new(fft::Fft::new(env, cfg.small)?),
     };
     let outcome: Arc<Mutex<(Option<Measured>, Vec<Stats>)>> = Arc::default();
     {
