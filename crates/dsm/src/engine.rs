@@ -73,8 +73,8 @@
 //!    per unit, and two (read, then write) per unit it reads first.
 
 use crate::diff;
+use crate::protection::{Faults, Protection};
 use crate::space::Space;
-use crate::uffd::Uffd;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -147,7 +147,8 @@ pub struct Counters {
 #[derive(Debug)]
 pub struct Engine {
     pub space: Space,
-    uffd: Uffd,
+    /// How faults reach the engine (module `protection`).
+    pub protection: Protection,
     pub unit: usize,
     pub node: u32,
     pub nodes: u32,
@@ -195,16 +196,10 @@ impl Engine {
         units: usize,
         node: u32,
         nodes: u32,
+        faults: Faults,
     ) -> io::Result<Engine> {
-        let uffd = Uffd::open(true)?;
-        if uffd.reach() == crate::uffd::Reach::UserMode {
-            tracing::warn!(
-                "userfaultfd serves user-mode faults only (vm.unprivileged_userfaultfd=0): \
-                 a system call reading or writing shared memory not yet mapped fails with EFAULT"
-            );
-        }
         let space = Space::new(base, unit * units)?;
-        uffd.register(space.program() as usize, space.len())?;
+        let protection = Protection::open(faults, &space)?;
         let units: Box<[Mutex<Unit>]> = (0..units)
             .map(|u| {
                 let home = u as u32 % nodes == node;
@@ -236,7 +231,7 @@ impl Engine {
         let wakers = (0..units.len().min(WAKERS)).map(|_| Word::new(0)).collect();
         Ok(Engine {
             space,
-            uffd,
+            protection,
             unit,
             node,
             nodes,
@@ -384,57 +379,57 @@ impl Engine {
         loop {
             let seen = self.waker(u).load();
             let mut unit = self.lock(u);
-            let done =
-                match (unit.state, unit.mapped) {
-                    (State::Fetching, _) => None,
-                    (State::Invalid, _) => {
-                        unit.state = State::Fetching;
-                        self.counters.fetches.fetch_add(1, Ordering::Relaxed);
-                        let bytes = u.to_ne_bytes();
-                        // SAFETY: writing 4 bytes (atomic, under PIPE_BUF) to our
-                        // pipe; async-signal-safe.
-                        let n = unsafe {
-                            libc::write(self.to_fetch.1.as_raw_fd(), bytes.as_ptr().cast(), 4)
-                        };
-                        (n != 4).then(|| Err(io::Error::last_os_error()))
-                    }
-                    (State::Clean, true) => {
-                        // Mapped, so the fault was a write to a protected unit.
-                        self.counters.write_faults.fetch_add(1, Ordering::Relaxed);
+            let done = match (unit.state, unit.mapped) {
+                (State::Fetching, _) => None,
+                (State::Invalid, _) => {
+                    unit.state = State::Fetching;
+                    self.counters.fetches.fetch_add(1, Ordering::Relaxed);
+                    let bytes = u.to_ne_bytes();
+                    // SAFETY: writing 4 bytes (atomic, under PIPE_BUF) to our
+                    // pipe; async-signal-safe.
+                    let n = unsafe {
+                        libc::write(self.to_fetch.1.as_raw_fd(), bytes.as_ptr().cast(), 4)
+                    };
+                    (n != 4).then(|| Err(io::Error::last_os_error()))
+                }
+                (State::Clean, true) => {
+                    // Mapped, so the fault was a write to a protected unit.
+                    self.counters.write_faults.fetch_add(1, Ordering::Relaxed);
+                    self.make_dirty(u, &mut unit);
+                    Some(self.protection.unprotect(at, self.unit))
+                }
+                (State::Dirty, true) => Some(Ok(())), // another thread got here first
+                (State::Clean | State::Dirty, false)
+                    if self.home(u) == self.node && !unit.shared =>
+                {
+                    let counter = match write {
+                        true => &self.counters.write_faults,
+                        false => &self.counters.read_faults,
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    Some(self.map_run(u, &mut unit))
+                }
+                (State::Clean | State::Dirty, false) => {
+                    let counter = match write {
+                        true => &self.counters.write_faults,
+                        false => &self.counters.read_faults,
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    let populated = match self.home(u) == self.node {
+                        // A unit never written is a hole in the memfd.
+                        true => self.space.populate(u as usize * self.unit, self.unit),
+                        false => Ok(()),
+                    };
+                    if write {
                         self.make_dirty(u, &mut unit);
-                        Some(self.uffd.unprotect(at, self.unit))
                     }
-                    (State::Dirty, true) => Some(Ok(())), // another thread got here first
-                    (State::Clean | State::Dirty, false)
-                        if self.home(u) == self.node && !unit.shared =>
-                    {
-                        let counter = match write {
-                            true => &self.counters.write_faults,
-                            false => &self.counters.read_faults,
-                        };
-                        counter.fetch_add(1, Ordering::Relaxed);
-                        Some(self.map_run(u, &mut unit))
-                    }
-                    (State::Clean | State::Dirty, false) => {
-                        let counter = match write {
-                            true => &self.counters.write_faults,
-                            false => &self.counters.read_faults,
-                        };
-                        counter.fetch_add(1, Ordering::Relaxed);
-                        let populated = match self.home(u) == self.node {
-                            // A unit never written is a hole in the memfd.
-                            true => self.space.populate(u as usize * self.unit, self.unit),
-                            false => Ok(()),
-                        };
-                        if write {
-                            self.make_dirty(u, &mut unit);
-                        }
-                        unit.mapped = true;
-                        Some(populated.and_then(|()| {
-                            self.uffd.map(at, self.unit, unit.state == State::Clean)
-                        }))
-                    }
-                };
+                    unit.mapped = true;
+                    Some(populated.and_then(|()| {
+                        self.protection
+                            .map(at, self.unit, unit.state == State::Clean)
+                    }))
+                }
+            };
             drop(unit);
             match done {
                 Some(Ok(())) => return,
@@ -480,7 +475,7 @@ impl Engine {
             unit.mapped = true;
         }
         // Mapped while every unit of the run is still locked.
-        self.uffd.map(self.program(u), len * self.unit, false)
+        self.protection.map(self.program(u), len * self.unit, false)
     }
 
     /// The reply to a fetch at this home: the unit's version (u64) and
@@ -498,7 +493,7 @@ impl Engine {
             // are tracked, so that their notices reach the copy.
             unit.shared = true;
             if unit.state == State::Dirty && unit.mapped {
-                if let Err(e) = self.uffd.protect(self.program(u), self.unit) {
+                if let Err(e) = self.protection.protect(self.program(u), self.unit) {
                     fatal(u, "cannot be write-protected", &e);
                 }
                 unit.state = State::Clean;
@@ -552,7 +547,7 @@ impl Engine {
         unit.wanted = 0;
         unit.state = State::Clean;
         unit.mapped = true;
-        let mapped = self.uffd.map(self.program(u), self.unit, true);
+        let mapped = self.protection.map(self.program(u), self.unit, true);
         drop(unit);
         self.waker(u).fetch_add(1);
         mapped.map(|()| true)
@@ -583,7 +578,7 @@ impl Engine {
                 continue;
             }
             if unit.mapped {
-                self.uffd.protect(self.program(u), self.unit)?;
+                self.protection.protect(self.program(u), self.unit)?;
             }
             unit.state = State::Clean;
             let Some(twin) = unit.twin.take() else {
@@ -673,7 +668,8 @@ impl Engine {
                 continue;
             }
             if unit.mapped {
-                self.space.invalidate(u as usize * self.unit, self.unit)?;
+                self.protection
+                    .unmap(&self.space, u as usize * self.unit, self.unit)?;
                 unit.mapped = false;
             }
             self.counters.invalidations.fetch_add(1, Ordering::Relaxed);

@@ -5,11 +5,14 @@
 //!
 //! The userfaultfd is opened with `UFFD_FEATURE_SIGBUS`: the kernel queues
 //! no fault, it raises `SIGBUS` in the faulting thread, at the faulting
-//! instruction. The handler installed here:
+//! instruction; under the `mprotect` fallback (module `protection`) the
+//! fault is a `SIGSEGV`, and the handler is installed for it too. The
+//! handler installed here:
 //!
 //! 1. hands a fault outside the shared space to the handler installed
-//!    before it (threadwire-fiber's overflow reporter, then the Rust
-//!    runtime's): the program's own `SIGBUS` is never swallowed;
+//!    before it for that signal (threadwire-fiber's overflow reporter,
+//!    then the Rust runtime's): the program's own `SIGBUS` or `SIGSEGV`
+//!    is never swallowed;
 //! 2. resolves it in place when the unit is valid here (engine rule 2:
 //!    map it, or take a twin and lift write protection) and returns, so
 //!    that the instruction runs again and succeeds;
@@ -29,6 +32,11 @@
 //! worker runs meanwhile may fault too.
 //!
 //! One engine per process; the handler finds it through [`ACTIVE`].
+//!
+//! Under the fallback, a thread's stack overflow raises `SIGSEGV` on the
+//! overflowed stack, where this handler (not on the alternate stack) cannot
+//! run: the process dies of the signal without the overflow reporter's
+//! message. userfaultfd leaves `SIGSEGV` alone.
 
 use crate::engine::Engine;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -37,28 +45,24 @@ use std::sync::Once;
 /// The engine whose space the handler serves; null when there is none.
 static ACTIVE: AtomicPtr<Engine> = AtomicPtr::new(std::ptr::null_mut());
 
-static INSTALL: Once = Once::new();
-static mut PREVIOUS: Option<libc::sigaction> = None;
+/// The handlers installed before ours: for `SIGBUS`, then `SIGSEGV`,
+/// each written once, under its `Once`, before ours can run.
+static INSTALL: [Once; 2] = [Once::new(), Once::new()];
+static mut PREVIOUS: [Option<libc::sigaction>; 2] = [None, None];
+
+/// `PREVIOUS`' and `INSTALL`'s index of `signal`.
+fn slot(signal: libc::c_int) -> usize {
+    usize::from(signal == libc::SIGSEGV)
+}
 
 /// Makes `engine` the one the handler serves (installing the handler the
 /// first time). Fails if another engine is active.
 pub fn activate(engine: &Engine) -> Result<(), ()> {
     threadwire_fiber::install_fault_handlers();
-    INSTALL.call_once(|| {
-        // SAFETY: a zeroed sigaction is a valid value to fill in; the
-        // handler has the SA_SIGINFO signature; PREVIOUS is written only
-        // here, under the Once, before our handler can run.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_sigbus as *const () as usize;
-            action.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER | libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            let mut previous: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(libc::SIGBUS, &action, &mut previous) == 0 {
-                PREVIOUS = Some(previous);
-            }
-        }
-    });
+    install(libc::SIGBUS);
+    if engine.protection.signal() == libc::SIGSEGV {
+        install(libc::SIGSEGV);
+    }
     ACTIVE
         .compare_exchange(
             std::ptr::null_mut(),
@@ -68,6 +72,26 @@ pub fn activate(engine: &Engine) -> Result<(), ()> {
         )
         .map(|_| ())
         .map_err(|_| ())
+}
+
+/// Installs the handler for `signal` the first time, keeping the one
+/// before it.
+fn install(signal: libc::c_int) {
+    INSTALL[slot(signal)].call_once(|| {
+        // SAFETY: a zeroed sigaction is a valid value to fill in; the
+        // handler has the SA_SIGINFO signature; PREVIOUS[slot] is written
+        // only here, under its Once, before our handler can run for it.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_fault as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER | libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            let mut previous: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, &action, &mut previous) == 0 {
+                (*std::ptr::addr_of_mut!(PREVIOUS))[slot(signal)] = Some(previous);
+            }
+        }
+    });
 }
 
 /// The handler serves no engine from now on; faults in the old space are
@@ -103,7 +127,7 @@ fn cfg_if_write(_context: *mut libc::c_void) -> bool {
     false
 }
 
-extern "C" fn on_sigbus(
+extern "C" fn on_fault(
     signal: libc::c_int,
     info: *mut libc::siginfo_t,
     context: *mut libc::c_void,
@@ -124,8 +148,9 @@ extern "C" fn on_sigbus(
 
 /// Step 1: the previous handler's turn, or the default action.
 fn pass_on(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
-    // SAFETY: PREVIOUS was written before this handler was installed.
-    let previous = unsafe { *std::ptr::addr_of!(PREVIOUS) };
+    // SAFETY: PREVIOUS[slot] was written before this handler was
+    // installed for the signal.
+    let previous = unsafe { (*std::ptr::addr_of!(PREVIOUS))[slot(signal)] };
     match previous {
         Some(p) if p.sa_sigaction != libc::SIG_DFL && p.sa_sigaction != libc::SIG_IGN => {
             if p.sa_flags & libc::SA_SIGINFO != 0 {

@@ -58,10 +58,12 @@
 //! waiting for a unit parks if it is a fiber, so that its worker runs the
 //! node's other fibers meanwhile (module `fault`).
 //!
-//! Limits: one space per process; userfaultfd is required (no `mprotect`
-//! fallback yet); a system call reading into shared memory the node does
-//! not hold fails with `EFAULT` (faults reach the engine as signals,
-//! which the kernel does not raise inside system calls).
+//! Limits: one space per process; a system call reading into shared
+//! memory the node does not hold fails with `EFAULT` where userfaultfd is
+//! limited to user-mode faults or not permitted (faults then reach the
+//! engine as signals, which the kernel does not raise inside system
+//! calls). Without userfaultfd the engine falls back to `mprotect` and
+//! `SIGSEGV` ([`Faults`]; module `protection` says what that costs).
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -72,6 +74,7 @@ mod engine;
 mod fault;
 mod fetcher;
 mod lock;
+mod protection;
 mod protocol;
 mod region;
 mod space;
@@ -103,6 +106,7 @@ pub mod fuzzing {
     }
 }
 
+pub use protection::Faults;
 pub use region::Region;
 pub use traffic::{Kind, KindStats};
 
@@ -128,6 +132,9 @@ pub struct DsmConfig {
     pub unit: usize,
     /// How many threads of each node take part in [`Dsm::barrier`].
     pub threads: usize,
+    /// How the engine learns of accesses: userfaultfd, or `mprotect`
+    /// where it is not permitted ([`Faults`]).
+    pub faults: Faults,
 }
 
 impl Default for DsmConfig {
@@ -137,6 +144,7 @@ impl Default for DsmConfig {
             size: 1 << 30,
             unit: 8192,
             threads: 1,
+            faults: Faults::Auto,
         }
     }
 }
@@ -356,6 +364,7 @@ impl Dsm {
             config.size / config.unit,
             node.id(),
             node.nodes(),
+            config.faults,
         )?);
         let consistency = Arc::new(Consistency::default());
         let meeting = Arc::new(Meeting::new(node.nodes() as usize));

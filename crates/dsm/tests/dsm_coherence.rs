@@ -9,9 +9,16 @@ mod support;
 use threadwire_launch::FailurePolicy;
 
 fn run(nodes: u32, mode: &str, threads: usize, channel: &str) {
+    run_with(nodes, mode, threads, channel, "auto");
+}
+
+/// [`run`], the engine told of accesses by `faults`
+/// (`THREADWIRE_DSM_FAULTS`: auto, userfaultfd or mprotect).
+fn run_with(nodes: u32, mode: &str, threads: usize, channel: &str, faults: &str) {
     let spec = support::job(nodes, "node-dsm")
         .args([mode, &threads.to_string()])
-        .env(threadwire::env::CHANNEL, channel);
+        .env(threadwire::env::CHANNEL, channel)
+        .env("THREADWIRE_DSM_FAULTS", faults);
     let out = support::run(spec);
     print!("{}", out.transcript());
     let done = format!("dsm {mode}: ok");
@@ -40,6 +47,14 @@ fn blocks_written_by_one_node_are_read_by_another_after_a_barrier() {
         run(nodes, "blocks", threads, "shm");
     }
     run(4, "blocks", 1, "tcp");
+}
+
+#[test]
+fn the_mprotect_fallback_keeps_every_mode_coherent() {
+    run_with(2, "interleaved", 2, "shm", "mprotect");
+    run_with(4, "blocks", 1, "shm", "mprotect");
+    run_with(4, "lock", 2, "tcp", "mprotect");
+    run_with(2, "free", 1, "shm", "mprotect");
 }
 
 #[test]
