@@ -105,6 +105,10 @@ pub fn deactivate(engine: &Engine) {
     );
 }
 
+/// Whether [`was_write`] knows; where it does not, every fault is served
+/// as a read first, and a write faults once more on the mapped unit.
+pub const WRITES_KNOWN: bool = cfg!(target_arch = "x86_64");
+
 /// Whether the faulting access was a write, where the machine says.
 fn was_write(context: *mut libc::c_void) -> bool {
     cfg_if_write(context)
