@@ -25,6 +25,10 @@ pub enum ProgramArg {
     LuC,
     /// Radix sort, 1M keys, radix 1024 (small: 64K keys).
     Radix,
+    /// Ocean with contiguous partitions, 258x258 grid, 3 time steps
+    /// (small: 66x66, 2).
+    #[value(name = "ocean-c")]
+    OceanC,
 }
 
 impl From<ProgramArg> for Program {
@@ -34,6 +38,7 @@ impl From<ProgramArg> for Program {
             ProgramArg::Matmult => Program::Matmult,
             ProgramArg::LuC => Program::LuContiguous,
             ProgramArg::Radix => Program::Radix,
+            ProgramArg::OceanC => Program::OceanContiguous,
         }
     }
 }

@@ -8,6 +8,7 @@
 //! | MATMULT | 1024², 16 blocks | 128² | [`matmult`] |
 //! | LU-c | 2048², block 128 | 128², block 16 | [`lu`] |
 //! | RADIX | 1M keys, radix 1024 | 64K keys | [`radix`] |
+//! | OCEAN-c | 258×258 grid, 3 time steps | 66×66, 2 | [`ocean`] |
 //!
 //! Every program runs as SPLASH-2's do:
 //!
@@ -28,6 +29,7 @@
 
 pub mod lu;
 pub mod matmult;
+pub mod ocean;
 pub mod parmacs;
 pub mod radix;
 pub mod sor;
@@ -50,34 +52,41 @@ pub enum Program {
     LuContiguous,
     /// Radix sort of integer keys ([`radix`]).
     Radix,
+    /// Ocean currents with contiguous partitions and a multigrid solver
+    /// ([`ocean`]).
+    OceanContiguous,
 }
 
 impl Program {
     /// Every program, in the order of the module table.
-    pub const ALL: [Program; 4] = [
+    pub const ALL: [Program; 5] = [
         Program::Sor,
         Program::Matmult,
         Program::LuContiguous,
         Program::Radix,
+        Program::OceanContiguous,
     ];
 
-    /// Its name on the command line: `sor`, `matmult`, `lu-c`, `radix`.
+    /// Its name on the command line: `sor`, `matmult`, `lu-c`, `radix`,
+    /// `ocean-c`.
     pub fn name(self) -> &'static str {
         match self {
             Program::Sor => "sor",
             Program::Matmult => "matmult",
             Program::LuContiguous => "lu-c",
             Program::Radix => "radix",
+            Program::OceanContiguous => "ocean-c",
         }
     }
 
-    /// Its name in the seed: `SOR`, `MATMULT`, `LU-c`, `RADIX`.
+    /// Its name in the seed: `SOR`, `MATMULT`, `LU-c`, `RADIX`, `OCEAN-c`.
     pub fn title(self) -> &'static str {
         match self {
             Program::Sor => "SOR",
             Program::Matmult => "MATMULT",
             Program::LuContiguous => "LU-c",
             Program::Radix => "RADIX",
+            Program::OceanContiguous => "OCEAN-c",
         }
     }
 }
@@ -119,6 +128,8 @@ impl Config {
                 (size.n / size.block).pow(2)
             }
             Program::Radix => radix::Size::of(self.small).keys,
+            // Every process keeps a point per side on the coarsest level.
+            Program::OceanContiguous => ocean::Size::of(self.small).n,
         };
         if processes > most {
             return Err(Error::TooManyProcesses {
@@ -325,6 +336,7 @@ pub fn run(ep: &Endpoint, cfg: Config) -> Result<Option<Report>, Error> {
         Program::Matmult => Arc::new(matmult::Matmult::new(&env, cfg.small)?),
         Program::LuContiguous => Arc::new(lu::Lu::new(&env, cfg.small)?),
         Program::Radix => Arc::new(radix::Radix::new(&env, cfg.small)?),
+        Program::OceanContiguous => Arc::new(ocean::OceanContiguous::new(&env, cfg.small)?),
     };
     let outcome: Arc<Mutex<(Option<Measured>, Vec<Stats>)>> = Arc::default();
     {
