@@ -29,6 +29,9 @@ pub enum ProgramArg {
     /// (small: 66x66, 2).
     #[value(name = "ocean-c")]
     OceanC,
+    /// MRI deblurring, 14 frequency points on a 256x256 phantom (small: 6
+    /// on 32x32).
+    Mri,
 }
 
 impl From<ProgramArg> for Program {
@@ -39,6 +42,7 @@ impl From<ProgramArg> for Program {
             ProgramArg::LuC => Program::LuContiguous,
             ProgramArg::Radix => Program::Radix,
             ProgramArg::OceanC => Program::OceanContiguous,
+            ProgramArg::Mri => Program::Mri,
         }
     }
 }

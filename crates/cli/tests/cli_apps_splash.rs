@@ -6,7 +6,7 @@
 mod support;
 use support::command::*;
 
-const PROGRAMS: [&str; 5] = ["sor", "matmult", "lu-c", "radix", "ocean-c"];
+const PROGRAMS: [&str; 6] = ["sor", "matmult", "lu-c", "radix", "ocean-c", "mri"];
 
 /// Runs `program` at `--small` on `nodes` × `threads` and checks node 0's
 /// report: the right header, verified, a counter row per node.
@@ -65,6 +65,11 @@ fn radix_verifies_on_one_two_and_four_nodes() {
 #[test]
 fn ocean_c_verifies_on_one_two_and_four_nodes() {
     verifies_on_every_shape("ocean-c");
+}
+
+#[test]
+fn mri_verifies_on_one_two_and_four_nodes() {
+    verifies_on_every_shape("mri");
 }
 
 #[test]

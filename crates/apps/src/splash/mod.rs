@@ -9,6 +9,7 @@
 //! | LU-c | 2048², block 128 | 128², block 16 | [`lu`] |
 //! | RADIX | 1M keys, radix 1024 | 64K keys | [`radix`] |
 //! | OCEAN-c | 258×258 grid, 3 time steps | 66×66, 2 | [`ocean`] |
+//! | MRI | 14 frequency points, 256² phantom | 6, 32² | [`mri`] |
 //!
 //! Every program runs as SPLASH-2's do:
 //!
@@ -29,6 +30,7 @@
 
 pub mod lu;
 pub mod matmult;
+pub mod mri;
 pub mod ocean;
 pub mod parmacs;
 pub mod radix;
@@ -55,20 +57,24 @@ pub enum Program {
     /// Ocean currents with contiguous partitions and a multigrid solver
     /// ([`ocean`]).
     OceanContiguous,
+    /// Deblurring of an MR image by frequency-segmented conjugate phase
+    /// ([`mri`]).
+    Mri,
 }
 
 impl Program {
     /// Every program, in the order of the module table.
-    pub const ALL: [Program; 5] = [
+    pub const ALL: [Program; 6] = [
         Program::Sor,
         Program::Matmult,
         Program::LuContiguous,
         Program::Radix,
         Program::OceanContiguous,
+        Program::Mri,
     ];
 
     /// Its name on the command line: `sor`, `matmult`, `lu-c`, `radix`,
-    /// `ocean-c`.
+    /// `ocean-c`, `mri`.
     pub fn name(self) -> &'static str {
         match self {
             Program::Sor => "sor",
@@ -76,10 +82,12 @@ impl Program {
             Program::LuContiguous => "lu-c",
             Program::Radix => "radix",
             Program::OceanContiguous => "ocean-c",
+            Program::Mri => "mri",
         }
     }
 
-    /// Its name in the seed: `SOR`, `MATMULT`, `LU-c`, `RADIX`, `OCEAN-c`.
+    /// Its name in the seed: `SOR`, `MATMULT`, `LU-c`, `RADIX`, `OCEAN-c`,
+    /// `MRI`.
     pub fn title(self) -> &'static str {
         match self {
             Program::Sor => "SOR",
@@ -87,6 +95,7 @@ impl Program {
             Program::LuContiguous => "LU-c",
             Program::Radix => "RADIX",
             Program::OceanContiguous => "OCEAN-c",
+            Program::Mri => "MRI",
         }
     }
 }
@@ -130,6 +139,7 @@ impl Config {
             Program::Radix => radix::Size::of(self.small).keys,
             // Every process keeps a point per side on the coarsest level.
             Program::OceanContiguous => ocean::Size::of(self.small).n,
+            Program::Mri => mri::Size::of(self.small).most_processes(),
         };
         if processes > most {
             return Err(Error::TooManyProcesses {
@@ -337,6 +347,7 @@ pub fn run(ep: &Endpoint, cfg: Config) -> Result<Option<Report>, Error> {
         Program::LuContiguous => Arc::new(lu::Lu::new(&env, cfg.small)?),
         Program::Radix => Arc::new(radix::Radix::new(&env, cfg.small)?),
         Program::OceanContiguous => Arc::new(ocean::OceanContiguous::new(&env, cfg.small)?),
+        Program::Mri => Arc::new(mri::Mri::new(&env, cfg.small)?),
     };
     let outcome: Arc<Mutex<(Option<Measured>, Vec<Stats>)>> = Arc::default();
     {
