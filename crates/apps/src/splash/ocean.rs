@@ -44,8 +44,9 @@
 //! the coarsest level and doubled per level above it (so a coarse point's
 //! four fine points are always the same process's). As in SPLASH-2's
 //! contiguous version, every grid is an array of per-process subgrids,
-//! each stored with a ghost ring one point wide around it and padded to
-//! whole 8 KiB coherence units, the array homed in blocks
+//! each stored with a ghost ring one point wide around it and followed
+//! by a copy of its first and last columns, padded to whole 8 KiB
+//! coherence units, the array homed in blocks
 //! ([`Env::g_malloc_blocks`]): each process's subgrids live on its node,
 //! and a node's processes are neighbours in the array.
 //!
@@ -54,14 +55,21 @@
 //! Before it reads a grid's neighbours, a process copies into its ghost
 //! ring the edge points of the subgrids beside it (SPLASH-2's
 //! `copy_borders`, `copy_red`, `copy_black`), reading the other
-//! processes' memory; the walls' ghosts stay zero. That is the DSM's
-//! traffic: a neighbour's edge rows and columns on every level, for every
-//! half-sweep, and the slots of the reductions. The phases obey:
+//! processes' memory: the first or last row of the subgrid above or
+//! below, and the copy of the last or first column of the one left or
+//! right (a column read in place would fetch every unit of the subgrid:
+//! at the seed's size on 2 nodes, 46 MB fetched a node instead of 8). The
+//! walls' ghosts stay zero. That is the DSM's traffic: a neighbour's edges
+//! on every level, for every half-sweep, and the slots of the reductions.
+//! The phases obey:
 //!
-//! 1. A process writes only its own subgrids, ghost rings included.
+//! 1. A process writes only its own subgrids, ghost rings and column
+//!    copies included, and after writing a grid's points it updates their
+//!    column copies in the same phase.
 //! 2. In a half-sweep of colour c it writes points of colour c
-//!    ((i + j) mod 2 = c, global i and j) and copies from its neighbours
-//!    only points of the other colour, which nobody writes then.
+//!    ((i + j) mod 2 = c, global i and j) and their copies, and copies
+//!    from its neighbours only points of the other colour, which nobody
+//!    writes then.
 //! 3. In every other phase it copies from neighbours only grids that no
 //!    process writes in that phase.
 //! 4. The partial sums alternate between two rows of slots, so a slot is
@@ -164,8 +172,11 @@ struct Layout {
     grid_rows: usize,
     grid_cols: usize,
     levels: usize,
-    /// `f64`s per process in a level's array: the largest subgrid with
-    /// its ghost ring, in whole units.
+    /// Where a process's edge columns start in its part of a level's
+    /// array: after the largest subgrid with its ghost ring.
+    edges: Vec<usize>,
+    /// `f64`s per process in a level's array: that subgrid and two edge
+    /// columns, in whole units.
     strides: Vec<usize>,
 }
 
@@ -186,20 +197,21 @@ impl Layout {
             grid_rows,
             grid_cols,
             levels,
+            edges: Vec::new(),
             strides: Vec::new(),
         };
-        layout.strides = (0..levels)
-            .map(|level| {
-                let largest = (0..processes)
-                    .map(|p| {
-                        let patch = layout.patch(level, p);
-                        (patch.rows + 2) * (patch.cols + 2)
-                    })
-                    .max()
-                    .unwrap_or(0);
-                largest.div_ceil(UNIT) * UNIT
-            })
-            .collect();
+        for level in 0..levels {
+            let patches = (0..processes).map(|p| layout.patch(level, p));
+            let largest = patches
+                .clone()
+                .map(|patch| (patch.rows + 2) * (patch.cols + 2));
+            let edges = largest.max().unwrap_or(0);
+            let tallest = patches.map(|patch| patch.rows).max().unwrap_or(0);
+            layout.edges.push(edges);
+            layout
+                .strides
+                .push((edges + 2 * tallest).div_ceil(UNIT) * UNIT);
+        }
         layout
     }
 
@@ -369,6 +381,11 @@ impl Ocean {
                 }
             }
         }
+        // SAFETY: p's own, before the first barrier.
+        unsafe {
+            self.publish_edges(memory.x[0], 0, p, None);
+            self.publish_edges(memory.f[0], 0, p, None);
+        }
     }
 
     /// Copies into p's ghost ring of `grid` its neighbours' edge points,
@@ -398,15 +415,48 @@ impl Ocean {
                 }
             }
         }
-        for (q, ring, edge) in [(left, 0, None), (right, me.cols + 1, Some(1))] {
+        // Columns from the copies their owners keep (`publish_edges`).
+        for (q, ring, first) in [(left, 0, me.rows), (right, me.cols + 1, 0)] {
             let Some(q) = q else { continue };
-            let theirs = self.view(grid, level, q);
-            let edge = edge.unwrap_or(self.layout.patch(level, q).cols);
+            let column = self.edges(grid, level, q).wrapping_add(first);
             for i in 1..=me.rows {
                 let (gi, gj) = global(i, ring);
                 if wanted(gi, gj) {
-                    // SAFETY: as above, with the same rows.
-                    unsafe { view.set(i, ring, theirs.get(i, edge)) };
+                    // SAFETY: q's edge copies hold as many rows as p's
+                    // subgrid; the caller keeps their writers away.
+                    unsafe { view.set(i, ring, *column.add(i - 1)) };
+                }
+            }
+        }
+    }
+
+    /// p's edge columns of `grid` on `level`, the left then the right.
+    fn edges(&self, grid: *mut f64, level: usize, p: usize) -> *mut f64 {
+        // In bounds of the level's array: p < P.
+        grid.wrapping_add(p * self.layout.strides[level] + self.layout.edges[level])
+    }
+
+    /// Copies p's first and last interior columns of `grid`, points of
+    /// `colour` only or all, where its left and right neighbours read
+    /// them: two short runs, where a column of the subgrid itself would
+    /// make a neighbour fetch every unit of it.
+    ///
+    /// # Safety
+    ///
+    /// The points copied are p's to write now (rules 1 and 2).
+    unsafe fn publish_edges(&self, grid: *mut f64, level: usize, p: usize, colour: Option<usize>) {
+        let [_, _, left, right] = self.layout.neighbours(p);
+        let me = self.layout.patch(level, p);
+        let view = self.view(grid, level, p);
+        let edges = self.edges(grid, level, p);
+        for (neighbour, j, first) in [(left, 1, 0), (right, me.cols, me.rows)] {
+            if neighbour.is_none() {
+                continue;
+            }
+            for i in 1..=me.rows {
+                if colour.is_none_or(|c| (me.row + i + me.col + j) % 2 == c) {
+                    // SAFETY: p's own copy of its own point.
+                    unsafe { *edges.add(first + i - 1) = view.get(i, j) };
                 }
             }
         }
@@ -470,8 +520,11 @@ impl Ocean {
                 }
             }
         }
-        // SAFETY: p's slot (rule 4).
-        unsafe { *m.slots.add(row * self.layout.processes + p) = sum };
+        // SAFETY: p's slot (rule 4); ζ is p's to write now.
+        unsafe {
+            *m.slots.add(row * self.layout.processes + p) = sum;
+            self.publish_edges(m.f[0], 0, p, None);
+        }
     }
 
     /// The sum of row `row`'s slots in the order of the pids.
@@ -506,6 +559,8 @@ impl Ocean {
                 }
             }
         }
+        // SAFETY: points of `colour` are p's to write now (rule 2).
+        unsafe { self.publish_edges(m.x[level], level, p, Some(colour)) };
     }
 
     /// The residual f − ∇²x at p's (i, j) on `level`.
@@ -555,6 +610,8 @@ impl Ocean {
                 }
             }
         }
+        // SAFETY: nobody reads the coarser solution now (rule 3).
+        unsafe { self.publish_edges(m.x[coarse], coarse, p, None) };
     }
 
     /// Step 3.3's correction: the solution on `level + 1` interpolated
@@ -612,6 +669,8 @@ impl Ocean {
             }
         }
         mirror(0.0);
+        // SAFETY: nobody reads this level's solution now (rule 3).
+        unsafe { self.publish_edges(m.x[level], level, p, None) };
     }
 
     /// p's sum of squared residuals on level 0 into its slot of `row`.
