@@ -24,11 +24,11 @@
 //! at most two non-zero weights). For each point l:
 //!
 //! 1. demodulate the data, s·e^(+iω_l·t(kx)), and transform it back
-//!    along kx (one inverse FFT per ky: [`Mri::along_kx`]);
-//! 2. transform along ky the image rows x of this work item ([`band`]);
+//!    along kx (one inverse FFT per ky: `along_kx`);
+//! 2. transform along ky the image rows x of this work item (`band`);
 //! 3. weight them, w_l(ω(x, y))·image_l(x, y)/n², where w_l is not zero
-//!    ([`Mri::weigh`]), and under lock 0 add them to the shared output
-//!    ([`add`]).
+//!    (`weigh`), and under lock 0 add them to the shared output
+//!    (`add`).
 //!
 //! The output's magnitude is the deblurred image.
 //!
