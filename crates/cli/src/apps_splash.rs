@@ -35,6 +35,13 @@ pub enum ProgramArg {
     Radix,
     /// Six-step FFT, 2^20 complex points (small: 2^12).
     Fft,
+    /// Ocean with contiguous partitions, 258x258 grid, 3 time steps
+    /// (small: 66x66, 2).
+    #[value(name = "ocean-c")]
+    OceanC,
+    /// MRI deblurring, 14 frequency points on a 256x256 phantom (small: 6
+    /// on 32x32).
+    Mri,
     /// Every program in turn (with --figure, --compare or --plain).
     All,
 }
@@ -49,6 +56,8 @@ impl ProgramArg {
             ProgramArg::LuN => &[Program::LuNoncontiguous],
             ProgramArg::Radix => &[Program::Radix],
             ProgramArg::Fft => &[Program::Fft],
+            ProgramArg::OceanC => &[Program::OceanContiguous],
+            ProgramArg::Mri => &[Program::Mri],
             ProgramArg::All => &Program::ALL,
         }
     }

@@ -6,7 +6,9 @@
 mod support;
 use support::command::*;
 
-const PROGRAMS: [&str; 6] = ["sor", "matmult", "lu-c", "lu-n", "radix", "fft"];
+const PROGRAMS: [&str; 8] = [
+    "sor", "matmult", "lu-c", "lu-n", "radix", "fft", "ocean-c", "mri",
+];
 
 /// Runs `program` at `--small` on `nodes` × `threads` and checks node 0's
 /// report: the right header, verified, a counter row per node.
@@ -70,6 +72,16 @@ fn radix_verifies_on_one_two_and_four_nodes() {
 #[test]
 fn fft_verifies_on_one_two_and_four_nodes() {
     verifies_on_every_shape("fft");
+}
+
+#[test]
+fn ocean_c_verifies_on_one_two_and_four_nodes() {
+    verifies_on_every_shape("ocean-c");
+}
+
+#[test]
+fn mri_verifies_on_one_two_and_four_nodes() {
+    verifies_on_every_shape("mri");
 }
 
 #[test]

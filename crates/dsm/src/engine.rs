@@ -72,12 +72,12 @@
 //!    a node's first sweep over its own data would otherwise take a fault
 //!    per unit, and two (read, then write) per unit it reads first.
 //! 10. Read-ahead: a fault on an `Invalid` unit just after the units the
-//!    last one fetched (a sequential sweep over others' data) asks for the
-//!    following `Invalid` units of the same home with it, a window that
-//!    doubles up to [`BATCH`] − 1 while the sweep goes on and closes at
-//!    the first miss elsewhere. The fetcher has them all in flight at
-//!    once, so that a sweep waits for about one round trip per window
-//!    instead of one per unit.
+//!     last one fetched (a sequential sweep over others' data) asks for the
+//!     following `Invalid` units of the same home with it, a window that
+//!     doubles up to [`BATCH`] − 1 while the sweep goes on and closes at
+//!     the first miss elsewhere. The fetcher has them all in flight at
+//!     once, so that a sweep waits for about one round trip per window
+//!     instead of one per unit.
 
 use crate::diff;
 use crate::protection::{Faults, Protection};

@@ -10,6 +10,8 @@
 //! | LU-n | 1024², block 32 | 128², block 16 | [`lu`] |
 //! | RADIX | 1M keys, radix 1024 | 64K keys | [`radix`] |
 //! | FFT | 2^20 complex points | 2^12 points | [`fft`] |
+//! | OCEAN-c | 258×258 grid, 3 time steps | 66×66, 2 | [`ocean`] |
+//! | MRI | 14 frequency points, 256² phantom | 6, 32² | [`mri`] |
 //!
 //! Every program runs as SPLASH-2's do:
 //!
@@ -33,6 +35,8 @@
 pub mod fft;
 pub mod lu;
 pub mod matmult;
+pub mod mri;
+pub mod ocean;
 pub mod parmacs;
 pub mod radix;
 pub mod sor;
@@ -59,21 +63,29 @@ pub enum Program {
     Radix,
     /// Six-step 1-D FFT ([`fft`]).
     Fft,
+    /// Ocean currents with contiguous partitions and a multigrid solver
+    /// ([`ocean`]).
+    OceanContiguous,
+    /// Deblurring of an MR image by frequency-segmented conjugate phase
+    /// ([`mri`]).
+    Mri,
 }
 
 impl Program {
     /// Every program, in the order of the module table.
-    pub const ALL: [Program; 6] = [
+    pub const ALL: [Program; 8] = [
         Program::Sor,
         Program::Matmult,
         Program::LuContiguous,
         Program::LuNoncontiguous,
         Program::Radix,
         Program::Fft,
+        Program::OceanContiguous,
+        Program::Mri,
     ];
 
     /// Its name on the command line: `sor`, `matmult`, `lu-c`, `lu-n`,
-    /// `radix`, `fft`.
+    /// `radix`, `fft`, `ocean-c`, `mri`.
     pub fn name(self) -> &'static str {
         match self {
             Program::Sor => "sor",
@@ -82,11 +94,13 @@ impl Program {
             Program::LuNoncontiguous => "lu-n",
             Program::Radix => "radix",
             Program::Fft => "fft",
+            Program::OceanContiguous => "ocean-c",
+            Program::Mri => "mri",
         }
     }
 
     /// Its name in the seed: `SOR`, `MATMULT`, `LU-c`, `LU-n`, `RADIX`,
-    /// `FFT`.
+    /// `FFT`, `OCEAN-c`, `MRI`.
     pub fn title(self) -> &'static str {
         match self {
             Program::Sor => "SOR",
@@ -95,6 +109,8 @@ impl Program {
             Program::LuNoncontiguous => "LU-n",
             Program::Radix => "RADIX",
             Program::Fft => "FFT",
+            Program::OceanContiguous => "OCEAN-c",
+            Program::Mri => "MRI",
         }
     }
 }
@@ -139,6 +155,9 @@ impl Config {
                 .pow(2),
             Program::Radix => radix::Size::of(self.small).keys,
             Program::Fft => fft::Size::of(self.small).side(),
+            // Every process keeps a point per side on the coarsest level.
+            Program::OceanContiguous => ocean::Size::of(self.small).n,
+            Program::Mri => mri::Size::of(self.small).most_processes(),
         };
         if processes > most {
             return Err(Error::TooManyProcesses {
@@ -449,6 +468,8 @@ fn execute(env: &Env, cfg: Config) -> Result<Option<Report>, Error> {
         Program::LuNoncontiguous => Arc::new(lu::Lu::new(env, lu::Layout::RowMajor, cfg.small)?),
         Program::Radix => Arc::new(radix::Radix::new(env, cfg.small)?),
         Program::Fft => Arc::new(fft::Fft::new(env, cfg.small)?),
+        Program::OceanContiguous => Arc::new(ocean::OceanContiguous::new(env, cfg.small)?),
+        Program::Mri => Arc::new(mri::Mri::new(env, cfg.small)?),
     };
     let outcome: Arc<Mutex<(Option<Measured>, Vec<Stats>)>> = Arc::default();
     {
