@@ -25,6 +25,12 @@ pub enum ProgramArg {
     LuC,
     /// Radix sort, 1M keys, radix 1024 (small: 64K keys).
     Radix,
+    /// O(n^2) water, 4096 molecules, 3 steps (small: 64, 2).
+    #[value(name = "water-n2")]
+    WaterN2,
+    /// Spatial water, 1000 molecules, 3 steps (small: 216, 2).
+    #[value(name = "water-sp")]
+    WaterSp,
 }
 
 impl From<ProgramArg> for Program {
@@ -34,6 +40,8 @@ impl From<ProgramArg> for Program {
             ProgramArg::Matmult => Program::Matmult,
             ProgramArg::LuC => Program::LuContiguous,
             ProgramArg::Radix => Program::Radix,
+            ProgramArg::WaterN2 => Program::WaterNsquared,
+            ProgramArg::WaterSp => Program::WaterSpatial,
         }
     }
 }

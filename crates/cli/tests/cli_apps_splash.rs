@@ -6,7 +6,7 @@
 mod support;
 use support::command::*;
 
-const PROGRAMS: [&str; 4] = ["sor", "matmult", "lu-c", "radix"];
+const PROGRAMS: [&str; 6] = ["sor", "matmult", "lu-c", "radix", "water-n2", "water-sp"];
 
 /// Runs `program` at `--small` on `nodes` × `threads` and checks node 0's
 /// report: the right header, verified, a counter row per node.
@@ -60,6 +60,16 @@ fn lu_c_verifies_on_one_two_and_four_nodes() {
 #[test]
 fn radix_verifies_on_one_two_and_four_nodes() {
     verifies_on_every_shape("radix");
+}
+
+#[test]
+fn water_n2_verifies_on_one_two_and_four_nodes() {
+    verifies_on_every_shape("water-n2");
+}
+
+#[test]
+fn water_sp_verifies_on_one_two_and_four_nodes() {
+    verifies_on_every_shape("water-sp");
 }
 
 #[test]

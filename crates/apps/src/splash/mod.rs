@@ -8,6 +8,8 @@
 //! | MATMULT | 1024², 16 blocks | 128² | [`matmult`] |
 //! | LU-c | 2048², block 128 | 128², block 16 | [`lu`] |
 //! | RADIX | 1M keys, radix 1024 | 64K keys | [`radix`] |
+//! | WATER-n2 | 4096 molecules, 3 steps | 64, 2 | [`water::n2`] |
+//! | WATER-sp | 1000 molecules, 3 steps | 216, 2 | [`water::sp`] |
 //!
 //! Every program runs as SPLASH-2's do:
 //!
@@ -31,6 +33,7 @@ pub mod matmult;
 pub mod parmacs;
 pub mod radix;
 pub mod sor;
+pub mod water;
 
 use parmacs::{Env, ParmacsError};
 use std::fmt;
@@ -50,34 +53,46 @@ pub enum Program {
     LuContiguous,
     /// Radix sort of integer keys ([`radix`]).
     Radix,
+    /// Water molecules, every pair ([`water::n2`]).
+    WaterNsquared,
+    /// Water molecules in a grid of cells ([`water::sp`]).
+    WaterSpatial,
 }
 
 impl Program {
     /// Every program, in the order of the module table.
-    pub const ALL: [Program; 4] = [
+    pub const ALL: [Program; 6] = [
         Program::Sor,
         Program::Matmult,
         Program::LuContiguous,
         Program::Radix,
+        Program::WaterNsquared,
+        Program::WaterSpatial,
     ];
 
-    /// Its name on the command line: `sor`, `matmult`, `lu-c`, `radix`.
+    /// Its name on the command line: `sor`, `matmult`, `lu-c`, `radix`,
+    /// `water-n2`, `water-sp`.
     pub fn name(self) -> &'static str {
         match self {
             Program::Sor => "sor",
             Program::Matmult => "matmult",
             Program::LuContiguous => "lu-c",
             Program::Radix => "radix",
+            Program::WaterNsquared => "water-n2",
+            Program::WaterSpatial => "water-sp",
         }
     }
 
-    /// Its name in the seed: `SOR`, `MATMULT`, `LU-c`, `RADIX`.
+    /// Its name in the seed: `SOR`, `MATMULT`, `LU-c`, `RADIX`,
+    /// `WATER-n2`, `WATER-sp`.
     pub fn title(self) -> &'static str {
         match self {
             Program::Sor => "SOR",
             Program::Matmult => "MATMULT",
             Program::LuContiguous => "LU-c",
             Program::Radix => "RADIX",
+            Program::WaterNsquared => "WATER-n2",
+            Program::WaterSpatial => "WATER-sp",
         }
     }
 }
@@ -119,6 +134,8 @@ impl Config {
                 (size.n / size.block).pow(2)
             }
             Program::Radix => radix::Size::of(self.small).keys,
+            Program::WaterNsquared => water::n2::size(self.small).molecules,
+            Program::WaterSpatial => water::sp::Grid::of(&water::sp::size(self.small)).cells(),
         };
         if processes > most {
             return Err(Error::TooManyProcesses {
@@ -325,6 +342,8 @@ pub fn run(ep: &Endpoint, cfg: Config) -> Result<Option<Report>, Error> {
         Program::Matmult => Arc::new(matmult::Matmult::new(&env, cfg.small)?),
         Program::LuContiguous => Arc::new(lu::Lu::new(&env, cfg.small)?),
         Program::Radix => Arc::new(radix::Radix::new(&env, cfg.small)?),
+        Program::WaterNsquared => Arc::new(water::n2::WaterN2::new(&env, cfg.small)?),
+        Program::WaterSpatial => Arc::new(water::sp::WaterSp::new(&env, cfg.small)?),
     };
     let outcome: Arc<Mutex<(Option<Measured>, Vec<Stats>)>> = Arc::default();
     {
