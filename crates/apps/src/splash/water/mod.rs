@@ -152,24 +152,36 @@ impl System {
     /// site, and `pair(xj, xi)` gives the same two forces swapped.
     #[inline]
     pub fn pair(&self, xi: &Sites, xj: &Sites) -> Option<(Sites, Sites, f64)> {
+        let (shift, r2) = self.image(xi, xj);
+        (r2 < self.cutoff * self.cutoff).then(|| self.interact(xi, xj, shift, r2))
+    }
+
+    /// The shift that brings j's oxygen nearest i's (the minimum image),
+    /// and their squared distance then.
+    #[inline(always)]
+    fn image(&self, xi: &Sites, xj: &Sites) -> ([f64; 3], f64) {
         // Oxygens lie in the box (bring_back), so one side's shift gives
         // the minimum image.
         let half = self.side / 2.0;
         let mut shift = [0.0; 3];
         let mut r2 = 0.0;
         for d in 0..3 {
-            let mut dx = xj[d] - xi[d];
-            if dx > half {
-                shift[d] = -self.side;
+            let dx = xj[d] - xi[d];
+            shift[d] = if dx > half {
+                -self.side
             } else if dx < -half {
-                shift[d] = self.side;
-            }
-            dx += shift[d];
-            r2 += dx * dx;
+                self.side
+            } else {
+                0.0
+            };
+            r2 += (dx + shift[d]) * (dx + shift[d]);
         }
-        if r2 >= self.cutoff * self.cutoff {
-            return None;
-        }
+        (shift, r2)
+    }
+
+    /// [`pair`](Self::pair)'s forces and energy, j shifted by `shift`,
+    /// the oxygens `r2` apart squared.
+    fn interact(&self, xi: &Sites, xj: &Sites, shift: [f64; 3], r2: f64) -> (Sites, Sites, f64) {
         let (mut fi, mut fj) = ([0.0; 9], [0.0; 9]);
         let s6 = (SIGMA * SIGMA / r2).powi(3);
         let mut energy = 4.0 * EPSILON * (s6 * s6 - s6);
@@ -197,7 +209,7 @@ impl System {
                 }
             }
         }
-        Some((fi, fj, energy))
+        (fi, fj, energy)
     }
 }
 
@@ -366,6 +378,18 @@ mod tests {
             let e2 = intramolecular(&moved, &mut [0.0; 9]);
             assert!((-(e2 - e) / h - f[k]).abs() < 1e-3 * (1.0 + f[k].abs()), "site {k}");
         }
+    }
+
+    #[test]
+    fn the_check_tells_a_small_error() {
+        let system = System::new(64, 2);
+        let mut t = simulate(&system);
+        assert!(agrees(&system, &t));
+        t.velocities[5][0] *= 1.0 + 1e-6;
+        assert!(!agrees(&system, &t));
+        let mut t = simulate(&system);
+        t.energies[1][1] += 1e-6 * t.energies[1][1].abs();
+        assert!(!agrees(&system, &t));
     }
 
     #[test]

@@ -47,7 +47,7 @@ use crate::splash::{part, part_mut, share, Kernel};
 use threadwire_dsm::{DsmError, Region};
 
 /// Molecules whose shared forces one lock guards.
-pub const GROUP: usize = 32;
+pub const GROUP: usize = 128;
 
 /// The lock of the energies; group g's is `1 + g`.
 const ENERGY_LOCK: u32 = 0;
@@ -104,19 +104,22 @@ impl WaterN2 {
         for i in own.clone() {
             potential += intramolecular(&x[i], &mut private[i]);
         }
+        let reach = self.system.cutoff * self.system.cutoff;
         for i in own.clone() {
             let xi = x[i];
-            for k in 1..=n / 2 {
-                // With n even, the pair at distance n/2 is seen from the
-                // first half only.
-                if 2 * k == n && i >= n / 2 {
-                    continue;
-                }
-                let j = if i + k < n { i + k } else { i + k - n };
-                if let Some((fi, fj, e)) = self.system.pair(&xi, &x[j]) {
-                    add(&mut private[i], &fi);
-                    add(&mut private[j], &fj);
-                    potential += e;
+            // With n even, the pair n/2 apart is seen from the first half
+            // only.
+            let ahead = if n % 2 == 0 && i >= n / 2 { n / 2 - 1 } else { n / 2 };
+            let wrapped = (i + 1 + ahead).saturating_sub(n);
+            for js in [i + 1..i + 1 + ahead - wrapped, 0..wrapped] {
+                for j in js {
+                    let (shift, r2) = self.system.image(&xi, &x[j]);
+                    if r2 < reach {
+                        let (fi, fj, e) = self.system.interact(&xi, &x[j], shift, r2);
+                        add(&mut private[i], &fi);
+                        add(&mut private[j], &fj);
+                        potential += e;
+                    }
                 }
             }
         }
