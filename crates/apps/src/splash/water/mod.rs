@@ -106,13 +106,17 @@ impl System {
 
     /// Molecule `i` at the start: its positions and velocities.
     pub fn start(&self, i: usize) -> (Sites, Sites) {
-        let per_side = (1..).find(|m: &usize| m.pow(3) >= self.molecules).unwrap_or(1);
+        let per_side = (1..)
+            .find(|m: &usize| m.pow(3) >= self.molecules)
+            .unwrap_or(1);
         let spacing = self.side / per_side as f64;
         let lattice = [i % per_side, i / per_side % per_side, i / per_side.pow(2)];
         let random = |k: u64| uniform(mix(0x3a7e, i as u64 * 32 + k));
         // The rest shape, in the xy plane: O at the lattice point.
         let (half_sin, half_cos) = (0.8165, 0.5774);
-        let rest = [0.0, 0.0, 0.0, half_sin, half_cos, 0.0, -half_sin, half_cos, 0.0];
+        let rest = [
+            0.0, 0.0, 0.0, half_sin, half_cos, 0.0, -half_sin, half_cos, 0.0,
+        ];
         let mut x = [0.0; 9];
         let mut v = [0.0; 9];
         for site in 0..3 {
@@ -367,7 +371,11 @@ mod tests {
             moved[k] += h;
             let (_, _, e2) = system.pair(&moved, &xj).expect("still");
             let numeric = -(e2 - e) / h;
-            assert!((numeric - fi[k]).abs() < 1e-3 * (1.0 + fi[k].abs()), "site {k}: {numeric} {}", fi[k]);
+            assert!(
+                (numeric - fi[k]).abs() < 1e-3 * (1.0 + fi[k].abs()),
+                "site {k}: {numeric} {}",
+                fi[k]
+            );
             assert_eq!(fj[k], system.pair(&xj, &xi).expect("symmetric").0[k]);
         }
         let mut f = [0.0; 9];
@@ -376,7 +384,10 @@ mod tests {
             let mut moved = xi;
             moved[k] += h;
             let e2 = intramolecular(&moved, &mut [0.0; 9]);
-            assert!((-(e2 - e) / h - f[k]).abs() < 1e-3 * (1.0 + f[k].abs()), "site {k}");
+            assert!(
+                (-(e2 - e) / h - f[k]).abs() < 1e-3 * (1.0 + f[k].abs()),
+                "site {k}"
+            );
         }
     }
 

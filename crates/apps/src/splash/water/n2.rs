@@ -109,7 +109,11 @@ impl WaterN2 {
             let xi = x[i];
             // With n even, the pair n/2 apart is seen from the first half
             // only.
-            let ahead = if n % 2 == 0 && i >= n / 2 { n / 2 - 1 } else { n / 2 };
+            let ahead = if n % 2 == 0 && i >= n / 2 {
+                n / 2 - 1
+            } else {
+                n / 2
+            };
             let wrapped = (i + 1 + ahead).saturating_sub(n);
             for js in [i + 1..i + 1 + ahead - wrapped, 0..wrapped] {
                 for j in js {
@@ -189,14 +193,22 @@ impl Kernel for WaterN2 {
         }
         for step in 0..steps {
             {
-                let (x, v, a) = (mine(&self.positions), mine(&self.velocities), mine(&self.accelerations));
+                let (x, v, a) = (
+                    mine(&self.positions),
+                    mine(&self.velocities),
+                    mine(&self.accelerations),
+                );
                 for k in 0..own.len() {
                     predict(&self.system, &mut x[k], &mut v[k], &a[k]);
                 }
             }
             env.barrier()?;
             let potential = self.forces(env, own.clone(), &mut private)?;
-            let (v, a, f) = (mine(&self.velocities), mine(&self.accelerations), mine(&self.forces));
+            let (v, a, f) = (
+                mine(&self.velocities),
+                mine(&self.accelerations),
+                mine(&self.forces),
+            );
             let mut kinetic = 0.0;
             for k in 0..own.len() {
                 kinetic += correct(&mut v[k], &mut a[k], &f[k]);

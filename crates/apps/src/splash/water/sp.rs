@@ -73,18 +73,31 @@ pub fn size(small: bool) -> System {
     }
 }
 
-/// A molecule in a cell.
+/// What only a molecule's owner reads of it: its id and motion.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct Resident {
+struct Motion {
     id: u64,
-    position: Sites,
     velocity: Sites,
     acceleration: Sites,
 }
 
 // SAFETY: `repr(C)`, a u64 and f64 arrays: no padding, and every bit
 // pattern is a value.
+unsafe impl bytemuck::Zeroable for Motion {}
+// SAFETY: as above; Copy and 'static.
+unsafe impl bytemuck::Pod for Motion {}
+
+/// A whole molecule, as it moves between cells.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Resident {
+    position: Sites,
+    motion: Motion,
+}
+
+// SAFETY: `repr(C)` of Pod fields with no padding between them (both are
+// of f64 alignment and whole f64s long).
 unsafe impl bytemuck::Zeroable for Resident {}
 // SAFETY: as above; Copy and 'static.
 unsafe impl bytemuck::Pod for Resident {}
@@ -143,8 +156,11 @@ impl Grid {
 pub struct WaterSp {
     system: System,
     grid: Grid,
-    /// Cell c's molecules are `CAPACITY * c ..`, `counts[c]` of them.
-    cells: Region<Resident>,
+    /// Cell c's molecules are `CAPACITY * c ..`, `counts[c]` of them:
+    /// their positions, which neighbours read, apart from the rest, so
+    /// that a fetched unit holds only what they need.
+    positions: Region<Sites>,
+    motions: Region<Motion>,
     counts: Region<u64>,
     /// Process p's movers are `OUTBOX * p ..`, `moving[p]` of them.
     outboxes: Region<Resident>,
@@ -164,7 +180,8 @@ impl WaterSp {
         Ok(WaterSp {
             system,
             grid,
-            cells: env.g_malloc_blocks(cells * CAPACITY)?,
+            positions: env.g_malloc_blocks(cells * CAPACITY)?,
+            motions: env.g_malloc_blocks(cells * CAPACITY)?,
             counts: env.g_malloc_blocks(cells)?,
             outboxes: env.g_malloc_blocks(env.processes() * OUTBOX)?,
             moving: env.g_malloc(env.processes())?,
@@ -172,30 +189,59 @@ impl WaterSp {
         })
     }
 
-    /// The molecules of cell `c`.
+    /// The slots of cell `c` in use.
+    ///
+    /// # Safety
+    ///
+    /// As [`part`]'s: nobody writes the cell's count meanwhile.
+    unsafe fn slots(&self, c: usize) -> std::ops::Range<usize> {
+        // SAFETY: the caller's.
+        let count = unsafe { part(&self.counts, c..c + 1) }[0] as usize;
+        c * CAPACITY..c * CAPACITY + count
+    }
+
+    /// The positions of cell `c`'s molecules.
     ///
     /// # Safety
     ///
     /// As [`part`]'s: nobody writes the cell meanwhile.
-    unsafe fn residents(&self, c: usize) -> &[Resident] {
+    unsafe fn positions_of(&self, c: usize) -> &[Sites] {
         // SAFETY: the caller's.
-        let count = unsafe { part(&self.counts, c..c + 1) }[0] as usize;
-        // SAFETY: the caller's.
-        unsafe { part(&self.cells, c * CAPACITY..c * CAPACITY + count) }
+        unsafe { part(&self.positions, self.slots(c)) }
     }
 
-    /// Appends `r` to cell `c`, which the caller owns.
+    /// The molecules of cell `c`, to write: positions and motions.
+    ///
+    /// # Safety
+    ///
+    /// As [`part_mut`]'s: nobody else reads or writes the cell meanwhile.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn cell_mut(&self, c: usize) -> (&mut [Sites], &mut [Motion]) {
+        // SAFETY: the caller's.
+        unsafe {
+            let slots = self.slots(c);
+            (
+                part_mut(&self.positions, slots.clone()),
+                part_mut(&self.motions, slots),
+            )
+        }
+    }
+
+    /// Appends `r` to cell `c`.
     ///
     /// # Safety
     ///
     /// As [`part_mut`]'s: nobody else reads or writes the cell meanwhile.
     unsafe fn push(&self, c: usize, r: Resident) {
         let count = self.counts.get(c) as usize;
-        assert!(count < CAPACITY, "cell {c} holds {CAPACITY} molecules already");
-        // SAFETY: the caller's.
-        let free = unsafe { part_mut(&self.cells, c * CAPACITY + count..c * CAPACITY + count + 1) };
-        free[0] = r;
+        assert!(
+            count < CAPACITY,
+            "cell {c} holds {CAPACITY} molecules already"
+        );
         self.counts.set(c, count as u64 + 1);
+        // SAFETY: the caller's.
+        let (x, m) = unsafe { self.cell_mut(c) };
+        (x[count], m[count]) = (r.position, r.motion);
     }
 
     /// Step 2 for the cells `own`: the forces on each of their molecules,
@@ -207,17 +253,17 @@ impl WaterSp {
         for (k, c) in own.enumerate() {
             // SAFETY: cells are written only outside step 2, barriers
             // apart.
-            let mine = unsafe { self.residents(c) };
-            for (slot, r) in mine.iter().enumerate() {
+            let mine = unsafe { self.positions_of(c) };
+            for (slot, xi) in mine.iter().enumerate() {
                 let f = &mut forces[k * CAPACITY + slot];
-                twice_potential += 2.0 * intramolecular(&r.position, f);
+                twice_potential += 2.0 * intramolecular(xi, f);
                 for &d in &near[k] {
                     // SAFETY: as above.
-                    for other in unsafe { self.residents(d) } {
-                        if other.id == r.id {
+                    for (other, xj) in unsafe { self.positions_of(d) }.iter().enumerate() {
+                        if d == c && other == slot {
                             continue;
                         }
-                        if let Some((fi, _, e)) = self.system.pair(&r.position, &other.position) {
+                        if let Some((fi, _, e)) = self.system.pair(xi, xj) {
                             add(f, &fi);
                             twice_potential += e;
                         }
@@ -246,10 +292,12 @@ impl Kernel for WaterSp {
             let c = self.grid.cell_of(&position);
             if own.contains(&c) {
                 let r = Resident {
-                    id: id as u64,
                     position,
-                    velocity,
-                    acceleration: [0.0; 9],
+                    motion: Motion {
+                        id: id as u64,
+                        velocity,
+                        acceleration: [0.0; 9],
+                    },
                 };
                 // SAFETY: the cell is this process's; a barrier follows.
                 unsafe { self.push(c, r) };
@@ -261,24 +309,21 @@ impl Kernel for WaterSp {
         let processes = env.processes();
         let own = share(self.grid.cells(), processes, pid);
         let near: Vec<Vec<usize>> = own.clone().map(|c| self.grid.neighbours(c)).collect();
-        // The molecules of the own cells, by cell, to write.
         // SAFETY: only the owner writes its cells, outside step 2 (barriers
-        // apart); each slice is dropped before step 2 reads.
-        let mine = |c: usize| unsafe {
-            let count = self.counts.get(c) as usize;
-            part_mut(&self.cells, c * CAPACITY..c * CAPACITY + count)
-        };
+        // apart); each cell's slices are dropped before step 2 reads.
+        let mine = |c: usize| unsafe { self.cell_mut(c) };
         let (forces, _) = self.forces(own.clone(), &near);
         for (k, c) in own.clone().enumerate() {
-            for (slot, r) in mine(c).iter_mut().enumerate() {
-                r.acceleration = accelerations(&forces[k * CAPACITY + slot]);
+            for (slot, m) in mine(c).1.iter_mut().enumerate() {
+                m.acceleration = accelerations(&forces[k * CAPACITY + slot]);
             }
         }
         env.barrier()?;
         for step in 0..self.system.steps {
             for c in own.clone() {
-                for r in mine(c) {
-                    predict(&self.system, &mut r.position, &mut r.velocity, &r.acceleration);
+                let (x, m) = mine(c);
+                for (x, m) in x.iter_mut().zip(m) {
+                    predict(&self.system, x, &mut m.velocity, &m.acceleration);
                 }
             }
             env.barrier()?;
@@ -286,9 +331,9 @@ impl Kernel for WaterSp {
             env.barrier()?;
             let mut kinetic = 0.0;
             for (k, c) in own.clone().enumerate() {
-                for (slot, r) in mine(c).iter_mut().enumerate() {
+                for (slot, m) in mine(c).1.iter_mut().enumerate() {
                     let f = &forces[k * CAPACITY + slot];
-                    kinetic += correct(&mut r.velocity, &mut r.acceleration, f);
+                    kinetic += correct(&mut m.velocity, &mut m.acceleration, f);
                 }
             }
             {
@@ -302,21 +347,27 @@ impl Kernel for WaterSp {
             let outbox = unsafe { part_mut(&self.outboxes, pid * OUTBOX..(pid + 1) * OUTBOX) };
             let mut leaving = 0;
             for c in own.clone() {
-                let mut count = self.counts.get(c) as usize;
+                let (x, m) = mine(c);
+                let mut count = x.len();
                 let mut slot = 0;
                 while slot < count {
-                    let cell = mine(c);
-                    if self.grid.cell_of(&cell[slot].position) == c {
+                    if self.grid.cell_of(&x[slot]) == c {
                         slot += 1;
                         continue;
                     }
-                    assert!(leaving < OUTBOX, "more than {OUTBOX} molecules leave process {pid}'s cells");
-                    outbox[leaving] = cell[slot];
+                    assert!(
+                        leaving < OUTBOX,
+                        "more than {OUTBOX} molecules leave process {pid}'s cells"
+                    );
+                    outbox[leaving] = Resident {
+                        position: x[slot],
+                        motion: m[slot],
+                    };
                     leaving += 1;
                     count -= 1;
-                    cell[slot] = cell[count];
-                    self.counts.set(c, count as u64);
+                    (x[slot], m[slot]) = (x[count], m[count]);
                 }
+                self.counts.set(c, count as u64);
             }
             self.moving.set(pid, leaving as u64);
             env.barrier()?;
@@ -338,17 +389,24 @@ impl Kernel for WaterSp {
 
     fn check(&self) -> (bool, &'static str) {
         let n = self.system.molecules;
-        let mut all: Vec<Resident> = (0..self.grid.cells())
+        let mut all: Vec<Resident> = Vec::with_capacity(n);
+        for c in 0..self.grid.cells() {
             // SAFETY: nobody writes while process 0 checks.
-            .flat_map(|c| unsafe { self.residents(c) }.iter().copied())
-            .collect();
-        all.sort_unstable_by_key(|r| r.id);
-        let every_one_once = all.len() == n && all.iter().enumerate().all(|(i, r)| r.id == i as u64);
+            let (x, m) = unsafe { (self.positions_of(c), part(&self.motions, self.slots(c))) };
+            all.extend(
+                x.iter()
+                    .zip(m)
+                    .map(|(&position, &motion)| Resident { position, motion }),
+            );
+        }
+        all.sort_unstable_by_key(|r| r.motion.id);
+        let every_one_once =
+            all.len() == n && all.iter().enumerate().all(|(i, r)| r.motion.id == i as u64);
         // SAFETY: as above.
         let energies = unsafe { part(&self.energies, 0..self.energies.len()) };
         let got = Trajectory {
             positions: all.iter().map(|r| r.position).collect(),
-            velocities: all.iter().map(|r| r.velocity).collect(),
+            velocities: all.iter().map(|r| r.motion.velocity).collect(),
             energies: energies.chunks(2).map(|e| [e[0], e[1]]).collect(),
         };
         (
@@ -373,7 +431,11 @@ mod tests {
                 .map(|i| grid.cell_of(&system.start(i).0))
                 .collect();
             let end = super::super::simulate(&system).positions;
-            let moved = start.iter().zip(&end).filter(|(c, x)| **c != grid.cell_of(x)).count();
+            let moved = start
+                .iter()
+                .zip(&end)
+                .filter(|(c, x)| **c != grid.cell_of(x))
+                .count();
             assert!(moved > 0, "no molecule changes cells at {system:?}");
         }
     }
@@ -381,7 +443,10 @@ mod tests {
     #[test]
     fn neighbours_are_distinct_and_include_the_cell() {
         for per_side in [1, 2, 3, 5] {
-            let grid = Grid { per_side, width: 1.0 };
+            let grid = Grid {
+                per_side,
+                width: 1.0,
+            };
             for c in 0..grid.cells() {
                 let near = grid.neighbours(c);
                 assert!(near.contains(&c));
