@@ -109,7 +109,7 @@ impl WaterN2 {
             let xi = x[i];
             // With n even, the pair n/2 apart is seen from the first half
             // only.
-            let ahead = if n % 2 == 0 && i >= n / 2 {
+            let ahead = if n.is_multiple_of(2) && i >= n / 2 {
                 n / 2 - 1
             } else {
                 n / 2
@@ -178,37 +178,37 @@ impl Kernel for WaterN2 {
         let (n, steps) = (self.system.molecules, self.system.steps);
         let own = share(n, env.processes(), pid);
         let mut private = vec![[0.0; 9]; n];
-        fn owned<'a>(region: &'a Region<Sites>, own: &std::ops::Range<usize>) -> &'a mut [Sites] {
-            // SAFETY: outside steps 2–3 the owner alone touches its
-            // molecules (step 3 reads positions and adds to forces,
-            // barriers apart); each slice is dropped before steps 2–3
-            // make their own.
-            unsafe { part_mut(region, own.clone()) }
-        }
-        let mine = |region| owned(region, &own);
+        // The own molecules' positions, velocities, accelerations and
+        // forces, to write.
+        // SAFETY: outside steps 2–3 the owner alone touches its molecules
+        // (step 3 reads positions and adds to forces, barriers apart);
+        // the slices are dropped before steps 2–3 make their own.
+        let mine = || unsafe {
+            (
+                part_mut(&self.positions, own.clone()),
+                part_mut(&self.velocities, own.clone()),
+                part_mut(&self.accelerations, own.clone()),
+                part_mut(&self.forces, own.clone()),
+            )
+        };
         self.forces(env, own.clone(), &mut private)?;
-        for (a, f) in mine(&self.accelerations).iter_mut().zip(mine(&self.forces)) {
-            *a = accelerations(f);
-            *f = [0.0; 9];
+        {
+            let (_, _, a, f) = mine();
+            for (a, f) in a.iter_mut().zip(f) {
+                *a = accelerations(f);
+                *f = [0.0; 9];
+            }
         }
         for step in 0..steps {
             {
-                let (x, v, a) = (
-                    mine(&self.positions),
-                    mine(&self.velocities),
-                    mine(&self.accelerations),
-                );
+                let (x, v, a, _) = mine();
                 for k in 0..own.len() {
                     predict(&self.system, &mut x[k], &mut v[k], &a[k]);
                 }
             }
             env.barrier()?;
             let potential = self.forces(env, own.clone(), &mut private)?;
-            let (v, a, f) = (
-                mine(&self.velocities),
-                mine(&self.accelerations),
-                mine(&self.forces),
-            );
+            let (_, v, a, f) = mine();
             let mut kinetic = 0.0;
             for k in 0..own.len() {
                 kinetic += correct(&mut v[k], &mut a[k], &f[k]);
