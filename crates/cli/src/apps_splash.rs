@@ -28,7 +28,7 @@ pub enum ProgramArg {
     /// O(n^2) water, 4096 molecules, 3 steps (small: 64, 2).
     #[value(name = "water-n2")]
     WaterN2,
-    /// Spatial water, 1000 molecules, 3 steps (small: 216, 2).
+    /// Spatial water, 1000 molecules, 3 steps (small: 343, 2).
     #[value(name = "water-sp")]
     WaterSp,
 }

@@ -9,7 +9,7 @@
 //! | LU-c | 2048², block 128 | 128², block 16 | [`lu`] |
 //! | RADIX | 1M keys, radix 1024 | 64K keys | [`radix`] |
 //! | WATER-n2 | 4096 molecules, 3 steps | 64, 2 | [`water::n2`] |
-//! | WATER-sp | 1000 molecules, 3 steps | 216, 2 | [`water::sp`] |
+//! | WATER-sp | 1000 molecules, 3 steps | 343, 2 | [`water::sp`] |
 //!
 //! Every program runs as SPLASH-2's do:
 //!

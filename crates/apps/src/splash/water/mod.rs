@@ -18,9 +18,12 @@
 //!   distance too): Lennard-Jones O–O plus Coulomb between all nine pairs
 //!   of charged sites, no smoothing;
 //! - a periodic cubic box at water's density (0.0334 molecules/Å³),
-//!   minimum image on the oxygens' distance; the cutoff is 6 Å or half the
-//!   box if smaller; a molecule whose oxygen leaves the box is moved back
-//!   by a box side, all three atoms together (SPLASH-2's `BNDRY`);
+//!   minimum image on the oxygens' distance; the cutoff is SPLASH-2's:
+//!   half the box for WATER-n2 (WATER-nsquared's `max(BOXH, CUTOFF)`,
+//!   its input giving none), 6.212752 Å for WATER-sp (WATER-spatial's
+//!   input), never more than half the box; a molecule whose oxygen leaves
+//!   the box is moved back by a box side, all three atoms together
+//!   (SPLASH-2's `BNDRY`);
 //! - the start: molecules on a cubic lattice, jittered, hydrogens near
 //!   their rest places, velocities random at about 298 K;
 //! - velocity Verlet with SPLASH-2's time step, 1.5e-16 s, split as its
@@ -56,8 +59,6 @@ pub type Energy = [f64; 2];
 const DT: f64 = 1.5e-4;
 /// Molecules per Å³ (1 g/cm³).
 const DENSITY: f64 = 0.0334;
-/// The cutoff between molecules' oxygens, Å, unless half the box is less.
-const CUTOFF: f64 = 6.0;
 /// (kcal/mol)/Å per amu, in Å/ps².
 const ACCELERATION: f64 = 418.4;
 /// Of the oxygen and the hydrogens, amu.
@@ -93,14 +94,15 @@ pub struct System {
 }
 
 impl System {
-    /// `molecules` at water's density, for `steps` steps.
-    pub fn new(molecules: usize, steps: usize) -> System {
+    /// `molecules` at water's density, for `steps` steps, interacting
+    /// within `cutoff` Å or half the box, whichever is less.
+    pub fn new(molecules: usize, steps: usize, cutoff: f64) -> System {
         let side = (molecules as f64 / DENSITY).cbrt();
         System {
             molecules,
             steps,
             side,
-            cutoff: CUTOFF.min(side / 2.0),
+            cutoff: cutoff.min(side / 2.0),
         }
     }
 
@@ -361,7 +363,7 @@ mod tests {
 
     #[test]
     fn pair_forces_are_the_energy_s_negative_gradient() {
-        let system = System::new(216, 1);
+        let system = System::new(216, 1, 6.0);
         let (xi, _) = system.start(0);
         let (xj, _) = system.start(1);
         let (fi, fj, e) = system.pair(&xi, &xj).expect("neighbours interact");
@@ -393,7 +395,7 @@ mod tests {
 
     #[test]
     fn the_check_tells_a_small_error() {
-        let system = System::new(64, 2);
+        let system = System::new(64, 2, f64::INFINITY);
         let mut t = simulate(&system);
         assert!(agrees(&system, &t));
         t.velocities[5][0] *= 1.0 + 1e-6;
@@ -405,7 +407,7 @@ mod tests {
 
     #[test]
     fn the_total_energy_is_conserved() {
-        let t = simulate(&System::new(64, 40));
+        let t = simulate(&System::new(64, 40, f64::INFINITY));
         let total = |e: &Energy| e[0] + e[1];
         let (first, last) = (total(&t.energies[0]), total(&t.energies[39]));
         let kinetic = t.energies[0][0];

@@ -1,13 +1,15 @@
 //! WATER-n2: SPLASH-2's O(n²) water simulation — every pair of molecules
-//! within the cutoff, found by looking at every pair (the seed's 4096
+//! within half the box, found by looking at every pair (the seed's 4096
 //! molecules, 3 steps; the physics in the [module above](super)).
 //!
 //! Process p owns a contiguous share of the molecules (so a node's
 //! processes own neighbouring molecules). Shared: each molecule's
 //! positions, velocities and accelerations, written by its owner alone,
 //! and its forces, added to by any process under the lock of its group
-//! of [`GROUP`] molecules (SPLASH-2 locks molecules the same way);
-//! and each step's energies, added to under one lock.
+//! of [`GROUP`] molecules; and each step's energies, added to under one
+//! lock. (SPLASH-2 locks each molecule; a group whose forces fill about
+//! one 8 KiB unit costs one lock hand-off per unit the DSM moves anyway,
+//! rather than one per molecule.)
 //!
 //! Before the first step, steps 2–3 below give every molecule's forces at
 //! the start, and each owner turns its molecules' into accelerations. Then
@@ -52,11 +54,12 @@ pub const GROUP: usize = 128;
 /// The lock of the energies; group g's is `1 + g`.
 const ENERGY_LOCK: u32 = 0;
 
-/// The seed's system (4096 molecules, 3 steps) or `--small`'s (64, 2).
+/// The seed's system (4096 molecules, 3 steps) or `--small`'s (64, 2);
+/// the cutoff is half the box, as WATER-nsquared's.
 pub fn size(small: bool) -> System {
     match small {
-        false => System::new(4096, 3),
-        true => System::new(64, 2),
+        false => System::new(4096, 3, f64::INFINITY),
+        true => System::new(64, 2, f64::INFINITY),
     }
 }
 

@@ -30,7 +30,7 @@
 //!    cells into them (the last step's barrier is the runner's).
 //!
 //! What the DSM carries: in step 2 each process reads the cells next to
-//! its slab (a unit or so per cell), and in step 5 the molecules that
+//! its slab (their positions only), and in step 5 the molecules that
 //! changed cells: few and small, the seed's WATER-sp. A molecule moves a
 //! thousandth of an ångström a step, so the cells are made
 //! [`MARGIN`] wider than the cutoff: a molecule is at most a step's
@@ -50,9 +50,9 @@ use crate::splash::parmacs::{Env, ParmacsError};
 use crate::splash::{part, part_mut, share, Kernel};
 use threadwire_dsm::{DsmError, Region};
 
-/// Molecules a cell can hold: four times the start's eight, and a cell
-/// with its count fills about one 8 KiB unit.
-pub const CAPACITY: usize = 32;
+/// Molecules a cell can hold: the start puts up to 27 in one (three
+/// lattice planes a side), about 16 on average at the seed's size.
+pub const CAPACITY: usize = 48;
 
 /// Molecules a process can send to other cells in one step; they move
 /// far less than a cell in a few steps.
@@ -64,12 +64,15 @@ const MARGIN: f64 = 0.1;
 /// The lock of the energies.
 const ENERGY_LOCK: u32 = 0;
 
-/// The seed's system (1000 molecules, 3 steps) or `--small`'s (216, 2:
-/// three cells a side).
+/// The cutoff of WATER-spatial's input, Å.
+const CUTOFF: f64 = 6.212752;
+
+/// The seed's system (1000 molecules, 3 steps: four cells a side) or
+/// `--small`'s (343, 2: three cells a side).
 pub fn size(small: bool) -> System {
     match small {
-        false => System::new(1000, 3),
-        true => System::new(216, 2),
+        false => System::new(1000, 3, CUTOFF),
+        true => System::new(343, 2, CUTOFF),
     }
 }
 
