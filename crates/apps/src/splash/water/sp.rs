@@ -6,12 +6,13 @@
 //! The cells, numbered x fastest, then y, then z, are shared out among
 //! the processes in contiguous blocks (slabs of the box, a node's
 //! processes neighbours). Each cell holds up to [`CAPACITY`] molecules in
-//! shared memory, with their ids, positions, velocities and accelerations,
-//! and its count; its owner alone writes them. Forces need no shared
-//! array and no lock: each process computes the forces on its own
-//! molecules only, both sides of every pair thus computed twice, once by
-//! each molecule's owner (SPLASH-2 computes each pair once and adds into
-//! the other molecule under a lock; this is the owner-writes version).
+//! shared memory — their positions in one array, which neighbours read,
+//! their ids, velocities and accelerations in another, which they do
+//! not — and its count; its owner alone writes them. Forces need no
+//! shared array and no lock: each process computes the forces on its own
+//! molecules only, every pair across two processes' cells thus computed
+//! twice, once by each molecule's owner (owner-computes: no molecule is
+//! written by two processes).
 //!
 //! Before the first step, the forces of the start give each process its
 //! molecules' accelerations; a barrier. Then each time step:
@@ -31,8 +32,8 @@
 //!
 //! What the DSM carries: in step 2 each process reads the cells next to
 //! its slab (their positions only), and in step 5 the molecules that
-//! changed cells: few and small, the seed's WATER-sp. A molecule moves a
-//! thousandth of an ångström a step, so the cells are made
+//! changed cells: few and small, the seed's WATER-sp. An oxygen moves
+//! about a thousandth of an ångström a step, so the cells are made
 //! [`MARGIN`] wider than the cutoff: a molecule is at most a step's
 //! drift out of its cell when step 2 looks for it. Conflicting accesses
 //! are ordered: a cell is written by its owner in steps 1, 3, 4, 5 and
