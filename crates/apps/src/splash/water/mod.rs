@@ -201,11 +201,11 @@ impl System {
                     d[k] = (xj[b * 3 + k] - xi[a * 3 + k]) + shift[k];
                     r2 += d[k] * d[k];
                 }
-                let r = r2.sqrt();
+                let inverse = 1.0 / r2.sqrt();
                 // q_a·q_b first: the same product from either side.
                 let qq = COULOMB * (CHARGE[a] * CHARGE[b]);
-                energy += qq / r;
-                let mut scale = -qq / (r2 * r);
+                energy += qq * inverse;
+                let mut scale = -qq * inverse * inverse * inverse;
                 if a == 0 && b == 0 {
                     scale += lennard_jones;
                 }
