@@ -42,6 +42,12 @@ pub enum ProgramArg {
     /// MRI deblurring, 14 frequency points on a 256x256 phantom (small: 6
     /// on 32x32).
     Mri,
+    /// O(n^2) water, 4096 molecules, 3 steps (small: 64, 2).
+    #[value(name = "water-n2")]
+    WaterN2,
+    /// Spatial water, 1000 molecules, 3 steps (small: 343, 2).
+    #[value(name = "water-sp")]
+    WaterSp,
     /// Every program in turn (with --figure, --compare or --plain).
     All,
 }
@@ -58,6 +64,8 @@ impl ProgramArg {
             ProgramArg::Fft => &[Program::Fft],
             ProgramArg::OceanC => &[Program::OceanContiguous],
             ProgramArg::Mri => &[Program::Mri],
+            ProgramArg::WaterN2 => &[Program::WaterNsquared],
+            ProgramArg::WaterSp => &[Program::WaterSpatial],
             ProgramArg::All => &Program::ALL,
         }
     }

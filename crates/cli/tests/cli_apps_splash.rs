@@ -6,8 +6,8 @@
 mod support;
 use support::command::*;
 
-const PROGRAMS: [&str; 8] = [
-    "sor", "matmult", "lu-c", "lu-n", "radix", "fft", "ocean-c", "mri",
+const PROGRAMS: [&str; 10] = [
+    "sor", "matmult", "lu-c", "lu-n", "radix", "fft", "ocean-c", "mri", "water-n2", "water-sp",
 ];
 
 /// Runs `program` at `--small` on `nodes` × `threads` and checks node 0's
@@ -82,6 +82,16 @@ fn ocean_c_verifies_on_one_two_and_four_nodes() {
 #[test]
 fn mri_verifies_on_one_two_and_four_nodes() {
     verifies_on_every_shape("mri");
+}
+
+#[test]
+fn water_n2_verifies_on_one_two_and_four_nodes() {
+    verifies_on_every_shape("water-n2");
+}
+
+#[test]
+fn water_sp_verifies_on_one_two_and_four_nodes() {
+    verifies_on_every_shape("water-sp");
 }
 
 #[test]

@@ -12,6 +12,8 @@
 //! | FFT | 2^20 complex points | 2^12 points | [`fft`] |
 //! | OCEAN-c | 258×258 grid, 3 time steps | 66×66, 2 | [`ocean`] |
 //! | MRI | 14 frequency points, 256² phantom | 6, 32² | [`mri`] |
+//! | WATER-n2 | 4096 molecules, 3 steps | 64, 2 | [`water::n2`] |
+//! | WATER-sp | 1000 molecules, 3 steps | 343, 2 | [`water::sp`] |
 //!
 //! Every program runs as SPLASH-2's do:
 //!
@@ -40,6 +42,7 @@ pub mod ocean;
 pub mod parmacs;
 pub mod radix;
 pub mod sor;
+pub mod water;
 
 use parmacs::{Env, ParmacsError};
 use std::fmt;
@@ -69,11 +72,15 @@ pub enum Program {
     /// Deblurring of an MR image by frequency-segmented conjugate phase
     /// ([`mri`]).
     Mri,
+    /// Water molecules, every pair ([`water::n2`]).
+    WaterNsquared,
+    /// Water molecules in a grid of cells ([`water::sp`]).
+    WaterSpatial,
 }
 
 impl Program {
     /// Every program, in the order of the module table.
-    pub const ALL: [Program; 8] = [
+    pub const ALL: [Program; 10] = [
         Program::Sor,
         Program::Matmult,
         Program::LuContiguous,
@@ -82,10 +89,12 @@ impl Program {
         Program::Fft,
         Program::OceanContiguous,
         Program::Mri,
+        Program::WaterNsquared,
+        Program::WaterSpatial,
     ];
 
     /// Its name on the command line: `sor`, `matmult`, `lu-c`, `lu-n`,
-    /// `radix`, `fft`, `ocean-c`, `mri`.
+    /// `radix`, `fft`, `ocean-c`, `mri`, `water-n2`, `water-sp`.
     pub fn name(self) -> &'static str {
         match self {
             Program::Sor => "sor",
@@ -96,11 +105,13 @@ impl Program {
             Program::Fft => "fft",
             Program::OceanContiguous => "ocean-c",
             Program::Mri => "mri",
+            Program::WaterNsquared => "water-n2",
+            Program::WaterSpatial => "water-sp",
         }
     }
 
     /// Its name in the seed: `SOR`, `MATMULT`, `LU-c`, `LU-n`, `RADIX`,
-    /// `FFT`, `OCEAN-c`, `MRI`.
+    /// `FFT`, `OCEAN-c`, `MRI`, `WATER-n2`, `WATER-sp`.
     pub fn title(self) -> &'static str {
         match self {
             Program::Sor => "SOR",
@@ -111,6 +122,8 @@ impl Program {
             Program::Fft => "FFT",
             Program::OceanContiguous => "OCEAN-c",
             Program::Mri => "MRI",
+            Program::WaterNsquared => "WATER-n2",
+            Program::WaterSpatial => "WATER-sp",
         }
     }
 }
@@ -158,6 +171,8 @@ impl Config {
             // Every process keeps a point per side on the coarsest level.
             Program::OceanContiguous => ocean::Size::of(self.small).n,
             Program::Mri => mri::Size::of(self.small).most_processes(),
+            Program::WaterNsquared => water::n2::size(self.small).molecules,
+            Program::WaterSpatial => water::sp::Grid::of(&water::sp::size(self.small)).cells(),
         };
         if processes > most {
             return Err(Error::TooManyProcesses {
@@ -470,6 +485,8 @@ fn execute(env: &Env, cfg: Config) -> Result<Option<Report>, Error> {
         Program::Fft => Arc::new(fft::Fft::new(env, cfg.small)?),
         Program::OceanContiguous => Arc::new(ocean::OceanContiguous::new(env, cfg.small)?),
         Program::Mri => Arc::new(mri::Mri::new(env, cfg.small)?),
+        Program::WaterNsquared => Arc::new(water::n2::WaterN2::new(env, cfg.small)?),
+        Program::WaterSpatial => Arc::new(water::sp::WaterSp::new(env, cfg.small)?),
     };
     let outcome: Arc<Mutex<(Option<Measured>, Vec<Stats>)>> = Arc::default();
     {
