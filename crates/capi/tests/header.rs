@@ -18,6 +18,8 @@ const HANDLE_NULLS: &str = "
 #define TW_REMOTE_NULL ((tw_remote *)0)
 /* Any sender: a source for tw_recv, tw_irecv, tw_probe, tw_iprobe. */
 #define TW_ANY_SOURCE ((tw_address){TW_ANY, TW_ANY})
+/* With tw_dsm_malloc: every unit homed on node k (k >= 0). */
+#define TW_DSM_NODE(k) ((int)(k))
 ";
 
 fn config() -> cbindgen::Config {

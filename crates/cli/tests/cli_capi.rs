@@ -141,6 +141,26 @@ fn peer_exit_is_notified() {
 }
 
 #[test]
+fn parmacs_sor_on_one_node() {
+    run_c_test("dsm_sor", 1);
+}
+
+#[test]
+fn parmacs_sor_on_two_nodes() {
+    run_c_test("dsm_sor", 2);
+}
+
+#[test]
+fn parmacs_sor_on_four_nodes() {
+    run_c_test("dsm_sor", 4);
+}
+
+#[test]
+fn shared_memory_misuse_gives_typed_codes() {
+    run_c_test("dsm_errors", 2);
+}
+
+#[test]
 fn ring_example() {
     if !have_cc() {
         return;
