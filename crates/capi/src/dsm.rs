@@ -8,6 +8,8 @@
 //!    (`tw_dsm_init`), and lives until the process exits: a held lock's
 //!    guard borrows the [`Dsm`] for as long as the C program keeps the
 //!    lock, which no call can bound, so the `Dsm` is never dropped.
+//!    `tw_finalize` makes the nodes meet before any says goodbye
+//!    ([`meet_before_leaving`]).
 //! 2. A lock taken by `tw_dsm_lock` is the caller's — its fiber, or its
 //!    OS thread — until its `tw_dsm_unlock`: the guard is kept in the
 //!    calling OS thread's list under the caller's identity (as
@@ -77,6 +79,17 @@ pub(crate) fn release_held(owner: &Unparker) {
         mine
     });
     drop(mine);
+}
+
+/// Called by `tw_finalize` on thread 0: with a shared space, waits until
+/// thread 0 of every node is finalizing too, so that no node says goodbye
+/// (after which its peers' requests for the units it homes fail, and end
+/// them) while another may still read those units. A node lost meanwhile
+/// fails the meeting; finalizing goes on regardless.
+pub(crate) fn meet_before_leaving(ep: &tw::Endpoint) {
+    if SPACE.get().is_some() {
+        let _ = tw::Group::world(ep).and_then(|world| world.barrier());
+    }
 }
 
 /// Maps the shared space and starts this node's engine: `space_bytes` of
