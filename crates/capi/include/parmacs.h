@@ -6,7 +6,8 @@
  *   EXTERN_ENV             at file scope, in the other files
  *   MAIN_INITENV(T, bytes) tw_init and tw_dsm_init: T processes per node,
  *                          a shared space of `bytes` (0: 1 GiB)
- *   MAIN_END               waits for the processes left, tw_finalize, exit(0)
+ *   MAIN_END               waits for the processes left, tw_finalize (which
+ *                          meets every node first), exit(0)
  *   G_MALLOC(bytes)        tw_dsm_malloc, units round robin: a pointer, the
  *                          same on every node, or NULL (the reason on stderr)
  *   G_MALLOC_HOMED(bytes, homes)  with TW_DSM_BLOCKS or TW_DSM_NODE(k)

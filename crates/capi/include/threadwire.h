@@ -1302,7 +1302,10 @@ int tw_init(uint32_t flags);
 // Leaves the job in order: flushes what is queued, says goodbye to every
 // peer and waits for theirs. Calls after it fail with
 // `TW_ERR_FINALIZED` or `TW_ERR_NO_ENDPOINT`. Free groups and requests
-// first; join the threads you spawned first.
+// first; join the threads you spawned first. With the shared memory set
+// up (`tw_dsm_init`), it first waits until thread 0 of every node has
+// called it: a node that said goodbye can no longer serve the units it
+// homes.
 //
 // Context: the thread that called `tw_init`. Errors:
 // `TW_ERR_WRONG_THREAD` from another thread, `TW_ERR_NO_ENDPOINT`

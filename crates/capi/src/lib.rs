@@ -86,6 +86,9 @@
 //!    `tw_last_error`) stays the library's, valid as each function says.
 //! 4. A handle freed twice, or used after it was freed, cannot be checked:
 //!    that is the caller's to avoid.
+//! 5. Shared memory from `tw_dsm_malloc` is the job's: never freed, valid
+//!    until the process exits; a lock from `tw_dsm_lock` is the caller's
+//!    (thread or fiber) until its `tw_dsm_unlock`, or until it ends.
 //!
 //! # Threads
 //!
