@@ -6,7 +6,8 @@
 use std::path::Path;
 
 /// Handles are pointers; `*_NULL` names the empty one of each, as
-/// Argobots does (STYLE.md rule 10).
+/// Argobots does (STYLE.md rule 10). With them, the macros cbindgen cannot
+/// make from the source: a compound literal, a function-like macro.
 const HANDLE_NULLS: &str = "
 #define TW_THREAD_NULL ((tw_thread *)0)
 #define TW_MESSAGE_NULL ((tw_message *)0)
