@@ -477,7 +477,8 @@ int tw_dsm_init(size_t space_bytes, size_t unit_bytes, uint32_t threads_per_node
 //
 // Context: any thread, after `tw_dsm_init`. Errors: `TW_ERR_INVALID`
 // (NULL `out`, an unknown negative `homes`), `TW_ERR_DSM_FULL` (no room
-// left in the space), `TW_ERR_NO_DSM` before `tw_dsm_init`.
+// left in the space), `TW_ERR_NO_DSM` before `tw_dsm_init`,
+// `TW_ERR_NO_ENDPOINT` before `tw_init` or after `tw_finalize`.
 //
 // # Safety
 //

@@ -119,13 +119,14 @@ pub extern "C" fn tw_dsm_init(
         };
         let size = match space_bytes {
             0 => defaults.size,
-            s => s
-                .checked_next_multiple_of(unit)
-                .filter(|s| *s <= isize::MAX as usize)
-                .ok_or_else(|| {
-                    Error::invalid(format!("a space of {s} bytes does not fit in memory"))
-                })?,
+            s => s,
         };
+        let size = size
+            .checked_next_multiple_of(unit)
+            .filter(|s| *s <= isize::MAX as usize)
+            .ok_or_else(|| {
+                Error::invalid(format!("a space of {size} bytes does not fit in memory"))
+            })?;
         let config = DsmConfig {
             size,
             unit,
@@ -168,7 +169,8 @@ pub extern "C" fn tw_dsm_init(
 ///
 /// Context: any thread, after `tw_dsm_init`. Errors: `TW_ERR_INVALID`
 /// (NULL `out`, an unknown negative `homes`), `TW_ERR_DSM_FULL` (no room
-/// left in the space), `TW_ERR_NO_DSM` before `tw_dsm_init`.
+/// left in the space), `TW_ERR_NO_DSM` before `tw_dsm_init`,
+/// `TW_ERR_NO_ENDPOINT` before `tw_init` or after `tw_finalize`.
 ///
 /// # Safety
 ///
