@@ -155,6 +155,11 @@ fn parmacs_sor_on_one_two_and_four_nodes() {
 }
 
 #[test]
+fn shared_memory_from_fibers() {
+    run_c_test("dsm_fibers", 3);
+}
+
+#[test]
 fn shared_memory_misuse_gives_typed_codes() {
     run_c_test("dsm_errors", 2);
 }
