@@ -17,6 +17,8 @@
 #define TW_REMOTE_NULL ((tw_remote *)0)
 /* Any sender: a source for tw_recv, tw_irecv, tw_probe, tw_iprobe. */
 #define TW_ANY_SOURCE ((tw_address){TW_ANY, TW_ANY})
+/* With tw_dsm_malloc: every unit homed on node k (k >= 0). */
+#define TW_DSM_NODE(k) ((int)(k))
 
 
 // With `tw_am_register`: the handler runs inline, in whichever thread
@@ -29,6 +31,15 @@
 // with an endpoint of its own: it may block, send, receive and call
 // other handlers.
 #define TW_AM_FIBER 1
+
+// With `tw_dsm_malloc`: the units dealt to the nodes in turn (the
+// default): no node serves more than its share of an array all read.
+#define TW_DSM_ROUND_ROBIN -1
+
+// With `tw_dsm_malloc`: the units in as many contiguous shares as nodes,
+// the first on node 0, for arrays each node writes a block of (a grid's
+// rows): a node's writes to its own share stay local.
+#define TW_DSM_BLOCKS -2
 
 // Big-endian, readable on any machine (PVM's `PvmDataDefault`).
 #define TW_ENCODING_PORTABLE 0
@@ -105,6 +116,21 @@ typedef enum TwError {
   // A handle used from a thread other than the one that made it
   // (groups and requests belong to their thread).
   TW_ERR_WRONG_THREAD = -19,
+  // The shared memory is not set up: `tw_dsm_init` was not called (or
+  // failed) on this node.
+  TW_ERR_NO_DSM = -20,
+  // `tw_dsm_unlock` of a lock the calling thread (or fiber) does not
+  // hold.
+  TW_ERR_NOT_HELD = -21,
+  // The shared space has no room left for the allocation
+  // (`tw_dsm_init`'s `space_bytes`).
+  TW_ERR_DSM_FULL = -22,
+  // The nodes allocated shared memory differently, found at the next
+  // `tw_dsm_barrier` (where the bytes they allocated differ).
+  TW_ERR_DSM_DIVERGED = -23,
+  // The shared memory failed: the kernel refused the space or
+  // userfaultfd, or a home refused what a node sent it.
+  TW_ERR_DSM = -24,
 } TwError;
 
 // An active message as its handler sees it; valid only during the
@@ -153,6 +179,53 @@ typedef struct tw_address {
   // The thread within the node; thread 0 is the one that called `tw_init`.
   uint32_t thread;
 } tw_address;
+
+// One kind of request of a node's shared-memory engine: how many it sent,
+// their bytes, and the time until their replies.
+typedef struct tw_dsm_traffic {
+  // Requests sent.
+  uint64_t requests;
+  // Their payload bytes.
+  uint64_t request_bytes;
+  // Replies received.
+  uint64_t replies;
+  // Their payload bytes.
+  uint64_t reply_bytes;
+  // Nanoseconds from sending the requests to holding their replies,
+  // summed.
+  uint64_t round_trip_ns;
+} tw_dsm_traffic;
+
+// What this node's shared-memory engine has done, as `tw_dsm_stats` gives
+// it.
+typedef struct tw_dsm_counters {
+  // Faults of reads on units not mapped (served here or fetched).
+  uint64_t read_faults;
+  // Faults of writes on units not mapped, or write-protected.
+  uint64_t write_faults;
+  // Units fetched from their homes.
+  uint64_t fetches;
+  // Bytes of the units fetched.
+  uint64_t fetch_bytes;
+  // Diffs sent to homes.
+  uint64_t diffs;
+  // Bytes of the diffs sent.
+  uint64_t diff_bytes;
+  // Units made invalid by other nodes' writes.
+  uint64_t invalidations;
+  // The most fetches in flight at once.
+  uint64_t most_in_flight;
+  // Units asked of their homes.
+  struct tw_dsm_traffic fetch;
+  // Diffs sent to homes.
+  struct tw_dsm_traffic diff;
+  // Arrivals at barriers.
+  struct tw_dsm_traffic barrier;
+  // Locks asked of their managers.
+  struct tw_dsm_traffic lock_acquire;
+  // Lock tokens asked of the node before in the lock's queue.
+  struct tw_dsm_traffic lock_grant;
+} tw_dsm_counters;
 
 // A datatype of packed arrays and collectives (`TW_INT32`, ...).
 typedef int tw_datatype;
@@ -373,6 +446,85 @@ int tw_am_is_request(struct tw_am_message *message, int *is_request);
 // `message` is NULL or the message of the running handler; `data` is NULL
 // or valid for reads of `len` bytes.
 int tw_am_reply(struct tw_am_message *message, const void *data, size_t len);
+
+// Maps the shared space and starts this node's engine: `space_bytes` of
+// shared memory (rounded up to a whole unit; 0: 1 GiB, which costs only
+// what is used), kept coherent in units of `unit_bytes` (a multiple of
+// 4096; 0: 8192), with `threads_per_node` threads of every node taking
+// part in `tw_dsm_barrier` (0: 1). Collective: thread 0 of every node
+// calls it once, after `tw_init`, with the same arguments; it returns
+// when every node has. The space lasts until the process exits.
+//
+// Context: thread 0, once. Errors: `TW_ERR_WRONG_THREAD` (another
+// thread), `TW_ERR_ALREADY`, `TW_ERR_INVALID` (a unit not a multiple of
+// 4096, a size that does not fit), `TW_ERR_DSM` (the kernel refused the
+// mapping or userfaultfd), `TW_ERR_PEER_LOST`, `TW_ERR_NO_ENDPOINT`
+// before `tw_init`.
+int tw_dsm_init(size_t space_bytes, size_t unit_bytes, uint32_t threads_per_node);
+
+// Allocates `bytes` of zeroed shared memory, aligned to a unit, at the
+// same address on every node, into `*out`; `homes` says where its units'
+// master copies live: `TW_DSM_ROUND_ROBIN`, `TW_DSM_BLOCKS`, or a node
+// number k ≥ 0 (`TW_DSM_NODE(k)`: every unit on node k, taken modulo
+// the node count). There is no free: the space is given out in order.
+//
+// Collective: one thread of every node makes the same allocations (sizes
+// and homes) in the same order, and gets the same addresses. Where the
+// bytes the nodes allocated differ, their next `tw_dsm_barrier` fails
+// with `TW_ERR_DSM_DIVERGED`; other differences (homes, order) go
+// unnoticed. Not synchronized: a node may use the memory at once, before
+// others have allocated it.
+//
+// Context: any thread, after `tw_dsm_init`. Errors: `TW_ERR_INVALID`
+// (NULL `out`, an unknown negative `homes`), `TW_ERR_DSM_FULL` (no room
+// left in the space), `TW_ERR_NO_DSM` before `tw_dsm_init`,
+// `TW_ERR_NO_ENDPOINT` before `tw_init` or after `tw_finalize`.
+//
+// # Safety
+//
+// `out` is NULL or valid for a write.
+int tw_dsm_malloc(size_t bytes, int homes, void **out);
+
+// Waits until the `threads_per_node` threads (`tw_dsm_init`) of every
+// node have called it: what any of them wrote to shared memory before
+// it, all of them read after it.
+//
+// Context: a thread with an endpoint (a spawned fiber or OS thread, an
+// attached thread, thread 0), after `tw_dsm_init`; exactly
+// `threads_per_node` threads of each node take part in each barrier.
+// Errors: `TW_ERR_DSM_DIVERGED` (the nodes allocated differently),
+// `TW_ERR_PEER_LOST`, `TW_ERR_DSM`, `TW_ERR_NO_DSM`,
+// `TW_ERR_NO_ENDPOINT`; every thread of the barrier gets the error.
+int tw_dsm_barrier(void);
+
+// Takes lock `id` — any number: every node means the same lock by it —
+// waiting until it is free; what its previous holders wrote to shared
+// memory before unlocking it is visible once this returns. The lock is
+// the calling thread's (or fiber's) until it calls `tw_dsm_unlock(id)`;
+// one that ends holding locks gives them up. Locks are not recursive.
+//
+// Context: a thread with an endpoint, after `tw_dsm_init`. Errors:
+// `TW_ERR_ALREADY` (the caller holds it already), `TW_ERR_PEER_LOST`
+// (a node on the lock's way is gone), `TW_ERR_NO_DSM`,
+// `TW_ERR_NO_ENDPOINT`.
+int tw_dsm_lock(uint32_t id);
+
+// Gives up lock `id`, taken by the calling thread (or fiber) with
+// `tw_dsm_lock`.
+//
+// Context: the thread or fiber that took it. Errors: `TW_ERR_NOT_HELD`
+// (the caller does not hold it), `TW_ERR_NO_DSM`.
+int tw_dsm_unlock(uint32_t id);
+
+// This node's shared-memory counters so far into `*stats`.
+//
+// Context: any thread, after `tw_dsm_init`. Errors: `TW_ERR_INVALID`
+// (NULL), `TW_ERR_NO_DSM`.
+//
+// # Safety
+//
+// `stats` is NULL or valid for a write.
+int tw_dsm_stats(struct tw_dsm_counters *stats);
 
 // The name and meaning of a return code, as a static string (never NULL):
 // `"TW_ERR_TRUNCATED: message longer than the buffer"`. Unknown codes give
@@ -1151,7 +1303,10 @@ int tw_init(uint32_t flags);
 // Leaves the job in order: flushes what is queued, says goodbye to every
 // peer and waits for theirs. Calls after it fail with
 // `TW_ERR_FINALIZED` or `TW_ERR_NO_ENDPOINT`. Free groups and requests
-// first; join the threads you spawned first.
+// first; join the threads you spawned first. With the shared memory set
+// up (`tw_dsm_init`), it first waits until thread 0 of every node has
+// called it: a node that said goodbye can no longer serve the units it
+// homes.
 //
 // Context: the thread that called `tw_init`. Errors:
 // `TW_ERR_WRONG_THREAD` from another thread, `TW_ERR_NO_ENDPOINT`

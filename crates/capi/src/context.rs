@@ -129,15 +129,18 @@ pub(crate) fn take_owned() -> Option<Rc<Endpoint>> {
             .position(|x| x.owner.same_as(&me) && matches!(x.endpoint, Bound::Owned(_)))?;
         Some(e.remove(i))
     })?;
-    forget_errors(&me);
+    ended(&me);
     match entry.endpoint {
         Bound::Owned(ep) => Some(ep),
         Bound::Borrowed(_) => None,
     }
 }
 
-fn forget_errors(owner: &Unparker) {
+/// The caller `owner` leaves: its last error is forgotten and the
+/// shared-memory locks it still holds are given up (`dsm.rs`, rule 2).
+fn ended(owner: &Unparker) {
     ERRORS.with(|e| e.borrow_mut().retain(|(o, _)| !o.same_as(owner)));
+    crate::dsm::release_held(owner);
 }
 
 /// An endpoint borrowed by the calling fiber or thread for the span of a
@@ -171,7 +174,7 @@ impl Drop for Scope {
                 e.remove(i);
             }
         });
-        forget_errors(&self.owner);
+        ended(&self.owner);
     }
 }
 

@@ -62,6 +62,21 @@ pub enum TwError {
     /// A handle used from a thread other than the one that made it
     /// (groups and requests belong to their thread).
     TW_ERR_WRONG_THREAD = -19,
+    /// The shared memory is not set up: `tw_dsm_init` was not called (or
+    /// failed) on this node.
+    TW_ERR_NO_DSM = -20,
+    /// `tw_dsm_unlock` of a lock the calling thread (or fiber) does not
+    /// hold.
+    TW_ERR_NOT_HELD = -21,
+    /// The shared space has no room left for the allocation
+    /// (`tw_dsm_init`'s `space_bytes`).
+    TW_ERR_DSM_FULL = -22,
+    /// The nodes allocated shared memory differently, found at the next
+    /// `tw_dsm_barrier` (where the bytes they allocated differ).
+    TW_ERR_DSM_DIVERGED = -23,
+    /// The shared memory failed: the kernel refused the space or
+    /// userfaultfd, or a home refused what a node sent it.
+    TW_ERR_DSM = -24,
 }
 
 /// A failure: its code and what happened.
@@ -120,35 +135,64 @@ from_error!(tw::SpawnError, |e| match e {
     tw::SpawnError::Finalized => TW_ERR_FINALIZED,
     _ => TW_ERR_SPAWN,
 });
-from_error!(tw::CollError, |e| match e {
-    tw::CollError::PeerLost(_) => TW_ERR_PEER_LOST,
-    tw::CollError::Revoked => TW_ERR_REVOKED,
-    tw::CollError::Finalized => TW_ERR_FINALIZED,
-    tw::CollError::TooLarge { .. } => TW_ERR_TOO_LARGE,
-    _ => TW_ERR_GROUP,
-});
-from_error!(tw::AmError, |e| match e {
-    tw::AmError::UnknownHandler { .. } => TW_ERR_UNKNOWN_HANDLER,
-    tw::AmError::HandlerPanicked { .. } | tw::AmError::Refused { .. } => TW_ERR_HANDLER_FAILED,
-    tw::AmError::NoReply { .. } => TW_ERR_NO_REPLY,
-    tw::AmError::PeerLost { .. } => TW_ERR_PEER_LOST,
-    tw::AmError::NoSuchNode { .. } => TW_ERR_NO_SUCH_ENDPOINT,
-    tw::AmError::TooLarge { .. } => TW_ERR_TOO_LARGE,
-    tw::AmError::AlreadyRegistered { .. }
-    | tw::AmError::AlreadyReplied
-    | tw::AmError::IdCollision { .. } => TW_ERR_ALREADY,
-    tw::AmError::NotARequest => TW_ERR_INVALID,
-    tw::AmError::NoFiber { .. } => TW_ERR_SPAWN,
-    tw::AmError::Cancelled => TW_ERR_CANCELLED,
-    tw::AmError::Finalized => TW_ERR_FINALIZED,
-    _ => TW_ERR_HANDLER_FAILED,
-});
+from_error!(tw::CollError, |e| coll_code(&e));
+
+fn coll_code(e: &tw::CollError) -> TwError {
+    match e {
+        tw::CollError::PeerLost(_) => TW_ERR_PEER_LOST,
+        tw::CollError::Revoked => TW_ERR_REVOKED,
+        tw::CollError::Finalized => TW_ERR_FINALIZED,
+        tw::CollError::TooLarge { .. } => TW_ERR_TOO_LARGE,
+        _ => TW_ERR_GROUP,
+    }
+}
+
+from_error!(tw::AmError, |e| am_code(&e));
+
+fn am_code(e: &tw::AmError) -> TwError {
+    match e {
+        tw::AmError::UnknownHandler { .. } => TW_ERR_UNKNOWN_HANDLER,
+        tw::AmError::HandlerPanicked { .. } | tw::AmError::Refused { .. } => TW_ERR_HANDLER_FAILED,
+        tw::AmError::NoReply { .. } => TW_ERR_NO_REPLY,
+        tw::AmError::PeerLost { .. } => TW_ERR_PEER_LOST,
+        tw::AmError::NoSuchNode { .. } => TW_ERR_NO_SUCH_ENDPOINT,
+        tw::AmError::TooLarge { .. } => TW_ERR_TOO_LARGE,
+        tw::AmError::AlreadyRegistered { .. }
+        | tw::AmError::AlreadyReplied
+        | tw::AmError::IdCollision { .. } => TW_ERR_ALREADY,
+        tw::AmError::NotARequest => TW_ERR_INVALID,
+        tw::AmError::NoFiber { .. } => TW_ERR_SPAWN,
+        tw::AmError::Cancelled => TW_ERR_CANCELLED,
+        tw::AmError::Finalized => TW_ERR_FINALIZED,
+        _ => TW_ERR_HANDLER_FAILED,
+    }
+}
+
 from_error!(tw::NotifyError, |e| match e {
     tw::NotifyError::Finalized => TW_ERR_FINALIZED,
     tw::NotifyError::NoSuchNode(_) => TW_ERR_NO_SUCH_ENDPOINT,
     _ => TW_ERR_INVALID,
 });
 from_error!(tw::UnpackError, |_e| TW_ERR_UNPACK);
+
+/// The shared memory's errors: those of the runtime underneath keep
+/// their codes.
+impl From<threadwire_dsm::DsmError> for Error {
+    fn from(e: threadwire_dsm::DsmError) -> Error {
+        use threadwire_dsm::DsmError;
+        let code = match &e {
+            DsmError::Am(am) => am_code(am),
+            DsmError::Coll(coll) => coll_code(coll),
+            DsmError::Config(_) => TW_ERR_INVALID,
+            DsmError::Full { .. } => TW_ERR_DSM_FULL,
+            DsmError::Diverged => TW_ERR_DSM_DIVERGED,
+            DsmError::Lost(_) => TW_ERR_PEER_LOST,
+            DsmError::Os(_) | DsmError::Refused(_) => TW_ERR_DSM,
+        };
+        Error::new(code, e.to_string())
+    }
+}
+
 from_error!(tw::JoinError, |_e| TW_ERR_PANIC);
 
 /// Runs an exported function's body: its error becomes a code and this
@@ -212,6 +256,11 @@ pub extern "C" fn tw_strerror(code: c_int) -> *const c_char {
         -17 => c"TW_ERR_NO_REPLY: the handler did not answer the request",
         -18 => c"TW_ERR_ALREADY: done already",
         -19 => c"TW_ERR_WRONG_THREAD: handle used from another thread",
+        -20 => c"TW_ERR_NO_DSM: the shared memory is not set up (tw_dsm_init)",
+        -21 => c"TW_ERR_NOT_HELD: the lock is not held by the caller",
+        -22 => c"TW_ERR_DSM_FULL: the shared space has no room left",
+        -23 => c"TW_ERR_DSM_DIVERGED: the nodes allocated shared memory differently",
+        -24 => c"TW_ERR_DSM: the shared memory failed",
         _ => c"unknown threadwire error code",
     };
     text.as_ptr()
@@ -275,6 +324,11 @@ mod tests {
             (TW_ERR_NO_REPLY, "TW_ERR_NO_REPLY"),
             (TW_ERR_ALREADY, "TW_ERR_ALREADY"),
             (TW_ERR_WRONG_THREAD, "TW_ERR_WRONG_THREAD"),
+            (TW_ERR_NO_DSM, "TW_ERR_NO_DSM"),
+            (TW_ERR_NOT_HELD, "TW_ERR_NOT_HELD"),
+            (TW_ERR_DSM_FULL, "TW_ERR_DSM_FULL"),
+            (TW_ERR_DSM_DIVERGED, "TW_ERR_DSM_DIVERGED"),
+            (TW_ERR_DSM, "TW_ERR_DSM"),
         ] {
             // SAFETY: `tw_strerror` returns a static NUL-terminated string.
             let text = unsafe { CStr::from_ptr(tw_strerror(code as c_int)) };

@@ -46,6 +46,7 @@
 //! | `tw_am_send`, `tw_am_request`, `tw_am_check`, `tw_am_reply` | `Endpoint::am_send`, `am_request`, `am_check`, `ActiveMessage::reply` |
 //! | `tw_notify`, `tw_on_peer_lost` | `Endpoint::notify` (detached), `Node::on_peer_lost` |
 //! | `tw_export`, `tw_spawn_remote`, `tw_remote_join` | `Node::export`, `Endpoint::spawn_remote`, `RemoteHandle::join` (the `int` result as 4 bytes) |
+//! | `tw_dsm_init`, `tw_dsm_malloc`, `tw_dsm_barrier`, `tw_dsm_lock` / `tw_dsm_unlock`, `tw_dsm_stats` | `threadwire_dsm`: `Dsm::new` (kept for the process), `alloc_homed` (`TW_DSM_ROUND_ROBIN`… = `Homes`), `barrier`, `lock` (the `LockGuard` kept for the caller until unlock), `stats`; `include/parmacs.h` has the PARMACS macros over them |
 //!
 //! Where the Rust API takes or gives owned buffers, the C API copies from
 //! or into the caller's memory: `tw_isend` and `tw_am_send` copy the bytes
@@ -85,6 +86,9 @@
 //!    `tw_last_error`) stays the library's, valid as each function says.
 //! 4. A handle freed twice, or used after it was freed, cannot be checked:
 //!    that is the caller's to avoid.
+//! 5. Shared memory from `tw_dsm_malloc` is the job's: never freed, valid
+//!    until the process exits; a lock from `tw_dsm_lock` is the caller's
+//!    (thread or fiber) until its `tw_dsm_unlock`, or until it ends.
 //!
 //! # Threads
 //!
@@ -111,6 +115,7 @@
 
 mod am;
 mod context;
+mod dsm;
 mod error;
 mod group;
 mod notify;

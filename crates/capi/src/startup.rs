@@ -44,7 +44,10 @@ pub extern "C" fn tw_init(flags: u32) -> c_int {
 /// Leaves the job in order: flushes what is queued, says goodbye to every
 /// peer and waits for theirs. Calls after it fail with
 /// `TW_ERR_FINALIZED` or `TW_ERR_NO_ENDPOINT`. Free groups and requests
-/// first; join the threads you spawned first.
+/// first; join the threads you spawned first. With the shared memory set
+/// up (`tw_dsm_init`), it first waits until thread 0 of every node has
+/// called it: a node that said goodbye can no longer serve the units it
+/// homes.
 ///
 /// Context: the thread that called `tw_init`. Errors:
 /// `TW_ERR_WRONG_THREAD` from another thread, `TW_ERR_NO_ENDPOINT`
@@ -59,6 +62,10 @@ pub extern "C" fn tw_finalize() -> c_int {
                 "tw_finalize is for the thread that called tw_init",
             ));
         }
+        context::with_endpoint(|ep| {
+            crate::dsm::meet_before_leaving(ep);
+            Ok(())
+        })?;
         let ep = context::take_owned().expect("thread 0's endpoint is owned");
         context::set_node(None);
         // Finalizes the node, unless a call of this thread still holds it.

@@ -6,7 +6,8 @@
 use std::path::Path;
 
 /// Handles are pointers; `*_NULL` names the empty one of each, as
-/// Argobots does (STYLE.md rule 10).
+/// Argobots does (STYLE.md rule 10). With them, the macros cbindgen cannot
+/// make from the source: a compound literal, a function-like macro.
 const HANDLE_NULLS: &str = "
 #define TW_THREAD_NULL ((tw_thread *)0)
 #define TW_MESSAGE_NULL ((tw_message *)0)
@@ -18,6 +19,8 @@ const HANDLE_NULLS: &str = "
 #define TW_REMOTE_NULL ((tw_remote *)0)
 /* Any sender: a source for tw_recv, tw_irecv, tw_probe, tw_iprobe. */
 #define TW_ANY_SOURCE ((tw_address){TW_ANY, TW_ANY})
+/* With tw_dsm_malloc: every unit homed on node k (k >= 0). */
+#define TW_DSM_NODE(k) ((int)(k))
 ";
 
 fn config() -> cbindgen::Config {

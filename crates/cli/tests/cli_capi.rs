@@ -1,6 +1,7 @@
 //! The C API end to end: the C programs of `crates/capi/tests/c/` and the
-//! example `crates/capi/examples/c/ring.c`, compiled with the system `cc`
-//! against `include/threadwire.h` and `libthreadwire.so`, run as jobs of
+//! examples `crates/capi/examples/c/ring.c` and `parmacs_sum.c`, compiled
+//! with the system `cc` against `include/threadwire.h` (and `parmacs.h`)
+//! and `libthreadwire.so`, run as jobs of
 //! `threadwire run`. Each program checks its own results and prints
 //! `n<i> passed` per node; a failed check names the call and exits 1.
 //!
@@ -87,21 +88,29 @@ fn compile(source: &Path) -> PathBuf {
 /// Compiles `tests/c/<name>.c`, runs it on `nodes` nodes and checks that
 /// every node passed.
 fn run_c_test(name: &str, nodes: u32) {
+    run_c_test_on(name, &[nodes]);
+}
+
+/// As [`run_c_test`], once on each of `node_counts`, from one build (tests
+/// running at once must not compile one executable).
+fn run_c_test_on(name: &str, node_counts: &[u32]) {
     if !have_cc() {
         return;
     }
     let exe = compile(&capi().join("tests/c").join(format!("{name}.c")));
-    let ran = run_ok(
-        threadwire()
-            .args(["run", "-n", &nodes.to_string(), "--"])
-            .arg(&exe),
-    );
-    for node in 0..nodes {
-        assert!(
-            ran.stdout.contains(&format!("n{node} passed")),
-            "node {node} did not pass\n{}",
-            ran.show()
+    for &nodes in node_counts {
+        let ran = run_ok(
+            threadwire()
+                .args(["run", "-n", &nodes.to_string(), "--"])
+                .arg(&exe),
         );
+        for node in 0..nodes {
+            assert!(
+                ran.stdout.contains(&format!("n{node} passed")),
+                "node {node} of {nodes} did not pass\n{}",
+                ran.show()
+            );
+        }
     }
 }
 
@@ -141,6 +150,21 @@ fn peer_exit_is_notified() {
 }
 
 #[test]
+fn parmacs_sor_on_one_two_and_four_nodes() {
+    run_c_test_on("dsm_sor", &[1, 2, 4]);
+}
+
+#[test]
+fn shared_memory_from_fibers() {
+    run_c_test("dsm_fibers", 3);
+}
+
+#[test]
+fn shared_memory_misuse_gives_typed_codes() {
+    run_c_test("dsm_errors", 2);
+}
+
+#[test]
 fn ring_example() {
     if !have_cc() {
         return;
@@ -161,4 +185,18 @@ fn ring_example() {
             ran.show()
         );
     }
+}
+
+#[test]
+fn parmacs_example() {
+    if !have_cc() {
+        return;
+    }
+    let exe = compile(&capi().join("examples/c/parmacs_sum.c"));
+    let ran = run_ok(threadwire().args(["run", "-n", "2", "--"]).arg(&exe));
+    assert!(
+        ran.stdout.contains("4 processes, sum of pids 6"),
+        "{}",
+        ran.show()
+    );
 }
