@@ -13,9 +13,10 @@
 //!   16–17: a master serves tasks of rows of A to slaves by active
 //!   message, swept over granularity and concurrency.
 //!
-//! - [`splash`]: SPLASH-2-style programs (SOR, MATMULT, LU-c, RADIX) on
-//!   the distributed shared memory, as the Strings DSM ran them, over a
-//!   PARMACS-like API ([`splash::parmacs`]).
+//! - [`splash`]: the Strings DSM's ten programs (FFT, LU-c, LU-n, RADIX,
+//!   OCEAN-c, WATER-n2, WATER-sp, MATMULT, SOR, MRI) on the distributed
+//!   shared memory, over a PARMACS-like API ([`splash::parmacs`]) that
+//!   also runs them on plain threads for comparison.
 //!
 //! [`hosts`] runs an app's jobs on emulated hosts joined by one of the
 //! seeds' networks (`--link`), and removes the hosts after.

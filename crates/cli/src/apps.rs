@@ -134,25 +134,30 @@ Examples:
         job: AgendaJob,
     },
     /// SPLASH-2-style programs on the distributed shared memory (the
-    /// Strings DSM's Table 2): SOR, MATMULT, LU-c, RADIX on N nodes x T
-    /// processes, timed without initialization, verified, with each
-    /// node's DSM counters.
+    /// Strings DSM's Table 2): FFT, LU-c, LU-n, RADIX, OCEAN-c, WATER-n2,
+    /// WATER-sp, MATMULT, SOR and MRI on N nodes x T processes, timed
+    /// without initialization, verified, with each node's DSM counters.
     #[command(after_help = "\
 Processes are OS threads: P = nodes x threads, process p is thread p mod T of
 node p div T. Each program runs at the seed's size, or at --small for quick
 checks; process 0 verifies the result against the same computation run
-sequentially (small sizes, and SOR at any size) or an invariant (a product
-with a random vector; order and checksums), and the job fails if it is wrong.
-Node 0 prints the time from the barrier after initialization to the barrier
-after the computation, and every node's faults, fetches and diffs. With
---link L the job runs on emulated hosts joined by L (one per node unless
---hosts; needs root), built for it and removed after.
+sequentially or an invariant, and the job fails if it is wrong. Node 0
+prints the time from the barrier after initialization to the barrier after
+the computation, every node's faults, fetches and diffs over it, and the
+seed's Table 3 of the run. With --link L the job runs on emulated hosts
+joined by L (one per node unless --hosts; needs root), built for it and
+removed after. --plain runs plain threads sharing memory with no DSM;
+--compare alternates plain threads and the DSM; --figure runs the DSM on
+1, 2 and 4 nodes (the seed's Figs 3-12 and its Table 3 row); NAME all runs
+every program in turn with one of those three.
 
 Examples:
   threadwire apps splash sor -n 4                  # 2002x1002, 100 iterations
   threadwire apps splash lu-c -n 4 --threads 2
   threadwire apps splash radix -n 2 --small
-  threadwire apps splash matmult -n 4 --link fast100")]
+  threadwire apps splash matmult -n 4 --link fast100
+  threadwire apps splash all --compare -n 1 --threads 2
+  threadwire apps splash water-n2 --figure --link fast100")]
     Splash {
         #[command(flatten)]
         job: crate::apps_splash::SplashJob,

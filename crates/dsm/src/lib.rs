@@ -58,6 +58,13 @@
 //! waiting for a unit parks if it is a fiber, so that its worker runs the
 //! node's other fibers meanwhile (module `fault`).
 //!
+//! Leaving: a node serves the units it homes until its last `Dsm` handle
+//! is dropped or the node ends. A node that reads others' memory at the
+//! end of a run must do so before a barrier that every node passes before
+//! any of them leaves (the SPLASH programs end with one; the C API's
+//! `tw_finalize` meets every node first): a fetch from a node that has
+//! left ends the fetching node with an error naming it.
+//!
 //! Limits: one space per process; a system call reading into shared
 //! memory the node does not hold fails with `EFAULT` where userfaultfd is
 //! limited to user-mode faults or not permitted (faults then reach the
@@ -457,13 +464,18 @@ impl Dsm {
         homes: Homes,
     ) -> Result<Region<T>, DsmError> {
         let unit = self.shared.engine.unit;
-        let bytes = (n * std::mem::size_of::<T>()).div_ceil(unit).max(1) * unit;
+        let space = self.shared.engine.space.len();
+        let bytes = n
+            .checked_mul(std::mem::size_of::<T>())
+            .map(|b| b.div_ceil(unit).max(1))
+            .and_then(|units| units.checked_mul(unit))
+            .unwrap_or(usize::MAX);
         let mut allocated = self
             .shared
             .allocated
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let left = self.shared.engine.space.len() - *allocated;
+        let left = space - *allocated;
         if bytes > left {
             return Err(DsmError::Full {
                 wanted: bytes,

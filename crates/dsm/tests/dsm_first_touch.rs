@@ -46,4 +46,9 @@ fn a_first_sweep_over_home_units_faults_once_a_run() {
     assert_eq!(after.read_faults, 4, "{after:?}");
     assert_eq!(after.write_faults, 4, "{after:?}");
     assert_eq!(a.get(words - 1), 2 * (words as u64 - 1) + 1);
+    // A size whose bytes overflow is refused as too large, never wrapped.
+    assert!(matches!(
+        dsm.alloc::<u64>(usize::MAX / 4),
+        Err(DsmError::Full { .. })
+    ));
 }
