@@ -65,7 +65,8 @@
 //!    a fetch "not yet" and the fetcher asks again, until the home has
 //!    made the allocation (and knows the unit's home is itself).
 //! 9. A fault on an unmapped unit homed here that no other node has
-//!    fetched (rule 7's) maps it writable and `Dirty` whatever the access,
+//!    fetched (rule 7's) maps it writable and `Dirty` whatever the access
+//!    (and an allocation maps its units homed here so at once, `premap`),
 //!    with up to [`BATCH`] − 1 following units in the same condition
 //!    (allocated, homed here, unmapped, never fetched, their locks free):
 //!    one fault, one `fallocate` and one `UFFDIO_CONTINUE` for a run that
@@ -421,7 +422,7 @@ impl Engine {
                         false => &self.counters.read_faults,
                     };
                     counter.fetch_add(1, Ordering::Relaxed);
-                    Some(self.map_run(u, &mut unit))
+                    Some(self.map_run(u, &mut unit).map(|_| ()))
                 }
                 (State::Clean | State::Dirty, false) => {
                     let counter = match write {
@@ -513,7 +514,7 @@ impl Engine {
     /// Rule 9: unit `u` (locked, unmapped, homed here, never fetched) and
     /// the run of following units in the same condition, mapped writable
     /// and `Dirty` together.
-    fn map_run(&self, u: u32, first: &mut Unit) -> io::Result<()> {
+    fn map_run(&self, u: u32, first: &mut Unit) -> io::Result<usize> {
         let end = (u as usize + BATCH)
             .min(self.placed.load(Ordering::Acquire) as usize)
             .min(self.units());
@@ -544,7 +545,31 @@ impl Engine {
             unit.mapped = true;
         }
         // Mapped while every unit of the run is still locked.
-        self.protection.map(self.program(u), len * self.unit, false)
+        self.protection
+            .map(self.program(u), len * self.unit, false)
+            .map(|()| len)
+    }
+
+    /// Rule 9 ahead of the first touch: the units of `[first, first +
+    /// count)` homed here, just allocated, mapped in runs at once — as a
+    /// program's own memory would be populated when allocated — so that
+    /// the node's first sweep over its share takes no fault.
+    pub fn premap(&self, first: u32, count: u32) -> io::Result<()> {
+        let mut u = first;
+        while u < first + count {
+            if self.home(u) != self.node {
+                u += 1;
+                continue;
+            }
+            let mut unit = self.lock(u);
+            let fresh =
+                !unit.mapped && !unit.shared && matches!(unit.state, State::Clean | State::Dirty);
+            u += match fresh {
+                true => self.map_run(u, &mut unit)? as u32,
+                false => 1,
+            };
+        }
+        Ok(())
     }
 
     /// The reply to a fetch at this home: the unit's version (u64) and

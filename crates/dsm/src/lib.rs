@@ -493,6 +493,7 @@ impl Dsm {
             }),
             Homes::Node(node) => self.shared.engine.place(first, count, |_| node),
         }
+        self.shared.engine.premap(first, count)?;
         *allocated += bytes;
         Ok(Region::new(at.cast(), n, self.clone()))
     }
@@ -528,6 +529,13 @@ impl Dsm {
     /// refused a diff; every thread of the round gets the error.
     pub fn barrier(&self, ep: &Endpoint) -> Result<(), DsmError> {
         let s = &self.shared;
+        if s.engine.nodes == 1 {
+            // Every unit is homed here and no other node holds a copy: the
+            // node's threads share its memory, and a barrier among them is
+            // all there is to do (rule 7 leaves nothing to release).
+            s.local.wait();
+            return Ok(());
+        }
         if s.local.wait().is_leader() {
             let result = self.global_barrier(ep);
             *s.failed.lock().unwrap_or_else(|p| p.into_inner()) =

@@ -14,8 +14,9 @@
 //! | `LOCKDEC`, `BARDEC`, `…INIT` | nothing: locks are numbers, the barrier is the job's |
 //!
 //! [`Env::plain`] runs the same program with no DSM: ordinary memory
-//! ([`Region::local`]) shared by the threads of one process, a barrier and
-//! locks of the standard library — PARMACS on a shared-memory machine, the
+//! ([`Region::local`]) shared by the threads of one process, threadwire's
+//! own barrier for threads (the one the DSM combines a node's threads
+//! with) and a lock per number — PARMACS on a shared-memory machine, the
 //! baseline the DSM is measured against.
 //!
 //! Processes are OS threads: P = nodes × threads, and process `pid` is
@@ -37,9 +38,10 @@
 //!    are ordered by a barrier or a lock (`threadwire_dsm`'s module docs).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Barrier, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
+use threadwire::fiber::sync::Barrier;
 use threadwire::Endpoint;
 use threadwire_dsm::{Dsm, DsmConfig, DsmError, LockGuard, Region, Stats};
 
