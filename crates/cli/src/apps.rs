@@ -630,19 +630,21 @@ fn jpeg(job: JpegJob) -> Result<Outcome> {
 
 /// Runs the app's job on `hosts` and returns its status.
 pub fn launch(job: &JobArgs, program: JobSpec, hosts: &Hosts) -> Result<i32> {
-    Ok(launch_collecting(job, program, hosts)?.0)
+    Ok(launch_collecting(job, program, hosts, true)?.0)
 }
 
 /// Runs the app's job on `hosts`: its status, and the results its nodes
-/// reported (every other event shown as `threadwire run` shows it).
+/// reported (every other event shown as `threadwire run` shows it); says
+/// which hosts it ran on if `tell_hosts`.
 pub fn launch_collecting(
     job: &JobArgs,
     program: JobSpec,
     hosts: &Hosts,
+    tell_hosts: bool,
 ) -> Result<(i32, Vec<NodeResult>)> {
     let spec = crate::configure(job, program)?;
     let finished = hosts.run(spec, |e| crate::render::event(e, job.verbose))?;
-    if hosts.link().is_some() {
+    if tell_hosts && hosts.link().is_some() {
         println!("ran on {hosts}, nodes round robin");
     }
     if job.stats {
@@ -750,7 +752,7 @@ fn matmul_job(
     let program = JobSpec::new(nodes, std::env::current_exe()?)
         .args(job.node_args(cfg))
         .env("MATMUL_NUM_THREADS", cfg.threads.to_string());
-    let (status, results) = launch_collecting(&spec, program, hosts)?;
+    let (status, results) = launch_collecting(&spec, program, hosts, true)?;
     let seconds = results.iter().find_map(|r| match r {
         NodeResult::Timed { seconds } => Some(*seconds),
         _ => None,

@@ -234,7 +234,8 @@ fn dsm(job: &SplashJob, nodes: u32, hosts: &Hosts) -> Result<(i32, Option<Ran>)>
         ..JobArgs::default()
     };
     let program = JobSpec::new(nodes, std::env::current_exe()?).args(job.node_args());
-    let (status, results) = launch_collecting(&spec, program, hosts)?;
+    let one = !(job.compare || job.figure);
+    let (status, results) = launch_collecting(&spec, program, hosts, one)?;
     let seconds = results.iter().find_map(|r| match r {
         NodeResult::Timed { seconds } => Some(*seconds),
         _ => None,
@@ -301,6 +302,9 @@ fn figure(job: &SplashJob, cfg: splash::Config) -> Result<Outcome> {
             )),
         number.map_or(String::new(), |n| format!(" (Strings' Fig. {n})"))
     );
+    if hosts.link().is_some() {
+        println!("on {hosts}, nodes round robin");
+    }
     println!(
         "{:>5} {:>10} {:>10} {:>10} {:>12}",
         "hosts", "time (s)", "B/message", "Mbit/s", "ms/request"
