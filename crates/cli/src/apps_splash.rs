@@ -86,6 +86,11 @@ pub struct SplashJob {
     /// The small size, for quick checks, instead of the seed's.
     #[arg(long)]
     pub small: bool,
+    /// The seed's size scaled up: the order of matmult's, lu-c's and
+    /// lu-n's matrices, or the molecules of water-n2 and water-sp, times
+    /// SCALE (computation then outgrows communication, as in 1998).
+    #[arg(long, default_value_t = 1, conflicts_with = "small")]
+    pub scale: usize,
     /// Run with plain threads sharing this process's memory and no DSM
     /// (one node): the baseline of the DSM's runs.
     #[arg(long, conflicts_with_all = ["compare", "link"])]
@@ -118,6 +123,7 @@ impl SplashJob {
             program: self.program.programs()[0],
             threads: self.threads.unwrap_or(if self.figure { 4 } else { 1 }),
             small: self.small,
+            scale: self.scale,
         }
     }
 
@@ -138,6 +144,9 @@ impl SplashJob {
         if cfg.small {
             args.push("--small".into());
         }
+        if cfg.scale != 1 {
+            args.extend(["--scale".into(), cfg.scale.to_string()]);
+        }
         if self.compare || self.figure {
             args.push("--result-only".into());
         }
@@ -153,7 +162,12 @@ pub fn run(job: SplashJob) -> Result<Outcome> {
             job.figure || job.compare || job.plain,
             "all runs every program with --figure, --compare or --plain"
         );
-        for &program in Program::ALL.iter() {
+        // Scaled, the programs that scale.
+        let programs: &[Program] = match job.scale {
+            1 => &Program::ALL,
+            _ => &splash::SCALABLE,
+        };
+        for &program in programs {
             let one = SplashJob {
                 program: ProgramArg::value_variants()
                     .iter()
@@ -293,8 +307,12 @@ fn figure(job: &SplashJob, cfg: splash::Config) -> Result<Outcome> {
     let link = job.on.link.map(|l| l.to_string());
     let hosts = job.on.hosts(4)?;
     let number = SEED_FIGURES.iter().find(|(t, _)| *t == title).map(|f| f.1);
+    let scaled = match cfg.scale {
+        1 => String::new(),
+        k => format!(" at {k} times the seed's size"),
+    };
     println!(
-        "splash {title}, {} threads a node, {}{}",
+        "splash {title}{scaled}, {} threads a node, {}{}",
         cfg.threads,
         link.as_deref()
             .map_or("nodes on this host".into(), |l| format!(

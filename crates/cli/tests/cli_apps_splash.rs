@@ -205,6 +205,13 @@ fn figure_runs_one_two_and_four_nodes_and_all_runs_every_program() {
     assert_eq!(rows, 3 * PROGRAMS.len(), "{}", ran.show());
     // The seed's figure of the program is named.
     assert!(ran.stdout.contains("(Strings' Fig. 12)"), "{}", ran.show());
+    let ran = run(threadwire().args(["apps", "splash", "sor", "--scale", "2"]));
+    assert_eq!(ran.code(), Some(1), "{}", ran.show());
+    assert!(
+        ran.stderr.contains("sor does not scale by 2"),
+        "{}",
+        ran.show()
+    );
     let ran = run(threadwire().args(["apps", "splash", "all", "-n", "2", "--small"]));
     assert_eq!(ran.code(), Some(1), "{}", ran.show());
     assert!(

@@ -67,15 +67,19 @@ pub struct Size {
 }
 
 impl Size {
-    /// The seed's size for `layout`, or `--small`'s.
-    pub fn of(layout: Layout, small: bool) -> Size {
+    /// The seed's size for `layout`, its order times `scale`, or
+    /// `--small`'s.
+    pub fn of(layout: Layout, small: bool, scale: usize) -> Size {
         match (layout, small) {
             (_, true) => Size { n: 128, block: 16 },
             (Layout::Contiguous, false) => Size {
-                n: 2048,
+                n: 2048 * scale,
                 block: 128,
             },
-            (Layout::RowMajor, false) => Size { n: 1024, block: 32 },
+            (Layout::RowMajor, false) => Size {
+                n: 1024 * scale,
+                block: 32,
+            },
         }
     }
 
@@ -291,8 +295,8 @@ pub struct Lu {
 
 impl Lu {
     /// Allocates the matrix in `layout` (PARMACS step 1).
-    pub fn new(env: &Env, layout: Layout, small: bool) -> Result<Lu, ParmacsError> {
-        let size = Size::of(layout, small);
+    pub fn new(env: &Env, layout: Layout, small: bool, scale: usize) -> Result<Lu, ParmacsError> {
+        let size = Size::of(layout, small, scale);
         let shape = Shape {
             size,
             layout,
@@ -310,7 +314,7 @@ impl Lu {
     fn verify(&self, lu: &[f64]) -> (bool, &'static str) {
         let shape = self.shape;
         let n = shape.size.n;
-        if n <= Size::of(shape.layout, true).n {
+        if n <= Size::of(shape.layout, true, 1).n {
             let mut want: Vec<f64> = vec![0.0; n * n];
             for i in 0..n {
                 for j in 0..n {

@@ -29,10 +29,11 @@ pub const BLOCKS: usize = 16;
 /// Column tiles of a band.
 const TILES: usize = 4;
 
-/// The order of the matrices: the seed's 1024, or `--small`'s 128.
-pub fn order(small: bool) -> usize {
+/// The order of the matrices: the seed's 1024 times `scale`, or
+/// `--small`'s 128.
+pub fn order(small: bool, scale: usize) -> usize {
     match small {
-        false => 1024,
+        false => 1024 * scale,
         true => 128,
     }
 }
@@ -52,8 +53,8 @@ pub struct Matmult {
 
 impl Matmult {
     /// Allocates A, B and C (PARMACS step 1).
-    pub fn new(env: &Env, small: bool) -> Result<Matmult, ParmacsError> {
-        let n = order(small);
+    pub fn new(env: &Env, small: bool, scale: usize) -> Result<Matmult, ParmacsError> {
+        let n = order(small, scale);
         Ok(Matmult {
             n,
             a: env.g_malloc_blocks(n * n)?,
@@ -72,7 +73,7 @@ impl Matmult {
     /// Whether `c` is A·B: exactly, or by Freivalds' invariant.
     fn verify(&self, c: &[f64], a: &[f64], b: &[f64]) -> (bool, &'static str) {
         let n = self.n;
-        if n <= order(true) {
+        if n <= order(true, 1) {
             let mut want = vec![0.0; n * n];
             for i in 0..n {
                 for k in 0..n {

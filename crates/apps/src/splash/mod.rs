@@ -143,7 +143,21 @@ pub struct Config {
     pub threads: usize,
     /// The `--small` size (module table) instead of the seed's.
     pub small: bool,
+    /// The seed's size scaled up: [`SCALABLE`] programs' order or
+    /// molecules times this (1: the seed's own); not with `small`.
+    pub scale: usize,
 }
+
+/// The programs `scale` applies to, and what it multiplies: the order of
+/// MATMULT's and the LUs' matrices (computation grows as its cube, the
+/// data as its square), the molecules of the WATERs.
+pub const SCALABLE: [Program; 5] = [
+    Program::Matmult,
+    Program::LuContiguous,
+    Program::LuNoncontiguous,
+    Program::WaterNsquared,
+    Program::WaterSpatial,
+];
 
 /// The most processes per node.
 pub const MAX_THREADS: usize = 64;
@@ -156,14 +170,22 @@ impl Config {
         if self.threads == 0 || self.threads > MAX_THREADS {
             return Err(Error::Threads(self.threads));
         }
+        if self.scale == 0 || (self.scale > 1 && (self.small || !SCALABLE.contains(&self.program)))
+        {
+            return Err(Error::Scale {
+                program: self.program,
+                scale: self.scale,
+            });
+        }
+        let (small, scale) = (self.small, self.scale);
         let processes = nodes as usize * self.threads;
         let most = match self.program {
             Program::Sor => sor::Size::of(self.small).rows - 2,
             Program::Matmult => matmult::BLOCKS,
-            Program::LuContiguous => lu::Size::of(lu::Layout::Contiguous, self.small)
+            Program::LuContiguous => lu::Size::of(lu::Layout::Contiguous, small, scale)
                 .blocks()
                 .pow(2),
-            Program::LuNoncontiguous => lu::Size::of(lu::Layout::RowMajor, self.small)
+            Program::LuNoncontiguous => lu::Size::of(lu::Layout::RowMajor, small, scale)
                 .blocks()
                 .pow(2),
             Program::Radix => radix::Size::of(self.small).keys,
@@ -171,8 +193,8 @@ impl Config {
             // Every process keeps a point per side on the coarsest level.
             Program::OceanContiguous => ocean::Size::of(self.small).n,
             Program::Mri => mri::Size::of(self.small).most_processes(),
-            Program::WaterNsquared => water::n2::size(self.small).molecules,
-            Program::WaterSpatial => water::sp::Grid::of(&water::sp::size(self.small)).cells(),
+            Program::WaterNsquared => water::n2::size(small, scale).molecules,
+            Program::WaterSpatial => water::sp::Grid::of(&water::sp::size(small, scale)).cells(),
         };
         if processes > most {
             return Err(Error::TooManyProcesses {
@@ -192,6 +214,14 @@ pub enum Error {
     /// Threads per node out of range.
     #[error("{0} threads per node: from 1 to {MAX_THREADS}")]
     Threads(usize),
+    /// A scale the program does not take.
+    #[error("{program} does not scale by {scale}: --scale is 1 or more, for matmult, lu-c, lu-n, water-n2 and water-sp at the seed's size")]
+    Scale {
+        /// Which.
+        program: Program,
+        /// The scale asked for.
+        scale: usize,
+    },
     /// More processes than the program has work to share out.
     #[error("{program} shares its work among at most {most} processes, not {processes}")]
     TooManyProcesses {
@@ -478,15 +508,25 @@ fn execute(env: &Env, cfg: Config) -> Result<Option<Report>, Error> {
     let published: Region<u64> = env.g_malloc(nodes * STATS_FIELDS)?;
     let kernel: Arc<dyn Kernel> = match cfg.program {
         Program::Sor => Arc::new(sor::Sor::new(env, cfg.small)?),
-        Program::Matmult => Arc::new(matmult::Matmult::new(env, cfg.small)?),
-        Program::LuContiguous => Arc::new(lu::Lu::new(env, lu::Layout::Contiguous, cfg.small)?),
-        Program::LuNoncontiguous => Arc::new(lu::Lu::new(env, lu::Layout::RowMajor, cfg.small)?),
+        Program::Matmult => Arc::new(matmult::Matmult::new(env, cfg.small, cfg.scale)?),
+        Program::LuContiguous => Arc::new(lu::Lu::new(
+            env,
+            lu::Layout::Contiguous,
+            cfg.small,
+            cfg.scale,
+        )?),
+        Program::LuNoncontiguous => Arc::new(lu::Lu::new(
+            env,
+            lu::Layout::RowMajor,
+            cfg.small,
+            cfg.scale,
+        )?),
         Program::Radix => Arc::new(radix::Radix::new(env, cfg.small)?),
         Program::Fft => Arc::new(fft::Fft::new(env, cfg.small)?),
         Program::OceanContiguous => Arc::new(ocean::OceanContiguous::new(env, cfg.small)?),
         Program::Mri => Arc::new(mri::Mri::new(env, cfg.small)?),
-        Program::WaterNsquared => Arc::new(water::n2::WaterN2::new(env, cfg.small)?),
-        Program::WaterSpatial => Arc::new(water::sp::WaterSp::new(env, cfg.small)?),
+        Program::WaterNsquared => Arc::new(water::n2::WaterN2::new(env, cfg.small, cfg.scale)?),
+        Program::WaterSpatial => Arc::new(water::sp::WaterSp::new(env, cfg.small, cfg.scale)?),
     };
     let outcome: Arc<Mutex<(Option<Measured>, Vec<Stats>)>> = Arc::default();
     {
@@ -577,6 +617,32 @@ unsafe fn part_mut<T: bytemuck::Pod>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scale_is_taken_by_the_scalable_programs_at_the_seeds_size_only() {
+        let cfg = |program, small, scale| Config {
+            program,
+            threads: 1,
+            small,
+            scale,
+        };
+        for program in SCALABLE {
+            assert!(cfg(program, false, 2).check(4).is_ok(), "{program}");
+            assert!(cfg(program, true, 2).check(1).is_err(), "{program}");
+        }
+        for program in Program::ALL {
+            assert!(cfg(program, false, 0).check(1).is_err(), "{program}");
+            assert!(cfg(program, false, 1).check(1).is_ok(), "{program}");
+        }
+        assert!(matches!(
+            cfg(Program::Sor, false, 2).check(1),
+            Err(Error::Scale { scale: 2, .. })
+        ));
+        // Scaled, LU-c has four times the blocks to share out.
+        let lu = cfg(Program::LuContiguous, false, 2);
+        assert_eq!(lu::Size::of(lu::Layout::Contiguous, false, 2).blocks(), 32);
+        assert!(lu.check(1).is_ok());
+    }
 
     #[test]
     fn shares_cover_the_range_in_order() {

@@ -54,11 +54,11 @@ pub const GROUP: usize = 128;
 /// The lock of the energies; group g's is `1 + g`.
 const ENERGY_LOCK: u32 = 0;
 
-/// The seed's system (4096 molecules, 3 steps) or `--small`'s (64, 2);
-/// the cutoff is half the box, as WATER-nsquared's.
-pub fn size(small: bool) -> System {
+/// The seed's system (4096 molecules times `scale`, 3 steps) or
+/// `--small`'s (64, 2); the cutoff is half the box, as WATER-nsquared's.
+pub fn size(small: bool, scale: usize) -> System {
     match small {
-        false => System::new(4096, 3, f64::INFINITY),
+        false => System::new(4096 * scale, 3, f64::INFINITY),
         true => System::new(64, 2, f64::INFINITY),
     }
 }
@@ -76,8 +76,8 @@ pub struct WaterN2 {
 
 impl WaterN2 {
     /// Allocates the molecules and the energies (PARMACS step 1).
-    pub fn new(env: &Env, small: bool) -> Result<WaterN2, ParmacsError> {
-        let system = size(small);
+    pub fn new(env: &Env, small: bool, scale: usize) -> Result<WaterN2, ParmacsError> {
+        let system = size(small, scale);
         let n = system.molecules;
         // Each node's molecules homed on it: owners' writes stay local.
         Ok(WaterN2 {

@@ -71,11 +71,11 @@ const ENERGY_LOCK: u32 = 0;
 /// The cutoff of WATER-spatial's input, Å.
 const CUTOFF: f64 = 6.212752;
 
-/// The seed's system (1000 molecules, 3 steps: four cells a side) or
-/// `--small`'s (343, 2: three cells a side).
-pub fn size(small: bool) -> System {
+/// The seed's system (1000 molecules times `scale`, 3 steps: four cells
+/// a side at scale 1) or `--small`'s (343, 2: three cells a side).
+pub fn size(small: bool, scale: usize) -> System {
     match small {
-        false => System::new(1000, 3, CUTOFF),
+        false => System::new(1000 * scale, 3, CUTOFF),
         true => System::new(343, 2, CUTOFF),
     }
 }
@@ -178,8 +178,8 @@ pub struct WaterSp {
 
 impl WaterSp {
     /// Allocates the cells, outboxes and energies (PARMACS step 1).
-    pub fn new(env: &Env, small: bool) -> Result<WaterSp, ParmacsError> {
-        let system = size(small);
+    pub fn new(env: &Env, small: bool, scale: usize) -> Result<WaterSp, ParmacsError> {
+        let system = size(small, scale);
         let grid = Grid::of(&system);
         let cells = grid.cells();
         // Each node's cells and outboxes homed on it: owners' writes stay
@@ -430,7 +430,7 @@ mod tests {
     #[test]
     fn the_cells_are_wide_enough_and_molecules_change_cells() {
         for small in [true, false] {
-            let system = size(small);
+            let system = size(small, 1);
             let grid = Grid::of(&system);
             assert!(grid.width >= system.cutoff + MARGIN);
             assert!(grid.per_side >= 3, "{grid:?}");
