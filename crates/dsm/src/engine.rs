@@ -79,6 +79,10 @@
 //!     the first miss elsewhere. The fetcher has them all in flight at
 //!     once, so that a sweep waits for about one round trip per window
 //!     instead of one per unit.
+//! 11. A program that knows what it will read next asks for it ahead
+//!     (`Region::prefetch`): every `Invalid` unit of the range is asked at
+//!     once, as rule 10 asks a window, and the program computes on what it
+//!     has meanwhile.
 
 use crate::diff;
 use crate::protection::{Faults, Protection};
@@ -509,6 +513,29 @@ impl Engine {
             return false;
         }
         self.ask(v, &mut unit).is_ok()
+    }
+
+    /// Rule 11: asks for every `Invalid` unit overlapping the program's
+    /// bytes `[address, address + len)` at once, without waiting; the
+    /// threads that touch them later wait only for what has not come.
+    /// How many were asked.
+    pub fn prefetch_range(&self, address: usize, len: usize) -> usize {
+        let start = self.space.program() as usize;
+        if len == 0 || address < start {
+            return 0;
+        }
+        let first = (address - start) / self.unit;
+        let end = (address - start + len)
+            .div_ceil(self.unit)
+            .min(self.units());
+        let mut asked = 0;
+        for u in first..end {
+            let u = u as u32;
+            if self.home(u) != self.node && self.prefetch(u, self.home(u)) {
+                asked += 1;
+            }
+        }
+        asked
     }
 
     /// Rule 9: unit `u` (locked, unmapped, homed here, never fetched) and

@@ -498,6 +498,12 @@ impl Dsm {
         Ok(Region::new(at.cast(), n, self.clone()))
     }
 
+    /// Engine rule 11 for `[address, address + len)` of the space
+    /// ([`Region::prefetch`]).
+    pub(crate) fn prefetch(&self, address: usize, len: usize) {
+        self.shared.engine.prefetch_range(address, len);
+    }
+
     /// What this node's engine has done so far.
     pub fn stats(&self) -> Stats {
         let c = &self.shared.engine.counters;

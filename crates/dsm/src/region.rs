@@ -142,6 +142,30 @@ impl<T: bytemuck::Pod> Region<T> {
         self.at
     }
 
+    /// Asks the homes of elements `range` for the units this node does
+    /// not hold, all at once, and returns without waiting: a thread that
+    /// computes on one part of an array while the next arrives hides the
+    /// fetches' latency (engine rule 11). Nothing for units already here
+    /// or on their way, and for a [`local`](Self::local) region.
+    ///
+    /// # Panics
+    ///
+    /// When `range` is not within the region.
+    pub fn prefetch(&self, range: std::ops::Range<usize>) {
+        assert!(
+            range.start <= range.end && range.end <= self.len,
+            "{range:?} out of {}",
+            self.len
+        );
+        if let Owner::Shared(dsm) = &self.owner {
+            let size = std::mem::size_of::<T>();
+            // SAFETY: within the region (checked above); only the address
+            // is computed.
+            let at = unsafe { self.at.add(range.start) } as usize;
+            dsm.prefetch(at, range.len() * size);
+        }
+    }
+
     /// The shared space it belongs to; `None` for a [`local`](Self::local)
     /// region.
     pub fn dsm(&self) -> Option<&Dsm> {

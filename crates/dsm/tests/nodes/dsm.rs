@@ -100,6 +100,11 @@ fn main() {
                     }
                     b.dsm().expect("shared").barrier(ep).expect("barrier");
                     let from = (rank + round as usize + 1) % all;
+                    // Every other round, the block asked for ahead (engine
+                    // rule 11): it must read the same.
+                    if round % 2 == 1 {
+                        b.prefetch(from * block..(from + 1) * block);
+                    }
                     for i in from * block..(from + 1) * block {
                         assert_eq!(
                             b.get(i),
