@@ -1293,7 +1293,8 @@ int tw_request_free(struct tw_request **request);
 // `tw_last_error`.
 //
 // `flags`: 0, or `TW_INIT_STANDALONE` to run as a one-node job when the
-// program was not started by a launcher.
+// program was not started by a launcher. The runtime's warnings go to
+// stderr, filtered by `THREADWIRE_LOG` (default `warn`).
 //
 // Context: the main thread, once. Errors: `TW_ERR_INIT` (not started by
 // `threadwire run`, the launcher unreachable, or called again after

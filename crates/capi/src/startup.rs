@@ -15,7 +15,8 @@ pub const TW_INIT_STANDALONE: u32 = 1;
 /// `tw_last_error`.
 ///
 /// `flags`: 0, or `TW_INIT_STANDALONE` to run as a one-node job when the
-/// program was not started by a launcher.
+/// program was not started by a launcher. The runtime's warnings go to
+/// stderr, filtered by `THREADWIRE_LOG` (default `warn`).
 ///
 /// Context: the main thread, once. Errors: `TW_ERR_INIT` (not started by
 /// `threadwire run`, the launcher unreachable, or called again after
@@ -32,8 +33,12 @@ pub extern "C" fn tw_init(flags: u32) -> c_int {
                 "tw_init was called already",
             ));
         }
+        // A C program has no log subscriber of its own: the runtime's
+        // warnings and a node's fatal errors (a home lost by the shared
+        // memory) go to stderr, filtered by THREADWIRE_LOG.
         let ep = tw::Config::new()
             .standalone(flags & TW_INIT_STANDALONE != 0)
+            .log(true)
             .init()?;
         context::set_node(Some(ep.node().clone()));
         context::bind_owned(ep);
