@@ -11,7 +11,7 @@ use support::report::*;
 const ROWS: [(&str, &str); 11] = [
     ("remote read fault", "2x1"),
     ("write fault, valid unit", "2x1"),
-    ("home read fault", "2x1"),
+    ("home read after diffs", "2x1"),
     ("lock, between nodes", "2x1"),
     ("lock, between threads", "2x1"),
     ("barrier", "2x1"),

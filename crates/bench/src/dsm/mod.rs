@@ -6,7 +6,7 @@
 //! |---------------------------|-------|--------------------------------------------------------|
 //! | `remote read fault`       | 2×1   | node 1 reads a unit homed on node 0: fault, fetch, install, retry |
 //! | `write fault, valid unit` | 2×1   | node 1 writes a unit it just fetched: twin, lift protection (local) |
-//! | `home read fault`         | 2×1   | node 0 reads a unit homed on itself, never touched: map it (local) |
+//! | `home read after diffs`   | 2×1   | node 0 reads a unit homed on itself that node 1 wrote: the diffs went into the master copy, which an allocation mapped (engine rule 9), so no fault |
 //! | `lock, between nodes`   | 2×1   | the lock passes to the other node, which increments a counter under it: token (acquire, follow, grant) and, on node 1's turns, the counter's unit fetched from node 0 |
 //! | `lock, between threads`   | 2×1   | the same between node 0's main thread and a fiber of it (no message) |
 //! | `barrier`                 | 2×1, 4×1, 4×4 | one barrier of every thread of every node, nothing written |
@@ -78,8 +78,8 @@ pub enum Operation {
     RemoteReadFault,
     /// Node 1 writes a unit it holds write-protected.
     WriteFault,
-    /// Node 0 reads a unit homed on itself, not yet mapped.
-    HomeReadFault,
+    /// Node 0 reads a unit homed on itself that node 1 wrote.
+    HomeReadAfterDiffs,
     /// The lock passes between the two nodes.
     LockBetweenNodes,
     /// The lock passes between two threads of node 0.
@@ -95,7 +95,7 @@ impl Operation {
     pub const PAIR: [Operation; 7] = [
         Operation::RemoteReadFault,
         Operation::WriteFault,
-        Operation::HomeReadFault,
+        Operation::HomeReadAfterDiffs,
         Operation::LockBetweenNodes,
         Operation::LockBetweenThreads,
         Operation::Barrier,
@@ -107,7 +107,7 @@ impl Operation {
         match self {
             Operation::RemoteReadFault => "remote read fault",
             Operation::WriteFault => "write fault, valid unit",
-            Operation::HomeReadFault => "home read fault",
+            Operation::HomeReadAfterDiffs => "home read after diffs",
             Operation::LockBetweenNodes => "lock, between nodes",
             Operation::LockBetweenThreads => "lock, between threads",
             Operation::Barrier => "barrier",

@@ -145,7 +145,7 @@ impl Bench<'_> {
                 write.push(start.elapsed() / n);
             }
             // Node 1's diffs reach node 0 here: node 0's reads below find
-            // its own units changed by the home's engine, not mapped.
+            // its own units changed by the home's engine in place.
             self.barrier()?;
             if self.me() == 0 {
                 let start = Instant::now();
@@ -162,7 +162,7 @@ impl Bench<'_> {
                 self.report(Operation::RemoteReadFault, remote, n, bytes)?;
                 self.report(Operation::WriteFault, write, n, None)
             }
-            _ => self.report(Operation::HomeReadFault, home, n, None),
+            _ => self.report(Operation::HomeReadAfterDiffs, home, n, None),
         }
     }
 
