@@ -179,7 +179,12 @@ fn main() {
                     r.err()
                 });
                 let e = failed.expect("no operation failed after a node was killed");
+                // One thread prints and ends the process: another's line
+                // must not be cut off half written by the exit.
+                static EXITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+                let _only = EXITING.lock().unwrap_or_else(|p| p.into_inner());
                 println!("dsm die: n{me} failed: {e}");
+                let _ = std::io::Write::flush(&mut std::io::stdout());
                 std::process::exit(0);
             }
             "free" => b.dsm().expect("shared").barrier(ep).expect("barrier"),
