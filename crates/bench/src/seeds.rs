@@ -321,6 +321,8 @@ pub fn megabyte_mbit_s(setting: Setting) -> Option<f64> {
 pub struct UtilizationRow {
     /// The program, as the paper names it (`LU-c`).
     pub program: &'static str,
+    /// The paper's figure of its times on 1, 2 and 4 hosts (Figs 3–12).
+    pub figure: u32,
     /// "Average Msg. Size (bytes)".
     pub mean_message: Quoted,
     /// Per network of [`STRINGS_NETWORKS`]: "BW (Mbps)" and "Latency
@@ -337,10 +339,16 @@ pub const STRINGS_NETWORKS: [(&str, &str); 3] = [
     ("OC-3 ATM", "atm155"),
 ];
 
-const fn utilized(program: &'static str, mean_message: f64, by: [f64; 6]) -> UtilizationRow {
+const fn utilized(
+    program: &'static str,
+    figure: u32,
+    mean_message: f64,
+    by: [f64; 6],
+) -> UtilizationRow {
     let q = printed(by, 2);
     UtilizationRow {
         program,
+        figure,
         mean_message: Quoted::exact(mean_message, 2),
         by_network: [(q[0], q[1]), (q[2], q[3]), (q[4], q[5])],
     }
@@ -349,21 +357,60 @@ const fn utilized(program: &'static str, mean_message: f64, by: [f64; 6]) -> Uti
 /// Strings DSM, Table 3, "Communication Utilization Per Node (16 tasks)":
 /// 4 hosts × 4 threads.
 pub const STRINGS_TABLE_3: [UtilizationRow; 10] = [
-    utilized("FFT", 4945.50, [2.12, 134.23, 12.71, 174.16, 15.84, 111.68]),
-    utilized("LU-c", 5976.38, [1.93, 431.08, 3.71, 192.73, 4.68, 256.80]),
-    utilized("LU-n", 6223.95, [2.02, 178.30, 9.32, 146.84, 9.87, 148.68]),
-    utilized("RADIX", 4886.12, [2.16, 32.31, 12.85, 3.62, 14.83, 2.80]),
-    utilized("OCEAN-c", 4059.26, [1.91, 274.97, 8.44, 36.39, 8.42, 31.90]),
+    utilized(
+        "FFT",
+        8,
+        4945.50,
+        [2.12, 134.23, 12.71, 174.16, 15.84, 111.68],
+    ),
+    utilized(
+        "LU-c",
+        3,
+        5976.38,
+        [1.93, 431.08, 3.71, 192.73, 4.68, 256.80],
+    ),
+    utilized(
+        "LU-n",
+        9,
+        6223.95,
+        [2.02, 178.30, 9.32, 146.84, 9.87, 148.68],
+    ),
+    utilized(
+        "RADIX",
+        10,
+        4886.12,
+        [2.16, 32.31, 12.85, 3.62, 14.83, 2.80],
+    ),
+    utilized(
+        "OCEAN-c",
+        11,
+        4059.26,
+        [1.91, 274.97, 8.44, 36.39, 8.42, 31.90],
+    ),
     utilized(
         "WATER-n2",
+        4,
         197.19,
         [0.62, 118.15, 0.77, 170.82, 0.71, 313.30],
     ),
-    utilized("WATER-sp", 893.56, [0.92, 15.36, 1.47, 4.69, 1.29, 5.27]),
-    utilized("MATMULT", 4385.72, [1.00, 48.57, 1.42, 7.03, 1.45, 5.24]),
-    utilized("SOR", 7442.80, [2.14, 84.69, 15.44, 327.80, 14.41, 373.75]),
-    utilized("MRI", 3440.01, [2.13, 7.31, 4.39, 1.70, 4.40, 1.62]),
+    utilized("WATER-sp", 5, 893.56, [0.92, 15.36, 1.47, 4.69, 1.29, 5.27]),
+    utilized("MATMULT", 6, 4385.72, [1.00, 48.57, 1.42, 7.03, 1.45, 5.24]),
+    utilized(
+        "SOR",
+        12,
+        7442.80,
+        [2.14, 84.69, 15.44, 327.80, 14.41, 373.75],
+    ),
+    utilized("MRI", 7, 3440.01, [2.13, 7.31, 4.39, 1.70, 4.40, 1.62]),
 ];
+
+/// The Strings DSM's figure number of `program`'s times, if it has one.
+pub fn strings_figure(program: &str) -> Option<u32> {
+    STRINGS_TABLE_3
+        .iter()
+        .find(|r| r.program == program)
+        .map(|r| r.figure)
+}
 
 /// Table 3's row of `program` and its figures on the network threadwire
 /// emulates as `link`, if it has them.
@@ -438,5 +485,7 @@ mod tests {
         );
         assert!(strings_utilization("SOR", "gige").is_none());
         assert!(strings_utilization("BARNES", "fast100").is_none());
+        assert_eq!(strings_figure("LU-c"), Some(3));
+        assert_eq!(strings_figure("SOR"), Some(12));
     }
 }

@@ -283,21 +283,6 @@ fn dsm_rounds(job: &SplashJob, nodes: u32, hosts: &Hosts, rounds: usize) -> Resu
     Ok(runs[runs.len() / 2])
 }
 
-/// The seed's figure number of each program (its Figs 3–12: time against
-/// 1, 2 and 4 hosts on each network).
-const SEED_FIGURES: [(&str, u32); 10] = [
-    ("LU-c", 3),
-    ("WATER-n2", 4),
-    ("WATER-sp", 5),
-    ("MATMULT", 6),
-    ("MRI", 7),
-    ("FFT", 8),
-    ("LU-n", 9),
-    ("RADIX", 10),
-    ("OCEAN-c", 11),
-    ("SOR", 12),
-];
-
 /// `--figure`: the DSM on 1, 2 and 4 nodes, then the seed's Table 3 row
 /// of the link beside ours at 4.
 fn figure(job: &SplashJob, cfg: splash::Config) -> Result<Outcome> {
@@ -306,7 +291,7 @@ fn figure(job: &SplashJob, cfg: splash::Config) -> Result<Outcome> {
     let title = cfg.program.title();
     let link = job.on.link.map(|l| l.to_string());
     let hosts = job.on.hosts(4)?;
-    let number = SEED_FIGURES.iter().find(|(t, _)| *t == title).map(|f| f.1);
+    let number = threadwire_bench::seeds::strings_figure(title);
     let scaled = match cfg.scale {
         1 => String::new(),
         k => format!(" at {k} times the seed's size"),
