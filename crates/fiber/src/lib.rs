@@ -118,4 +118,4 @@ pub use scheduler::{
     install_fault_handlers, sleep, spawn, yield_now, Builder, FiberBuilder, Handle, Idle,
     JoinError, JoinHandle, Priority, Scheduler,
 };
-pub use spin::{set_spin_budget, spin_budget, SpinWait};
+pub use spin::{set_crowded, set_spin_budget, spin_budget, SpinWait};
