@@ -307,8 +307,10 @@ pub fn plan(args: &Options) -> Vec<Step> {
 ///
 /// Full sizes are the seeds', which take minutes a step on a 2-core
 /// machine: NCS' Table 1 is 128 x 128 on 1, 2, 4 and 8 worker nodes (13 s
-/// on ethernet10), FFT and JPEG their seed's sizes on 4 nodes. Table 5.4
-/// goes to 1600 x 1600, 20 MB a matrix that the mesh's broadcasts, the
+/// on ethernet10), and again at 1024 x 1024 with the naive kernel on 1, 2
+/// and 4 (the seed's balance of computation and transfers; about a
+/// minute on fast100, 5 min 38 s on ethernet10); FFT and JPEG are their
+/// seed's sizes on 4 nodes. Table 5.4 goes to 1600 x 1600, 20 MB a matrix that the mesh's broadcasts, the
 /// untimed identity round and the master's check move through each
 /// host's link: measured, 15 s for the whole table on atm155, and on
 /// ethernet10 about two and a half minutes for 1600 alone (17 s of it
@@ -332,6 +334,32 @@ fn seed_apps(
             &[
                 &["apps", "matmul", "--layout", "host-node", "--compare"],
                 table1,
+                &on,
+            ]
+            .concat(),
+            no_namespaces.clone(),
+        );
+        // The seed's regime: at 128 x 128 today's cores compute a block in
+        // microseconds and there is nothing to overlap; at 1024 with the
+        // naive kernel computation is comparable to the transfers again.
+        let scaled: &[&str] = if quick {
+            &["-n", "2,3", "--sizes", "32"]
+        } else {
+            &["-n", "2,3,5", "--sizes", "1024"]
+        };
+        add(
+            &format!("matmul-ncs1-scaled-{name}"),
+            &[
+                &[
+                    "apps",
+                    "matmul",
+                    "--layout",
+                    "host-node",
+                    "--compare",
+                    "--kernel",
+                    "naive",
+                ],
+                scaled,
                 &on,
             ]
             .concat(),

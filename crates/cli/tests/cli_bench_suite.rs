@@ -44,6 +44,7 @@ fn bench_suite_quick_reports_every_step() {
         "overlap",
         "dsm",
         "matmul-ncs1-none",
+        "matmul-ncs1-scaled-none",
         "matmul-thesis54-none",
         "fft-ncs3-none",
         "jpeg-ncs2-none",
