@@ -105,6 +105,11 @@ mod park;
 mod scheduler;
 mod spin;
 pub mod sync;
+#[cfg(not(loom))]
+mod wake_list;
+/// The wake list alone, for its loom model.
+#[cfg(loom)]
+pub mod wake_list;
 
 #[cfg(not(loom))]
 pub use block::{block_until, Condition};

@@ -5,12 +5,12 @@
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
-    atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering},
+    atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering},
     Arc, Mutex, MutexGuard,
 };
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
-    atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering},
+    atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering},
     Arc, Mutex, MutexGuard,
 };
 
