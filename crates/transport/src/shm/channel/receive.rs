@@ -129,8 +129,7 @@ impl ShmChannel {
                 if h.len as usize != record.len() - HEADER_LEN {
                     return corrupt("frame length differs from its record's");
                 }
-                let mut payload = vec![0u8; h.len as usize];
-                record.read(HEADER_LEN, &mut payload);
+                let payload = record.to_vec(HEADER_LEN, h.len as usize);
                 Ok(Step::Deliver(Frame { header: h, payload }))
             }
             FIRST => {
@@ -145,8 +144,7 @@ impl ShmChannel {
                 // Grown as chunks arrive: a claimed length is not trusted
                 // with an allocation.
                 let mut payload = Vec::with_capacity((h.len as usize).min(1 << 20));
-                payload.resize(part, 0);
-                record.read(HEADER_LEN, &mut payload);
+                record.append_to(HEADER_LEN, part, &mut payload);
                 partials.insert(h.source_thread, Partial { header: h, payload });
                 Ok(Step::None)
             }
@@ -163,8 +161,7 @@ impl ShmChannel {
                 if (have + part) as u64 > p.header.len {
                     return corrupt("chunks overrun their frame");
                 }
-                p.payload.resize(have + part, 0);
-                record.read(8, &mut p.payload[have..]);
+                record.append_to(8, part, &mut p.payload);
                 if p.payload.len() as u64 == p.header.len {
                     let p = partials.remove(&source).expect("present");
                     return Ok(Step::Deliver(Frame {

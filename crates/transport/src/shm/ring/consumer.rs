@@ -164,6 +164,19 @@ impl Record<'_> {
     ///
     /// If the range is not within the record.
     pub fn read(&self, offset: usize, dst: &mut [u8]) {
+        // SAFETY: initialized bytes seen as possibly uninitialized ones;
+        // `read_uninit` writes only initialized bytes into them.
+        let dst = unsafe { &mut *(dst as *mut [u8] as *mut [std::mem::MaybeUninit<u8>]) };
+        self.read_uninit(offset, dst);
+    }
+
+    /// [`read`](Self::read) into memory that may be uninitialized (a
+    /// vector's spare capacity): every byte of `dst` is written.
+    ///
+    /// # Panics
+    ///
+    /// If the range is not within the record.
+    pub fn read_uninit(&self, offset: usize, dst: &mut [std::mem::MaybeUninit<u8>]) {
         assert!(
             offset <= self.len && dst.len() <= self.len - offset,
             "range {offset}+{} outside a record of {} bytes",
@@ -171,5 +184,31 @@ impl Record<'_> {
             self.len
         );
         record::read(self.ring, self.first, offset, dst);
+    }
+
+    /// Bytes `offset..offset + len` of the record in a new vector, copied
+    /// once (not zeroed first).
+    ///
+    /// # Panics
+    ///
+    /// If the range is not within the record.
+    pub fn to_vec(&self, offset: usize, len: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(len);
+        self.append_to(offset, len, &mut v);
+        v
+    }
+
+    /// Appends bytes `offset..offset + len` of the record to `v`, copied
+    /// once into its spare capacity (not zeroed first).
+    ///
+    /// # Panics
+    ///
+    /// If the range is not within the record.
+    pub fn append_to(&self, offset: usize, len: usize, v: &mut Vec<u8>) {
+        v.reserve(len);
+        let have = v.len();
+        self.read_uninit(offset, &mut v.spare_capacity_mut()[..len]);
+        // SAFETY: `read_uninit` wrote all `len` bytes after the first `have`.
+        unsafe { v.set_len(have + len) };
     }
 }

@@ -7,6 +7,7 @@
 //! byte `i % 8` wherever it is.
 
 use super::{Ring, HEADER_LEN, SEQ_LEN};
+use std::mem::MaybeUninit;
 
 /// Record byte 0 lies at this offset of the first slot.
 const FIRST_DATA_AT: usize = SEQ_LEN + HEADER_LEN;
@@ -65,9 +66,10 @@ pub(super) fn read_header(ring: &Ring, first: u64) -> Result<Header, &'static st
 }
 
 /// Consumer step 3: copies bytes `offset..offset + dst.len()` of the
-/// record at `first` into `dst`. The caller has checked the range against
-/// the validated length.
-pub(super) fn read(ring: &Ring, first: u64, offset: usize, mut dst: &mut [u8]) {
+/// record at `first` into `dst`, which may be uninitialized: every byte of
+/// it is written. The caller has checked the range against the validated
+/// length.
+pub(super) fn read(ring: &Ring, first: u64, offset: usize, mut dst: &mut [MaybeUninit<u8>]) {
     let slot_size = ring.geometry.slot_size;
     let in_first = slot_size - FIRST_DATA_AT;
     let (mut pos, mut in_slot) = if offset < in_first {
@@ -91,26 +93,37 @@ pub(super) fn read(ring: &Ring, first: u64, offset: usize, mut dst: &mut [u8]) {
 }
 
 /// Copies `dst.len()` bytes from `at` on, all inside one slot.
-fn load_bytes(ring: &Ring, mut at: usize, mut dst: &mut [u8]) {
+fn load_bytes(ring: &Ring, mut at: usize, mut dst: &mut [MaybeUninit<u8>]) {
     let skip = at % 8;
     if skip != 0 {
         let word = ring.memory.load_data(at - skip).to_ne_bytes();
         let n = dst.len().min(8 - skip);
         let (now, rest) = dst.split_at_mut(n);
-        now.copy_from_slice(&word[skip..skip + n]);
+        put(now, &word[skip..skip + n]);
         dst = rest;
         at += n;
     }
     let mut words = dst.chunks_exact_mut(8);
     for chunk in &mut words {
-        chunk.copy_from_slice(&ring.memory.load_data(at).to_ne_bytes());
+        put(chunk, &ring.memory.load_data(at).to_ne_bytes());
         at += 8;
     }
     let tail = words.into_remainder();
     if !tail.is_empty() {
         let word = ring.memory.load_data(at).to_ne_bytes();
-        tail.copy_from_slice(&word[..tail.len()]);
+        put(tail, &word[..tail.len()]);
     }
+}
+
+/// Writes `src` into `dst`, of the same length.
+#[inline]
+fn put(dst: &mut [MaybeUninit<u8>], src: &[u8]) {
+    debug_assert_eq!(dst.len(), src.len());
+    // SAFETY: both are `dst.len()` bytes long, and a `&mut` slice cannot
+    // overlap the ring word copied out into `src`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr().cast::<u8>(), dst.len())
+    };
 }
 
 /// Gathers bytes into whole words and stores them slot after slot.
