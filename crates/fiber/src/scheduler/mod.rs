@@ -24,7 +24,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use worker::{current_worker, NewFiber, Remote, WorkerLocal, WorkerShared};
+use worker::{current_worker, NewFiber, WorkerLocal, WorkerShared};
 
 use crate::park::Parker;
 
@@ -380,12 +380,12 @@ where
         Some(w) if w.shared.index == target => {
             w.start(priority.0, name, id, body);
         }
-        _ => shared.workers[target].push_remote(Remote::Spawn(NewFiber {
+        _ => shared.workers[target].push_spawn(NewFiber {
             body: Box::new(body),
             priority: priority.0,
             name,
             id,
-        })),
+        }),
     }
     JoinHandle { state, id }
 }

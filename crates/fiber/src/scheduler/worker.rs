@@ -119,15 +119,11 @@ pub(crate) struct NewFiber {
     pub(crate) id: u64,
 }
 
-pub(crate) enum Remote {
-    Spawn(NewFiber),
-}
-
 /// The part of a worker other threads use: its wake list, its inbox of
 /// new fibers and its parker.
 pub(crate) struct WorkerShared {
     pub(crate) index: usize,
-    inbox: Mutex<Vec<Remote>>,
+    inbox: Mutex<Vec<NewFiber>>,
     has_inbox: AtomicBool,
     /// Fibers of this worker that other threads made runnable (rule 2):
     /// a wake-up costs one compare-and-swap here, where the locked inbox
@@ -150,7 +146,7 @@ impl WorkerShared {
         }
     }
 
-    pub(crate) fn push_remote(&self, item: Remote) {
+    pub(crate) fn push_spawn(&self, item: NewFiber) {
         crate::loom::lock(&self.inbox).push(item);
         self.has_inbox.store(true, Ordering::Release);
         self.wake();
@@ -276,7 +272,7 @@ pub(crate) struct WorkerLocal {
     /// The inbox's other buffer: swapped with it on each drain, so that
     /// neither side allocates or frees per spawn (a buffer taken whole was
     /// allocated by the spawning thread and freed by this one).
-    spare_inbox: Cell<Vec<Remote>>,
+    spare_inbox: Cell<Vec<NewFiber>>,
 }
 
 thread_local! {
@@ -516,10 +512,8 @@ impl WorkerLocal {
             self.shared.has_inbox.store(false, Ordering::Relaxed);
             std::mem::swap(&mut *inbox, &mut items);
         }
-        for item in items.drain(..) {
-            match item {
-                Remote::Spawn(new) => self.start(new.priority, new.name, new.id, new.body),
-            }
+        for new in items.drain(..) {
+            self.start(new.priority, new.name, new.id, new.body);
         }
         self.spare_inbox.set(items);
     }
