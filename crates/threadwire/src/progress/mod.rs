@@ -7,7 +7,9 @@
 //!    takes the driver if it is free (`try_lock`) and polls it itself, without
 //!    blocking, while its [`SpinWait`] lasts (a 2 µs spin, then a yield of
 //!    the core between polls, so that on an oversubscribed host the peer
-//!    it waits for can run): opportunistic polling, the lowest latency.
+//!    it waits for can run; on a host running more of the job's nodes than
+//!    it has cores, a yield from the first poll): opportunistic polling,
+//!    the lowest latency.
 //! 2. When the spin is spent, the thread holding the driver sleeps *inside*
 //!    `epoll_wait` ([`Parker::park_external`]); a local delivery for it
 //!    wakes it through the engine's eventfd.
