@@ -53,6 +53,23 @@ pub(super) fn mpirun(
     args.extend(["-np", "2"].map(String::from));
     if peer == Peer::OpenMpiTcp {
         args.extend(["--mca", "pml", "ob1", "--mca", "btl", "tcp,self"].map(String::from));
+        if matches!(placement, Placement::Local) {
+            // Loopback, as threadwire's TCP on one host: left to itself
+            // Open MPI tries every interface, and one that another job's
+            // emulated hosts add or remove meanwhile (a bridge, a veth)
+            // failed the run with MPI_ERRORS_ARE_FATAL.
+            args.extend(
+                [
+                    "--mca",
+                    "btl_tcp_if_include",
+                    "lo",
+                    "--mca",
+                    "oob_tcp_if_include",
+                    "lo",
+                ]
+                .map(String::from),
+            );
+        }
     }
     if let Placement::Namespaces {
         receiver,
