@@ -59,7 +59,8 @@ pub enum Peer {
     Tcp,
     /// `NPopenmpi` under Open MPI's default selection (shared memory here).
     OpenMpi,
-    /// `NPopenmpi` with `--mca pml ob1 --mca btl tcp,self`.
+    /// `NPopenmpi` with `--mca pml ob1 --mca btl tcp,self` (and, on one
+    /// host, loopback only: `--mca btl_tcp_if_include lo`).
     OpenMpiTcp,
     /// `NPmpich2` under MPICH's `mpirun.mpich`.
     Mpich,
