@@ -269,10 +269,6 @@ pub(crate) struct WorkerLocal {
     blocked_count: Cell<usize>,
     stacks: LocalCell<StackPool>,
     parker: Parker,
-    /// The inbox's other buffer: swapped with it on each drain, so that
-    /// neither side allocates or frees per spawn (a buffer taken whole was
-    /// allocated by the spawning thread and freed by this one).
-    spare_inbox: Cell<Vec<NewFiber>>,
 }
 
 thread_local! {
@@ -382,7 +378,6 @@ impl WorkerLocal {
             blocked_count: Cell::new(0),
             stacks: LocalCell::new(StackPool::new(stack_size)),
             parker,
-            spare_inbox: Cell::new(Vec::new()),
         }
     }
 
@@ -501,21 +496,21 @@ impl WorkerLocal {
         }
     }
 
-    fn drain_inbox(&self) {
+    /// What other threads left: the fibers they woke, then those they
+    /// spawned here.
+    fn take_from_others(&self) {
         self.take_wakes();
         if !self.shared.has_inbox.load(Ordering::Acquire) {
             return;
         }
-        let mut items = self.spare_inbox.take();
-        {
+        let spawned = {
             let mut inbox = crate::loom::lock(&self.shared.inbox);
             self.shared.has_inbox.store(false, Ordering::Relaxed);
-            std::mem::swap(&mut *inbox, &mut items);
-        }
-        for new in items.drain(..) {
+            std::mem::take(&mut *inbox)
+        };
+        for new in spawned {
             self.start(new.priority, new.name, new.id, new.body);
         }
-        self.spare_inbox.set(items);
     }
 
     /// The wake list, taken whole and made runnable in the order it was
@@ -587,7 +582,7 @@ impl WorkerLocal {
             while let Some(slot) = self.ready.with(ReadyQueues::pop) {
                 self.run(slot);
                 dispatched = dispatched.wrapping_add(1);
-                self.drain_inbox();
+                self.take_from_others();
                 self.poll_blocked();
                 if dispatched.is_multiple_of(HOUSEKEEPING_EVERY) {
                     self.fire_timers();
@@ -609,7 +604,7 @@ impl WorkerLocal {
 
     /// Inbox, timers, predicates: `true` if anything became runnable.
     fn look_for_work(&self) -> bool {
-        self.drain_inbox();
+        self.take_from_others();
         self.poll_blocked();
         self.fire_timers();
         self.ready.with(|r| r.occupied != 0)

@@ -89,8 +89,7 @@ impl Config {
         };
         // Waiters on a crowded host yield from their first round
         // (`threadwire_fiber::spin`, rule 3).
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        threadwire_fiber::set_crowded(shared.router.nodes_on_host() > cores);
+        threadwire_fiber::set_crowded(shared.router.nodes_on_host() > super::host_cores());
         let node = Node { shared };
         if comm {
             node.start_comm_thread()?;

@@ -136,8 +136,12 @@ impl Watched for NodeShared {
 /// first spawn: 2x2 barrier 9–15 µs against 0.8–1.0, 2x8 10–20 against
 /// 1.9).
 fn default_workers(nodes: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    cores.div_ceil(nodes.max(1))
+    host_cores().div_ceil(nodes.max(1))
+}
+
+/// The cores this process may run on.
+pub(crate) fn host_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// What the node's fiber workers do when they have nothing to run: drive

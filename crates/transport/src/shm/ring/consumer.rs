@@ -176,7 +176,7 @@ impl Record<'_> {
     /// # Panics
     ///
     /// If the range is not within the record.
-    pub fn read_uninit(&self, offset: usize, dst: &mut [std::mem::MaybeUninit<u8>]) {
+    fn read_uninit(&self, offset: usize, dst: &mut [std::mem::MaybeUninit<u8>]) {
         assert!(
             offset <= self.len && dst.len() <= self.len - offset,
             "range {offset}+{} outside a record of {} bytes",
