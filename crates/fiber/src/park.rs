@@ -157,18 +157,21 @@ impl Unparker {
         }
     }
 
-    /// Whether this handle wakes the calling OS thread (never true for a
-    /// fiber). A thread that completes what it is itself waiting for need
-    /// not wake itself: it re-checks its condition before parking, and an
-    /// unpark would cost a wasted round, or a system call while it runs
-    /// [`Parker::park_external`]'s blocking call.
+    /// Whether this handle wakes the caller: the calling OS thread, or
+    /// the fiber the caller runs in. A thread that completes what it is
+    /// itself waiting for need not wake itself: it re-checks its condition
+    /// before parking, and an unpark would cost a wasted round, or a
+    /// system call while it runs [`Parker::park_external`]'s blocking
+    /// call.
     pub fn is_current_thread(&self) -> bool {
         match &self.target {
             Target::Thread(inner) => CURRENT
                 .try_with(|p| Arc::ptr_eq(&p.inner, inner))
                 .unwrap_or(false),
             #[cfg(not(loom))]
-            Target::Fiber(_) => false,
+            Target::Fiber(fiber) => {
+                std::sync::Arc::as_ptr(fiber) == crate::scheduler::current_fiber_ptr()
+            }
         }
     }
 

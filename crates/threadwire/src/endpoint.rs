@@ -259,10 +259,10 @@ impl Endpoint {
         let shared = self.node.shared.clone();
         let thread = self.address.thread;
         let posting = match mailbox.post(context, from, tag) {
-            Posting::Pending(slot) => match self.loss_of(from) {
-                None => Posting::Pending(slot),
+            Posting::Pending(ticket) => match self.loss_of(from) {
+                None => Posting::Pending(ticket),
                 Some(e) => {
-                    mailbox.cancel(&slot);
+                    mailbox.cancel(ticket);
                     match mailbox.try_take(context, from, tag) {
                         Some(m) => Posting::Matched(m),
                         None => return Err(e),

@@ -42,7 +42,7 @@
 #![warn(missing_docs)]
 
 /// Items of the runtime proper. Under `--cfg loom` the crate is only its
-/// lock-free parts ([`loom`] and the receive slot), for the models in
+/// lock-free parts ([`loom`] and the mailbox's incoming stack), for the models in
 /// `tests/loom_*.rs`: the rest needs real sockets and memory, which loom
 /// does not model.
 macro_rules! runtime {
@@ -51,11 +51,11 @@ macro_rules! runtime {
 
 mod loom;
 
-/// The mailbox's receive slot alone, for the loom model.
+/// The mailbox's incoming stack alone, for the loom model.
 #[cfg(loom)]
 #[doc(hidden)]
-#[path = "mailbox/slot.rs"]
-pub mod slot;
+#[path = "mailbox/incoming.rs"]
+pub mod incoming;
 
 runtime! {
 mod address;

@@ -5,7 +5,7 @@
 //! into the receive's buffer (`rendezvous`, steps 3 and 5).
 
 use crate::error::{Failure, LossCause, RecvError};
-use crate::mailbox::{Posting, RecvSlot};
+use crate::mailbox::{Mailbox, Posting, Ticket};
 use crate::message::Tail;
 use crate::node::NodeShared;
 use crate::progress::Origin;
@@ -35,7 +35,7 @@ pub(crate) enum Got {
 }
 
 enum Phase {
-    Posted(Arc<RecvSlot>),
+    Posted(Ticket),
     /// An announced message's bytes on their way (pushed).
     Fetching(Fetching),
     Finished(Result<Got, RecvError>),
@@ -89,7 +89,7 @@ impl Receive {
         };
         match posting {
             Posting::Matched(m) => r.settle(m),
-            Posting::Pending(slot) => r.phase = Phase::Posted(slot),
+            Posting::Pending(ticket) => r.phase = Phase::Posted(ticket),
         }
         r
     }
@@ -99,7 +99,7 @@ impl Receive {
     #[inline]
     pub(crate) fn is_ready(&self) -> bool {
         match &self.phase {
-            Phase::Posted(slot) => slot.is_done(),
+            Phase::Posted(ticket) => self.mailbox().is_done(*ticket),
             Phase::Fetching(f) => f.done.is_done(),
             Phase::Finished(_) | Phase::Taken => true,
         }
@@ -112,26 +112,15 @@ impl Receive {
     pub(crate) fn advance(&mut self) -> bool {
         loop {
             match &self.phase {
-                Phase::Posted(slot) if slot.is_done() => {
-                    // SAFETY: the slot's owner (see below), not taking it
-                    // while the reference lives.
-                    let fetch = matches!(
-                        unsafe { slot.peek() },
-                        Some(Ok(Message {
-                            tail: Tail::Announced(_),
-                            ..
-                        }))
-                    );
-                    if !fetch {
-                        return true;
+                Phase::Posted(ticket) => {
+                    let ticket = *ticket;
+                    match self.mailbox().matched(ticket) {
+                        None => return false,
+                        Some(false) => return true,
+                        Some(true) => {}
                     }
-                    let Phase::Posted(slot) = std::mem::replace(&mut self.phase, Phase::Taken)
-                    else {
-                        unreachable!()
-                    };
-                    // SAFETY: a receive belongs to the thread that posted it
-                    // (its request is not `Send`): the slot's owner.
-                    match unsafe { slot.take() }.expect("a done slot holds its result") {
+                    self.phase = Phase::Taken;
+                    match self.mailbox().take(ticket).expect("a matched receive has its result") {
                         Ok(m) => self.settle(m),
                         Err(e) => self.phase = Phase::Finished(Err(e)),
                     }
@@ -143,7 +132,7 @@ impl Receive {
                     };
                     self.phase = Phase::Finished(self.fetched(f));
                 }
-                Phase::Posted(_) | Phase::Fetching(_) => return false,
+                Phase::Fetching(_) => return false,
                 Phase::Finished(_) | Phase::Taken => return true,
             }
         }
@@ -155,7 +144,10 @@ impl Receive {
         while !self.advance() {
             let (engine, router) = (&self.shared.engine, &self.shared.router);
             match &self.phase {
-                Phase::Posted(slot) => engine.wait_until(router, self.origin, || slot.is_done()),
+                Phase::Posted(ticket) => {
+                    let mailbox = self.mailbox();
+                    engine.wait_until(router, self.origin, || mailbox.is_done(*ticket))
+                }
                 Phase::Fetching(f) => {
                     let node = Origin::Peer(f.status.source.node);
                     engine.wait_until(router, node, || f.done.is_done())
@@ -172,8 +164,9 @@ impl Receive {
         while !self.advance() {
             let (engine, router) = (&self.shared.engine, &self.shared.router);
             match &self.phase {
-                Phase::Posted(slot) => {
-                    let done = || slot.is_done();
+                Phase::Posted(ticket) => {
+                    let mailbox = self.mailbox();
+                    let done = || mailbox.is_done(*ticket);
                     if !engine.wait_until_deadline(router, self.origin, done, deadline) {
                         return self.advance();
                     }
@@ -197,12 +190,9 @@ impl Receive {
     #[inline]
     pub(crate) fn take(&mut self) -> Result<Got, RecvError> {
         self.wait();
-        if matches!(self.phase, Phase::Posted(_)) {
-            let Phase::Posted(slot) = std::mem::replace(&mut self.phase, Phase::Taken) else {
-                unreachable!()
-            };
-            // SAFETY: the slot's owner, as in `advance`; `wait` saw it done.
-            match unsafe { slot.take() }.expect("a done slot holds its result") {
+        if let Phase::Posted(ticket) = self.phase {
+            self.phase = Phase::Taken;
+            match self.mailbox().take(ticket).expect("`wait` saw it done") {
                 Ok(m) => self.settle(m),
                 Err(e) => self.phase = Phase::Finished(Err(e)),
             }
@@ -217,15 +207,25 @@ impl Receive {
     /// Cancels the receive if no message matched it yet (then it finishes
     /// with [`RecvError::Cancelled`]): `true` if cancelled.
     pub(crate) fn cancel(&mut self) -> bool {
-        let Phase::Posted(slot) = &self.phase else {
+        let Phase::Posted(ticket) = self.phase else {
             return false;
         };
-        let mailbox = self.shared.router.mailboxes.get(self.thread);
-        if !mailbox.is_some_and(|m| m.withdraw(slot)) {
+        if !self.mailbox().withdraw(ticket) {
             return false;
         }
         self.phase = Phase::Finished(Err(RecvError::Cancelled));
         true
+    }
+
+    /// The receiving thread's mailbox (its owner's operations: a receive
+    /// stays on the thread that posted it, its request not being `Send`).
+    #[inline]
+    fn mailbox(&self) -> &Mailbox {
+        self.shared
+            .router
+            .mailboxes
+            .get(self.thread)
+            .expect("the receiving thread's mailbox exists")
     }
 
     /// The caller's buffer of an `irecv_into`, given back.
@@ -436,11 +436,7 @@ impl Receive {
 impl Drop for Receive {
     fn drop(&mut self) {
         match std::mem::replace(&mut self.phase, Phase::Taken) {
-            Phase::Posted(slot) => {
-                if let Some(mailbox) = self.shared.router.mailboxes.get(self.thread) {
-                    mailbox.cancel(&slot);
-                }
-            }
+            Phase::Posted(ticket) => self.mailbox().cancel(ticket),
             Phase::Fetching(f) => {
                 // Nothing may write the buffer once this returns: withdraw
                 // it, or wait for whoever took the entry to finish.

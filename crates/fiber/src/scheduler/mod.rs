@@ -423,7 +423,7 @@ pub(crate) fn in_fiber() -> bool {
     !worker::current_fiber_ptr().is_null()
 }
 
-pub(crate) use worker::{park_fiber, park_until};
+pub(crate) use worker::{current_fiber_ptr, park_fiber, park_until};
 
 /// Lets other fibers of the same or higher priority run (round robin); on
 /// an OS thread, yields to the kernel.

@@ -2,81 +2,95 @@
 //!
 //! Rules that keep matching correct:
 //!
-//! 1. A mailbox is read by one thread only, its owner; anyone may deliver.
-//! 2. Both queues sit behind the mailbox's one lock, held only to match and
-//!    enqueue: never while waking, never while taking another lock but a
-//!    receive slot's (a leaf: nothing is locked while holding it).
-//! 3. A delivered message goes to the first posted receive (in posting
+//! 1. A mailbox's queues ([`queues`]) are read and changed on its owner's
+//!    thread only, with no lock: the owner posts, takes, probes and
+//!    withdraws, and matches what arrives. Anyone may deliver.
+//! 2. A delivery on the owner's thread (the owner driving progress in its
+//!    own wait, or sending to itself) is matched at once. Any other
+//!    thread pushes the message onto the mailbox's [`incoming`] stack and
+//!    unparks the owner; failures (a lost node, a revoked group) travel
+//!    the same way. Every operation of the owner first takes in the whole
+//!    stack, oldest first, so what came from other threads is matched
+//!    before anything newer, in the order it was handed over.
+//! 3. An arriving message goes to the first posted receive (in posting
 //!    order) that matches — same context exactly, then source and tag —
-//!    else to the back of the unexpected queue; a new
-//!    receive takes the first unexpected message (in arrival order) that
-//!    matches, else is posted. With per-connection FIFO delivery this keeps
-//!    messages from one thread to another in the order they were sent.
-//! 4. After any delivery the owner is unparked, so a waiting owner
-//!    re-checks — unless the owner is the delivering thread, which
-//!    re-checks anyway before it parks.
-//! 5. The unexpected queue stays in arrival order (every message is stamped
-//!    on delivery), also when a withdrawn receive gives its message back.
+//!    else to the back of the unexpected queue; a new receive takes the
+//!    first unexpected message (in arrival order) that matches, else is
+//!    posted. With per-connection FIFO delivery this keeps messages from
+//!    one thread to another in the order they were sent.
+//! 4. A pusher pushes, then looks up the owner to unpark it; the owner
+//!    sets itself, then takes the stack with its head exchanged
+//!    (`incoming`, step 4). The exchanges order the two, so either the
+//!    owner's take finds the message or the pusher finds the owner to
+//!    wake. A delivery on the
+//!    owner's thread wakes nobody: the owner re-checks before it parks.
+//! 5. The unexpected queue stays in arrival order (every message is
+//!    stamped when it arrives), also when a withdrawn receive gives its
+//!    message back.
 
 use crate::error::{PeerLost, RecvError};
-use crate::lock;
+use crate::message::Tail;
 use crate::stats::Counters;
 use crate::{Address, Message, Source, Status, TagMatch};
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::cell::UnsafeCell;
+use std::sync::OnceLock;
 use threadwire_fiber::Unparker;
 
-pub(crate) mod slot;
+pub(crate) mod incoming;
+mod queues;
 
-use slot::Slot;
+use incoming::Incoming;
+use queues::Queues;
+pub(crate) use queues::Ticket;
 
-/// Where a posted receive's result lands ([`slot`], rules 1–4): completed
-/// by the delivery that matches it, under the mailbox lock, or by
-/// `fail_for` after removing it under that lock; read by the owner.
-pub(crate) type RecvSlot = Slot<Result<Message, RecvError>>;
-
-struct Posted {
-    context: u32,
-    source: Source,
-    tag: TagMatch,
-    slot: Arc<RecvSlot>,
-}
-
-#[derive(Default)]
-struct Queues {
-    posted: VecDeque<Posted>,
-    /// Messages with their arrival stamps, in arrival order.
-    unexpected: VecDeque<(u64, Message)>,
-    /// The next arrival stamp: messages delivered so far.
-    arrivals: u64,
+/// What other threads hand the owner (rule 2).
+enum Item {
+    Message(Message),
+    /// Fail the receives this loss may have been meant to satisfy.
+    Lost(PeerLost),
+    /// Fail the receives posted in these contexts.
+    Failed(Box<[u32]>, RecvError),
 }
 
 /// A thread's matching queues.
 #[derive(Default)]
 pub(crate) struct Mailbox {
-    queues: Mutex<Queues>,
-    /// The unexpected queue's length, stored under the lock whenever it
-    /// changes: the owner's probes look at it first and take the lock only
-    /// when something is queued (a collective's wait probes for aborts
-    /// at every call; the lock was most of that probe's cost).
-    queued: AtomicUsize,
+    incoming: Incoming<Item>,
+    /// The owner's alone (rule 1).
+    own: UnsafeCell<Queues>,
     owner: OnceLock<Unparker>,
-    /// Sent by the owner, received under `queues`' lock.
+    /// Sent by the owner, received by the owner.
     pub(crate) counters: Counters,
 }
+
+// SAFETY: `own` is touched on the owner's thread only (rule 1): by the
+// owner's operations, which its endpoint and requests call (neither is
+// `Send`), and by deliveries that found the owner to be the calling
+// thread. Everything else goes through `incoming`, which is `Sync`.
+unsafe impl Sync for Mailbox {}
 
 /// The outcome of posting a receive.
 pub(crate) enum Posting {
     /// A message was waiting.
     Matched(Message),
-    /// Posted; the slot completes later.
-    Pending(Arc<RecvSlot>),
+    /// Posted; the ticket finds its result later.
+    Pending(Ticket),
 }
 
 impl Mailbox {
+    /// Makes the calling thread the owner (rule 4: then it looks at the
+    /// stack, exchanging its head); `false` if it had one.
     pub(crate) fn set_owner(&self, owner: Unparker) -> bool {
-        self.owner.set(owner).is_ok()
+        if self.owner.set(owner).is_err() {
+            return false;
+        }
+        // SAFETY: the calling thread is the owner now (rule 1), and no
+        // operation of its is under way.
+        let q = unsafe { &mut *self.own.get() };
+        for item in self.incoming.take_all_synchronized() {
+            self.take_item(q, item);
+        }
+        true
     }
 
     pub(crate) fn wake_owner(&self) {
@@ -88,185 +102,136 @@ impl Mailbox {
         }
     }
 
-    /// Delivers a message (rule 3) and wakes the owner (rule 4).
+    /// Delivers a message: matched at once on the owner's thread, else
+    /// handed over (rule 2) with a wake-up (rule 4).
+    #[inline]
     pub(crate) fn deliver(&self, message: Message) {
-        {
-            let mut q = lock(&self.queues);
-            self.counters.received(message.len());
-            let arrival = q.arrivals;
-            q.arrivals += 1;
-            let at = q.posted.iter().position(|p| {
-                p.context == message.context
-                    && p.source.matches(message.source)
-                    && p.tag.matches(message.tag)
-            });
-            match at {
-                Some(i) => {
-                    let posted = q.posted.remove(i).expect("index from position");
-                    // Completed before the lock is released: a `cancel` in
-                    // between would find the receive neither posted nor
-                    // complete, and the message would be lost.
-                    // SAFETY: removed from the posted queue just now, under
-                    // the lock: this is its one completion (slot rule 1).
-                    unsafe { posted.slot.complete(Ok(message), arrival) };
-                }
-                None => {
-                    q.unexpected.push_back((arrival, message));
-                    self.queued.store(q.unexpected.len(), Ordering::Release);
-                }
+        if self.owner.get().is_some_and(Unparker::is_current_thread) {
+            // SAFETY: on the owner's thread (rule 1).
+            let q = unsafe { &mut *self.own.get() };
+            if !q.busy {
+                q.busy = true;
+                self.take_in(q);
+                q.arrive(message, &self.counters);
+                q.busy = false;
+                return;
             }
         }
+        self.hand_over(Item::Message(message));
+    }
+
+    /// Rules 2 and 4 for another thread's delivery or failure.
+    fn hand_over(&self, item: Item) {
+        self.incoming.push(item);
         self.wake_owner();
     }
 
-    /// Takes a matching unexpected message of `context` or posts a receive.
-    pub(crate) fn post(&self, context: u32, source: Source, tag: TagMatch) -> Posting {
-        let mut q = lock(&self.queues);
-        if let Some(m) = self.take_unexpected(&mut q, context, source, tag) {
-            return Posting::Matched(m);
+    /// Runs an operation of the owner on its queues, after taking in what
+    /// other threads handed over (rule 2).
+    #[inline]
+    fn own<R>(&self, f: impl FnOnce(&mut Queues) -> R) -> R {
+        // SAFETY: only the owner's thread calls the owner's operations
+        // (rule 1), and `busy` refuses a second borrow from inside one.
+        let q = unsafe { &mut *self.own.get() };
+        assert!(!q.busy, "a mailbox operation re-entered");
+        q.busy = true;
+        self.take_in(q);
+        let r = f(q);
+        q.busy = false;
+        r
+    }
+
+    #[inline]
+    fn take_in(&self, q: &mut Queues) {
+        for item in self.incoming.take_all() {
+            self.take_item(q, item);
         }
-        let slot = Arc::new(RecvSlot::new());
-        q.posted.push_back(Posted {
-            context,
-            source,
-            tag,
-            slot: slot.clone(),
-        });
-        Posting::Pending(slot)
+    }
+
+    fn take_item(&self, q: &mut Queues, item: Item) {
+        match item {
+            Item::Message(m) => q.arrive(m, &self.counters),
+            Item::Lost(lost) => q.fail_for(&lost),
+            Item::Failed(contexts, error) => q.fail_contexts(&contexts, &error),
+        }
+    }
+
+    /// Takes a matching unexpected message of `context` or posts a receive.
+    #[inline]
+    pub(crate) fn post(&self, context: u32, source: Source, tag: TagMatch) -> Posting {
+        self.own(|q| match q.take_unexpected(context, source, tag) {
+            Some(m) => Posting::Matched(m),
+            None => Posting::Pending(q.post(context, source, tag)),
+        })
     }
 
     /// Takes a matching unexpected message of `context` without posting.
     pub(crate) fn try_take(&self, context: u32, source: Source, tag: TagMatch) -> Option<Message> {
-        if self.nothing_queued() {
-            return None;
-        }
-        self.take_unexpected(&mut lock(&self.queues), context, source, tag)
-    }
-
-    /// The owner's lock-free look (rule 1: only it takes messages out):
-    /// nothing queued now. A delivery racing with it is seen by the next
-    /// look, as if it had come a moment later.
-    fn nothing_queued(&self) -> bool {
-        self.queued.load(Ordering::Acquire) == 0
-    }
-
-    /// Removes and returns the first matching unexpected message.
-    fn take_unexpected(
-        &self,
-        q: &mut Queues,
-        context: u32,
-        source: Source,
-        tag: TagMatch,
-    ) -> Option<Message> {
-        let i = q.unexpected.iter().position(|(_, m)| {
-            m.context == context && source.matches(m.source) && tag.matches(m.tag)
-        })?;
-        let taken = q.unexpected.remove(i).map(|(_, m)| m);
-        self.queued.store(q.unexpected.len(), Ordering::Release);
-        taken
+        self.own(|q| q.take_unexpected(context, source, tag))
     }
 
     /// Status of the first matching unexpected message of `context`.
     pub(crate) fn probe(&self, context: u32, source: Source, tag: TagMatch) -> Option<Status> {
-        if self.nothing_queued() {
-            return None;
-        }
-        let q = lock(&self.queues);
-        q.unexpected
-            .iter()
-            .find(|(_, m)| m.context == context && source.matches(m.source) && tag.matches(m.tag))
-            .map(|(_, m)| m.status())
+        self.own(|q| match q.nothing_unexpected() {
+            true => None,
+            false => q.probe(context, source, tag),
+        })
+    }
+
+    /// Whether the posted receive has its result.
+    #[inline]
+    pub(crate) fn is_done(&self, ticket: Ticket) -> bool {
+        self.own(|q| q.is_done(ticket))
+    }
+
+    /// Whether the posted receive has its result, and if so whether that
+    /// is a message whose bytes are still to be fetched (`rendezvous`,
+    /// step 3): `None` while pending, then `Some(announced)`.
+    #[inline]
+    pub(crate) fn matched(&self, ticket: Ticket) -> Option<bool> {
+        self.own(|q| {
+            q.peek(ticket).map(|r| {
+                matches!(
+                    r,
+                    Ok(Message {
+                        tail: Tail::Announced(_),
+                        ..
+                    })
+                )
+            })
+        })
+    }
+
+    /// The posted receive's result, taken; `None` while it has none.
+    #[inline]
+    pub(crate) fn take(&self, ticket: Ticket) -> Option<Result<Message, RecvError>> {
+        self.own(|q| q.take(ticket).map(|(r, _)| r))
     }
 
     /// Withdraws a pending receive only if no message matched it yet:
     /// `true` if it was still posted.
-    pub(crate) fn withdraw(&self, slot: &Arc<RecvSlot>) -> bool {
-        let mut q = lock(&self.queues);
-        match q.posted.iter().position(|p| Arc::ptr_eq(&p.slot, slot)) {
-            Some(i) => {
-                q.posted.remove(i);
-                true
-            }
-            None => false,
-        }
+    pub(crate) fn withdraw(&self, ticket: Ticket) -> bool {
+        self.own(|q| q.withdraw(ticket))
     }
 
     /// Withdraws a pending receive; if it completed meanwhile, its message
-    /// goes back into the unexpected queue where it arrived (rule 5). Not
-    /// simply to the front: messages of the same sender that arrived before
-    /// it, but did not match this receive, may still be queued, and a
-    /// wildcard receive must not see it overtake them.
-    pub(crate) fn cancel(&self, slot: &Arc<RecvSlot>) {
-        let mut q = lock(&self.queues);
-        if let Some(i) = q.posted.iter().position(|p| Arc::ptr_eq(&p.slot, slot)) {
-            q.posted.remove(i);
-            return;
-        }
-        // SAFETY: the owner withdraws its own receives (rule 1).
-        if let Some(Ok(m)) = unsafe { slot.take() } {
-            let arrival = slot.arrival();
-            let at = q
-                .unexpected
-                .iter()
-                .position(|(a, _)| *a > arrival)
-                .unwrap_or(q.unexpected.len());
-            q.unexpected.insert(at, (arrival, m));
-            self.queued.store(q.unexpected.len(), Ordering::Release);
-        }
+    /// goes back into the unexpected queue where it arrived (rule 5).
+    pub(crate) fn cancel(&self, ticket: Ticket) {
+        self.own(|q| q.cancel(ticket))
     }
 
     /// Fails pending receives that `lost` may have been meant to satisfy:
     /// those naming its node and, when it failed, the wildcard ones.
     pub(crate) fn fail_for(&self, lost: &PeerLost) {
-        let failed = matches!(lost.cause, crate::error::LossCause::Failed(_));
-        let mut hit = Vec::new();
-        {
-            let mut q = lock(&self.queues);
-            q.posted.retain(|p| {
-                let affected = match p.source.node() {
-                    Some(n) => n == lost.node,
-                    None => failed,
-                };
-                if affected {
-                    hit.push(p.slot.clone());
-                }
-                !affected
-            });
-        }
-        for slot in &hit {
-            // SAFETY: removed from the posted queue above, under the lock:
-            // this is its one completion (slot rule 1). No stamp: a failed
-            // receive gives no message back.
-            unsafe { slot.complete(Err(RecvError::PeerLost(lost.clone())), 0) };
-        }
-        self.wake_owner();
+        self.hand_over(Item::Lost(lost.clone()));
     }
-}
 
-impl Mailbox {
     /// Fails every posted receive in one of `contexts` with `error` (a
     /// revoked group's, `group::revoke`), and wakes the owner.
     pub(crate) fn fail_contexts(&self, contexts: &[u32], error: &RecvError) {
-        let mut hit = Vec::new();
-        {
-            let mut q = lock(&self.queues);
-            q.posted.retain(|p| {
-                let affected = contexts.contains(&p.context);
-                if affected {
-                    hit.push(p.slot.clone());
-                }
-                !affected
-            });
-        }
-        for slot in &hit {
-            // SAFETY: removed from the posted queue above, under the lock:
-            // this is its one completion (slot rule 1).
-            unsafe { slot.complete(Err(error.clone()), 0) };
-        }
-        self.wake_owner();
+        self.hand_over(Item::Failed(contexts.into(), error.clone()));
     }
 }
-
 
 const CHUNK: usize = 256;
 const CHUNKS: usize = 256;
@@ -355,12 +320,12 @@ mod tests {
             panic!()
         };
         mb.deliver(msg(2, 1, 0, 9)); // other thread: unexpected
-        assert!(!slot.is_done());
+        assert!(!mb.is_done(slot));
         mb.deliver(msg(2, 0, 0, 8));
-        assert!(slot.is_done());
-        // SAFETY: this thread owns the mailbox.
-        let m = unsafe { slot.take() };
+        assert!(mb.is_done(slot));
+        let m = mb.take(slot);
         assert_eq!(m.unwrap().unwrap().into_vec(), vec![8]);
+        assert!(mb.take(slot).is_none(), "taken once");
     }
 
     #[test]
@@ -370,7 +335,7 @@ mod tests {
             panic!()
         };
         mb.deliver(msg(0, 1, 0, 7));
-        mb.cancel(&slot);
+        mb.cancel(slot);
         assert_eq!(
             mb.try_take(0, Source::Any, TagMatch::Any).unwrap().into_vec(),
             vec![7]
@@ -386,7 +351,7 @@ mod tests {
         mb.deliver(msg(1, 0, 1, 1)); // unexpected
         mb.deliver(msg(1, 0, 2, 2)); // completes the receive
         mb.deliver(msg(1, 0, 3, 3)); // unexpected
-        mb.cancel(&slot);
+        mb.cancel(slot);
         for byte in 1..=3 {
             let m = mb.try_take(0, Source::Any, TagMatch::Any).unwrap();
             assert_eq!(m.into_vec(), vec![byte]);
@@ -411,7 +376,7 @@ mod tests {
                 "killed".into(),
             )),
         });
-        assert!(named.is_done() && any.is_done() && !other.is_done());
+        assert!(mb.is_done(named) && mb.is_done(any) && !mb.is_done(other));
     }
 
     #[test]
@@ -424,16 +389,62 @@ mod tests {
             panic!()
         };
         mb.deliver(in_ctx(0, 1)); // plain: not for the group's receive
-        assert!(!group.is_done());
+        assert!(!mb.is_done(group));
         mb.deliver(in_ctx(8, 2)); // another group's
-        assert!(!group.is_done());
+        assert!(!mb.is_done(group));
         mb.deliver(in_ctx(7, 3));
-        assert!(group.is_done());
+        assert!(mb.is_done(group));
         assert_eq!(mb.probe(7, Source::Any, TagMatch::Any), None);
         assert_eq!(mb.probe(8, Source::Any, TagMatch::Is(5)).unwrap().len, 1);
         let m = mb.try_take(0, Source::Any, TagMatch::Is(5)).unwrap();
         assert_eq!(m.into_vec(), vec![1]);
         assert!(mb.try_take(0, Source::Any, TagMatch::Any).is_none());
+    }
+
+    #[test]
+    fn other_threads_deliveries_keep_their_order() {
+        let mb = std::sync::Arc::new(Mailbox::default());
+        let Posting::Pending(first) = mb.post(0, Source::Any, TagMatch::Is(1)) else {
+            panic!()
+        };
+        let pushers: Vec<_> = (0..4u32)
+            .map(|t| {
+                let mb = mb.clone();
+                std::thread::spawn(move || {
+                    for i in 0..100u8 {
+                        mb.deliver(msg(1, t, 1, i));
+                    }
+                })
+            })
+            .collect();
+        for p in pushers {
+            p.join().unwrap();
+        }
+        let mut next = [0u8; 4];
+        let m = mb.take(first).unwrap().unwrap();
+        next[m.source().thread as usize] += 1;
+        while let Some(m) = mb.try_take(0, Source::Any, TagMatch::Any) {
+            let t = m.source().thread as usize;
+            assert_eq!(m.into_vec(), vec![next[t]]);
+            next[t] += 1;
+        }
+        assert_eq!(next, [100; 4]);
+    }
+
+    #[test]
+    fn a_reused_cell_is_not_an_old_tickets() {
+        let mb = Mailbox::default();
+        let Posting::Pending(old) = mb.post(0, Source::Any, TagMatch::Is(1)) else {
+            panic!()
+        };
+        assert!(mb.withdraw(old));
+        let Posting::Pending(new) = mb.post(0, Source::Any, TagMatch::Is(2)) else {
+            panic!()
+        };
+        mb.deliver(msg(1, 0, 2, 5));
+        assert!(!mb.is_done(old) && mb.is_done(new));
+        assert!(mb.take(old).is_none() && !mb.withdraw(old));
+        assert_eq!(mb.take(new).unwrap().unwrap().into_vec(), vec![5]);
     }
 
     #[test]
