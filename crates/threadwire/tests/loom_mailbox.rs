@@ -36,7 +36,11 @@ fn every_item_once_in_each_pushers_order() {
         got.extend(stack.take_all());
         assert_eq!(got.len(), 4, "{got:?}");
         for p in 0..2u8 {
-            let mine: Vec<u8> = got.iter().filter(|(q, _)| *q == p).map(|(_, i)| *i).collect();
+            let mine: Vec<u8> = got
+                .iter()
+                .filter(|(q, _)| *q == p)
+                .map(|(_, i)| *i)
+                .collect();
             assert_eq!(mine, vec![0, 1], "pusher {p}: {got:?}");
         }
         assert!(stack.is_empty());
@@ -62,7 +66,10 @@ fn a_missed_item_finds_the_owner_set() {
         owner_set.store(true, Ordering::Relaxed);
         let took = stack.take_all_synchronized().count();
         let pusher_saw_owner = pusher.join().unwrap();
-        assert!(took == 1 || pusher_saw_owner, "item missed and owner unseen");
+        assert!(
+            took == 1 || pusher_saw_owner,
+            "item missed and owner unseen"
+        );
     });
 }
 
