@@ -2,6 +2,7 @@
 //! libraries and writes what they return.
 
 mod apps;
+mod apps_matmul;
 mod apps_splash;
 mod args;
 mod bench;
