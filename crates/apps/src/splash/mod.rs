@@ -205,6 +205,13 @@ impl Config {
         }
         Ok(())
     }
+
+    /// The shared space the run maps: [`parmacs::SPACE`] up to four times
+    /// the seed's size (its largest arrays grow as the square of the
+    /// scale), and as many times more as the square of the scale beyond.
+    pub fn space(&self) -> usize {
+        parmacs::SPACE * self.scale.div_ceil(4).pow(2)
+    }
 }
 
 /// Why a program failed.
@@ -491,7 +498,7 @@ impl Report {
 /// the report on node 0 and `None` elsewhere.
 pub fn run(ep: &Endpoint, cfg: Config) -> Result<Option<Report>, Error> {
     cfg.check(ep.node().nodes())?;
-    execute(&Env::new(ep, cfg.threads)?, cfg)
+    execute(&Env::with_space(ep, cfg.threads, cfg.space())?, cfg)
 }
 
 /// Runs `cfg` in this process with plain threads sharing ordinary memory
@@ -617,6 +624,21 @@ unsafe fn part_mut<T: bytemuck::Pod>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_space_holds_matmults_matrices_at_every_scale() {
+        for scale in [1, 2, 4, 5, 8, 12] {
+            let cfg = Config {
+                program: Program::Matmult,
+                threads: 1,
+                small: false,
+                scale,
+            };
+            let n = matmult::order(false, scale);
+            assert!(cfg.space() >= 3 * n * n * 8, "scale {scale}");
+            assert_eq!(cfg.space() % 8192, 0);
+        }
+    }
 
     #[test]
     fn scale_is_taken_by_the_scalable_programs_at_the_seeds_size_only() {

@@ -45,9 +45,11 @@ use threadwire::fiber::sync::Barrier;
 use threadwire::Endpoint;
 use threadwire_dsm::{Dsm, DsmConfig, DsmError, LockGuard, Region, Stats};
 
-/// The size of the shared space: the largest program (LU-c, 2048², 32
-/// MiB) fits many times over; unused space costs no memory.
-const SPACE: usize = 1 << 30;
+/// The size of the shared space [`Env::new`] maps: the largest program
+/// at the seed's size (LU-c, 2048², 32 MiB) fits many times over, and
+/// MATMULT's three matrices at four times its order (384 MiB); unused
+/// space costs no memory but a word of bookkeeping a unit.
+pub const SPACE: usize = 1 << 30;
 
 /// Why a process could not be started or did not end well.
 #[derive(Debug, thiserror::Error)]
@@ -157,9 +159,15 @@ impl Env {
     /// `MAIN_INITENV`: maps the shared space for `threads` processes per
     /// node. Called once by thread 0 of every node.
     pub fn new(ep: &Endpoint, threads: usize) -> Result<Env, ParmacsError> {
+        Env::with_space(ep, threads, SPACE)
+    }
+
+    /// [`new`](Self::new) with a shared space of `bytes` (a multiple of
+    /// the 8 KiB unit), for programs larger than [`SPACE`] holds.
+    pub fn with_space(ep: &Endpoint, threads: usize, bytes: usize) -> Result<Env, ParmacsError> {
         let config = DsmConfig {
             threads,
-            size: SPACE,
+            size: bytes,
             ..DsmConfig::default()
         };
         let dsm = Dsm::new(ep, config)?;
