@@ -14,8 +14,14 @@ pub const DEFAULT_EAGER_BUDGET: usize = 32 << 20;
 /// Default peer timeout: a peer silent this long is lost (progress
 /// engine, `liveness` module).
 pub const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(1);
-/// Default longest eager message, on either channel: 256 KiB.
+/// Default longest eager message over TCP, and between nodes of one host
+/// whose channel cannot read the sender's memory: 256 KiB.
 const DEFAULT_EAGER_LIMIT: usize = 256 << 10;
+/// Default longest eager message between nodes of one host that read
+/// each other's memory: 16 KiB. Beyond it one cross-memory read into the
+/// receive's buffer beats two copies through the ring
+/// (PERFORMANCE-STUDIES.md, "The eager limits again").
+const DEFAULT_EAGER_SHM: usize = 16 << 10;
 
 /// How to join a job.
 #[derive(Clone, Debug)]
@@ -205,7 +211,7 @@ impl Config {
                 .eager_budget
                 .or_else(|| var(crate::env::EAGER_BUDGET))
                 .unwrap_or(DEFAULT_EAGER_BUDGET),
-            eager_shm: var(crate::env::EAGER_SHM).unwrap_or(DEFAULT_EAGER_LIMIT),
+            eager_shm: var(crate::env::EAGER_SHM).unwrap_or(DEFAULT_EAGER_SHM),
             eager_tcp: var(crate::env::EAGER_TCP).unwrap_or(DEFAULT_EAGER_LIMIT),
             peer_timeout: Some(
                 self.peer_timeout

@@ -47,8 +47,8 @@
 //! | `THREADWIRE_SHM_CMA_MIN` | payload bytes from which frames go by cross-memory copy (default 524288) |
 //! | `THREADWIRE_SHM_CHUNK`   | bytes per ring record for frames sent in chunks (default 65536) |
 //! | `THREADWIRE_EAGER_BUDGET` | bytes of eager messages a node may hold per peer node before its sends are announced instead (default 33554432; `rendezvous` module) |
-//! | `THREADWIRE_EAGER_SHM`   | longest message sent eagerly to a node of this host; longer ones by rendezvous (default 262144) |
-//! | `THREADWIRE_EAGER_TCP`   | longest message sent eagerly over TCP (default 262144) |
+//! | `THREADWIRE_EAGER_SHM`   | longest message sent eagerly to a node of this host that reads this node's memory; longer ones by rendezvous (default 16384) |
+//! | `THREADWIRE_EAGER_TCP`   | longest message sent eagerly over TCP, and to a node of this host that cannot read this node's memory (default 262144) |
 //! | `THREADWIRE_HOST_STAGE`  | `0`: groups get no host stage (nodes of one host combining small collectives through one shared segment); `1`: barriers and small allreduces take it wherever a group has one; default: as tuning chooses (`group/algorithms/host_stage.rs`) |
 //! | `THREADWIRE_PEER_TIMEOUT` | milliseconds a peer node may send nothing before it is lost as silent (default 1000; `0`: never; `Config::peer_timeout`, progress engine's `liveness` module) |
 //! | `THREADWIRE_COLL_CHECKS` | `1` or `0`: whether collectives first check that every member passed the same arguments (default: on in debug builds, off in release; `group/check.rs`) |

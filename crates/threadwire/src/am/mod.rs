@@ -84,8 +84,9 @@
 //!    [`AmError::WouldBlock`]. A message longer than the whole budget
 //!    goes alone, once nothing else is outstanding. A *large* message —
 //!    longer than the eager limit of the channel to the destination
-//!    (`THREADWIRE_EAGER_SHM`, `THREADWIRE_EAGER_TCP`; 256 KiB by
-//!    default) — takes nothing from the budget and goes by step 2b.
+//!    (`THREADWIRE_EAGER_SHM`, 16 KiB by default, to a node of this host
+//!    that reads this node's memory; `THREADWIRE_EAGER_TCP`, 256 KiB,
+//!    otherwise) — takes nothing from the budget and goes by step 2b.
 //! 2. It sends one `Am` frame: the handler's id in `tag` and `aux`, the
 //!    request's number in `dest_thread` (0 for a one-way message; numbers
 //!    come from a counter of the sending node), the payload as it is.

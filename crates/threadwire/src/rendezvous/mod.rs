@@ -102,9 +102,11 @@ use crate::config::Settings;
 /// Eager limits per channel: longer messages are announced.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Limits {
-    /// Between nodes on one host.
+    /// Between nodes on one host that read each other's memory.
     pub(crate) shm: usize,
-    /// Over TCP.
+    /// Over TCP, and between nodes on one host that cannot read each
+    /// other's memory (their announced bytes would be pushed through the
+    /// ring, a copy more than going eagerly).
     pub(crate) tcp: usize,
 }
 
@@ -113,8 +115,8 @@ impl Limits {
     #[inline]
     pub(crate) fn for_peer(&self, peer: &crate::peer::Peer) -> usize {
         match peer.shm() {
-            Some(_) => self.shm,
-            None => self.tcp,
+            Some(shm) if shm.uses_cross_memory() => self.shm,
+            _ => self.tcp,
         }
     }
 
