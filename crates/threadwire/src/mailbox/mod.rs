@@ -172,10 +172,7 @@ impl Mailbox {
 
     /// Status of the first matching unexpected message of `context`.
     pub(crate) fn probe(&self, context: u32, source: Source, tag: TagMatch) -> Option<Status> {
-        self.own(|q| match q.nothing_unexpected() {
-            true => None,
-            false => q.probe(context, source, tag),
-        })
+        self.own(|q| q.probe(context, source, tag))
     }
 
     /// Whether the posted receive has its result.

@@ -118,10 +118,6 @@ impl Queues {
         self.unexpected.remove(i).map(|(_, m)| m)
     }
 
-    pub(super) fn nothing_unexpected(&self) -> bool {
-        self.unexpected.is_empty()
-    }
-
     /// Status of the first matching unexpected message.
     pub(super) fn probe(&self, context: u32, source: Source, tag: TagMatch) -> Option<Status> {
         self.unexpected
