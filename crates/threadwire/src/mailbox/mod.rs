@@ -106,17 +106,15 @@ impl Mailbox {
     /// handed over (rule 2) with a wake-up (rule 4).
     #[inline]
     pub(crate) fn deliver(&self, message: Message) {
-        if self.owner.get().is_some_and(Unparker::is_current_thread) {
-            // SAFETY: on the owner's thread (rule 1).
-            let q = unsafe { &mut *self.own.get() };
-            if !q.busy {
-                q.busy = true;
-                self.take_in(q);
-                q.arrive(message, &self.counters);
-                q.busy = false;
-                return;
+        let message = if self.owner.get().is_some_and(Unparker::is_current_thread) {
+            match self.try_own(message, |q, m| q.arrive(m, &self.counters)) {
+                Ok(()) => return,
+                // Inside one of the owner's own operations: handed over.
+                Err(m) => m,
             }
-        }
+        } else {
+            message
+        };
         self.hand_over(Item::Message(message));
     }
 
@@ -130,15 +128,28 @@ impl Mailbox {
     /// other threads handed over (rule 2).
     #[inline]
     fn own<R>(&self, f: impl FnOnce(&mut Queues) -> R) -> R {
+        match self.try_own((), |q, ()| f(q)) {
+            Ok(r) => r,
+            Err(()) => panic!("a mailbox operation re-entered"),
+        }
+    }
+
+    /// [`own`](Self::own) with `value`, unless the owner is already inside
+    /// one of its operations: then `value` comes back untouched. Only on
+    /// the owner's thread (rule 1).
+    #[inline]
+    fn try_own<T, R>(&self, value: T, f: impl FnOnce(&mut Queues, T) -> R) -> Result<R, T> {
         // SAFETY: only the owner's thread calls the owner's operations
         // (rule 1), and `busy` refuses a second borrow from inside one.
         let q = unsafe { &mut *self.own.get() };
-        assert!(!q.busy, "a mailbox operation re-entered");
+        if q.busy {
+            return Err(value);
+        }
         q.busy = true;
         self.take_in(q);
-        let r = f(q);
+        let r = f(q, value);
         q.busy = false;
-        r
+        Ok(r)
     }
 
     #[inline]
