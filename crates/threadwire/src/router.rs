@@ -22,7 +22,7 @@ use threadwire_transport::shm::setup::Pair;
 use threadwire_transport::shm::{ShmChannel, ShmConfig};
 use threadwire_transport::{Channel, Corking, Frame};
 use threadwire_wire::mcast::{decode_list, McastListError};
-use threadwire_wire::{FrameHeader, FrameKind, Payload};
+use threadwire_wire::{FrameBytes, FrameHeader, FrameKind, Payload};
 
 type Subscriber = Arc<dyn Fn(&PeerLost) + Send + Sync>;
 
@@ -329,7 +329,7 @@ impl Router {
         if h.source_thread >= MAX_THREADS {
             return Err(ProtocolError::NoSuchThread(h.source_thread));
         }
-        let (announced, target) = crate::am::large::decode(frame.payload, h.format, self.max_frame)?;
+        let (announced, target) = crate::am::large::decode(frame.payload.into_vec(), h.format, self.max_frame)?;
         if let Some(thread) = target {
             if thread >= MAX_THREADS {
                 return Err(ProtocolError::NoSuchThread(thread));
@@ -397,7 +397,7 @@ impl Router {
         peer: u32,
         h: &FrameHeader,
         threads: &[u32],
-        data: Vec<u8>,
+        data: FrameBytes,
     ) -> Result<(), ProtocolError> {
         let mut mailboxes = Vec::with_capacity(threads.len());
         for &t in threads {

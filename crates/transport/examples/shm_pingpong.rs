@@ -5,7 +5,7 @@
 use std::time::Instant;
 use threadwire_transport::shm::setup::{self, Pair, Setup};
 use threadwire_transport::shm::{Doorbell, ShmChannel, ShmConfig};
-use threadwire_wire::{Format, FrameHeader, Payload};
+use threadwire_wire::{Format, FrameBytes, FrameHeader, Payload};
 
 fn pair() -> (ShmChannel, ShmChannel) {
     let mut config = ShmConfig::new(1 << 30);
@@ -49,10 +49,13 @@ fn pair() -> (ShmChannel, ShmChannel) {
 
 fn bounce(ch: &ShmChannel, rounds: u32, first: bool, size: usize) {
     let header = FrameHeader::data(0, 0, 1, Format::OPAQUE, size as u64);
-    let mut buf = first.then(|| vec![1u8; size]);
+    let mut buf = first.then(|| FrameBytes::from(vec![1u8; size]));
     for i in 0..rounds {
         if first || i > 0 {
-            let _ = ch.send(&header, Payload::from_vec(buf.take().expect("a buffer")));
+            let _ = ch.send(
+                &header,
+                Payload::from_wire(Format::OPAQUE, buf.take().expect("a buffer")),
+            );
         }
         while buf.is_none() {
             let _ = ch.receive(|f| buf = Some(f.payload)).expect("receive");
@@ -60,7 +63,10 @@ fn bounce(ch: &ShmChannel, rounds: u32, first: bool, size: usize) {
         }
     }
     if !first {
-        let _ = ch.send(&header, Payload::from_vec(buf.take().expect("a buffer")));
+        let _ = ch.send(
+            &header,
+            Payload::from_wire(Format::OPAQUE, buf.take().expect("a buffer")),
+        );
     }
     // The last answers to this side's rendezvous frames.
     while ch.queued_bytes() > 0 {

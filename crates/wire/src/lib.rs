@@ -19,12 +19,14 @@
 //! ```
 #![warn(missing_docs)]
 
+mod bytes;
 mod frame;
 pub mod mcast;
 mod pack;
 mod payload;
 pub mod pmi;
 
+pub use bytes::{FrameBytes, INLINE_LEN};
 pub use frame::*;
 pub use pack::*;
 pub use payload::*;

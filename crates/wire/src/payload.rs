@@ -16,6 +16,7 @@ use smallvec::SmallVec;
 use std::any::Any;
 use std::fmt;
 
+use crate::bytes::FrameBytes;
 use crate::pack::{Packer, Scalar, UnpackError, Unpacker};
 
 /// Byte order of typed data in a payload.
@@ -247,6 +248,9 @@ pub(crate) enum Segment {
     Bytes(Vec<u8>),
     /// A caller's vector, kept as it was handed over.
     Owned(Box<dyn OwnedData>),
+    /// Short bytes in place ([`FrameBytes`], never a vector): a short
+    /// message built from a slice or received needs no allocation.
+    Short(FrameBytes),
 }
 
 impl Segment {
@@ -255,6 +259,7 @@ impl Segment {
         match self {
             Segment::Bytes(bytes) => bytes,
             Segment::Owned(data) => data.as_bytes(),
+            Segment::Short(bytes) => bytes,
         }
     }
 }
@@ -292,12 +297,17 @@ impl Payload {
 
     /// A payload as received from the network: the format byte from the
     /// frame header (see [`Format::from_byte`]) and the bytes that followed.
-    pub fn from_wire(format: Format, bytes: Vec<u8>) -> Payload {
+    /// The bytes may be a vector (taken over) or [`FrameBytes`] (short
+    /// ones stay in place, with no allocation).
+    pub fn from_wire(format: Format, bytes: impl Into<FrameBytes>) -> Payload {
+        let bytes = bytes.into();
         let len = bytes.len();
         let segments = if len == 0 {
             SmallVec::new()
+        } else if bytes.is_inline() {
+            smallvec::smallvec![Segment::Short(bytes)]
         } else {
-            smallvec::smallvec![Segment::Bytes(bytes)]
+            smallvec::smallvec![Segment::Bytes(bytes.into_vec())]
         };
         Payload {
             format,
@@ -466,8 +476,10 @@ impl From<Vec<u8>> for Payload {
 }
 
 impl From<&[u8]> for Payload {
+    /// A copy; short bytes ([`INLINE_LEN`](crate::INLINE_LEN) at most) are
+    /// held in place, with no allocation.
     fn from(bytes: &[u8]) -> Payload {
-        Payload::from_vec(bytes.to_vec())
+        Payload::from_wire(Format::OPAQUE, FrameBytes::copy_from(bytes))
     }
 }
 

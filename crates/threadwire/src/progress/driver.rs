@@ -602,7 +602,7 @@ impl Driver {
         for frame in messages {
             match frame.header.kind {
                 FrameKind::Bye => {}
-                _ => match Control::decode(&frame.header, frame.payload) {
+                _ => match Control::decode(&frame.header, frame.payload.into_vec()) {
                     Ok(Control::PeerLost { node: lost, cause })
                         if lost < router.capacity && lost != router.id =>
                     {

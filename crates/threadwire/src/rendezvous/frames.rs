@@ -18,7 +18,7 @@ impl Router {
         let Some(mailbox) = self.mailboxes.get(h.dest_thread) else {
             return Err(ProtocolError::NoSuchThread(h.dest_thread));
         };
-        let announced = codec::decode_rts(frame.payload, h.format, self.max_frame)?;
+        let announced = codec::decode_rts(frame.payload.into_vec(), h.format, self.max_frame)?;
         self.announced[peer as usize].fetch_add(1, Ordering::AcqRel);
         let mut m = remote_message(peer, h.source_thread, h.aux, h.tag, Payload::from_vec(Vec::new()));
         m.tail = Tail::Announced(Box::new(announced));

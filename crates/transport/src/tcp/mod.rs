@@ -58,7 +58,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 use std::time::Duration;
-use threadwire_wire::{FrameError, FrameHeader, Payload};
+use threadwire_wire::{FrameBytes, FrameError, FrameHeader, Payload};
 
 use cork::Cork;
 use reader::FrameReader;
@@ -69,8 +69,8 @@ use writer::{Handoff, WriteQueue};
 pub struct Frame {
     /// The validated header.
     pub header: FrameHeader,
-    /// Exactly `header.len` bytes.
-    pub payload: Vec<u8>,
+    /// Exactly `header.len` bytes; short ones in place (no allocation).
+    pub payload: FrameBytes,
 }
 
 /// Why a channel stopped.

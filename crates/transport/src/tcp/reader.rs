@@ -5,7 +5,7 @@ use mio::net::TcpStream;
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;
-use threadwire_wire::{FrameHeader, FrameKind, HEADER_LEN};
+use threadwire_wire::{FrameBytes, FrameHeader, FrameKind, HEADER_LEN};
 
 const BUFFER: usize = 64 * 1024;
 /// Bytes read per call before yielding to the engine's other connections.
@@ -151,10 +151,13 @@ impl FrameReader {
                 budget = budget.saturating_sub(n);
                 if p.complete() {
                     match self.partial.take().expect("partial frame present") {
-                        Partial::Owned { header, payload } => on_frame(Frame { header, payload }),
+                        Partial::Owned { header, payload } => on_frame(Frame {
+                            header,
+                            payload: payload.into(),
+                        }),
                         Partial::Placed { header, .. } => on_frame(Frame {
                             header,
-                            payload: Vec::new(),
+                            payload: FrameBytes::new(),
                         }),
                         Partial::Discard { .. } => {}
                     }
@@ -232,7 +235,7 @@ impl FrameReader {
                     if now == len {
                         on_frame(Frame {
                             header,
-                            payload: Vec::new(),
+                            payload: FrameBytes::new(),
                         });
                     } else {
                         self.partial = Some(Partial::Placed {
@@ -250,7 +253,10 @@ impl FrameReader {
             if available >= len {
                 let payload = self.buf[body..body + len].to_vec();
                 self.start = body + len;
-                on_frame(Frame { header, payload });
+                on_frame(Frame {
+                    header,
+                    payload: payload.into(),
+                });
             } else if HEADER_LEN + len > BUFFER {
                 // Not zeroed: the kernel writes every byte before it is read.
                 let mut payload = Vec::with_capacity(len);

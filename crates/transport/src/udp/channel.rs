@@ -313,7 +313,10 @@ pub(super) fn take_frames(
             false => bytes[at..at + len].to_vec(),
         };
         at += payload.len();
-        frames.push(Frame { header: h, payload });
+        frames.push(Frame {
+            header: h,
+            payload: payload.into(),
+        });
         if bytes.is_empty() {
             return Ok(());
         }

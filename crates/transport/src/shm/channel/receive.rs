@@ -7,7 +7,14 @@ use super::{
 };
 use crate::{Frame, ReadOutcome};
 use std::sync::atomic::Ordering;
-use threadwire_wire::{FrameHeader, HEADER_LEN};
+use threadwire_wire::{FrameBytes, FrameHeader, HEADER_LEN, INLINE_LEN};
+
+/// The longest record read as a short frame ([`ShmChannel::parse`]): a
+/// header and [`INLINE_LEN`] bytes, whole words.
+const SHORT_FRAME: usize = HEADER_LEN + INLINE_LEN;
+/// Words of a frame header.
+const HEADER_WORDS: usize = HEADER_LEN / 8;
+const _: () = assert!(HEADER_LEN.is_multiple_of(8) && INLINE_LEN == 24);
 
 /// What one record asks of the engine once its slots are released.
 enum Step {
@@ -79,7 +86,10 @@ impl ShmChannel {
                     // Rendezvous step 2, then 3.
                     let payload = cma::read(self.peer_pid, &segments, header.len as usize)
                         .map_err(ShmError::CrossMemory)?;
-                    on_frame(Frame { header, payload });
+                    on_frame(Frame {
+                        header,
+                        payload: payload.into(),
+                    });
                     out.doorbell |= self.enqueue(Outgoing::fin(cookie)).doorbell;
                 }
                 Step::Finished(cookie) => {
@@ -97,6 +107,28 @@ impl ShmChannel {
             out.doorbell = true;
         }
         Ok(out)
+    }
+
+    /// A frame of one record, its bytes copied into a vector (or in place
+    /// when short).
+    fn parse_frame(
+        &self,
+        record: &Record<'_>,
+        header: impl Fn(&Record<'_>) -> Result<FrameHeader, ShmError>,
+    ) -> Result<Step, ShmError> {
+        let h = header(record)?;
+        let len = h.len as usize;
+        if len != record.len() - HEADER_LEN {
+            return Err(ShmError::Corrupt(
+                "frame length differs from its record's".into(),
+            ));
+        }
+        let payload = if len <= INLINE_LEN {
+            FrameBytes::filled(len, |dst| record.read(HEADER_LEN, dst))
+        } else {
+            record.to_vec(HEADER_LEN, len).into()
+        };
+        Ok(Step::Deliver(Frame { header: h, payload }))
     }
 
     /// Decodes one record, storing chunks; runs while the record's slots
@@ -124,14 +156,27 @@ impl ShmChannel {
             u64::from_le_bytes(b)
         };
         match record.kind() {
-            FRAME => {
-                let h = header(record)?;
-                if h.len as usize != record.len() - HEADER_LEN {
+            FRAME if record.len() >= HEADER_LEN && record.len() <= SHORT_FRAME => {
+                // A short frame (most are): header and bytes in one load
+                // a word, the bytes kept in place.
+                let Some(w) = record.first_words::<{ SHORT_FRAME / 8 }>() else {
+                    return self.parse_frame(record, header);
+                };
+                let mut raw = [0u8; HEADER_LEN];
+                for (chunk, word) in raw.chunks_exact_mut(8).zip(w) {
+                    chunk.copy_from_slice(&word.to_ne_bytes());
+                }
+                let h = FrameHeader::decode(&raw, max_frame)
+                    .map_err(|e| ShmError::Corrupt(e.to_string()))?;
+                let len = record.len() - HEADER_LEN;
+                if h.len as usize != len {
                     return corrupt("frame length differs from its record's");
                 }
-                let payload = record.to_vec(HEADER_LEN, h.len as usize);
+                let bytes = [w[HEADER_WORDS], w[HEADER_WORDS + 1], w[HEADER_WORDS + 2]];
+                let payload = FrameBytes::from_words(len, bytes).expect("a short frame");
                 Ok(Step::Deliver(Frame { header: h, payload }))
             }
+            FRAME => self.parse_frame(record, header),
             FIRST => {
                 let h = header(record)?;
                 let part = record.len() - HEADER_LEN;
@@ -166,7 +211,7 @@ impl ShmChannel {
                     let p = partials.remove(&source).expect("present");
                     return Ok(Step::Deliver(Frame {
                         header: p.header,
-                        payload: p.payload,
+                        payload: p.payload.into(),
                     }));
                 }
                 Ok(Step::None)

@@ -98,7 +98,8 @@ fn frames_of_every_size_arrive_in_order_both_ways() {
         };
         let (a, b) = pair(config);
         assert_eq!(a.uses_cross_memory(), cma);
-        let sizes = [0, 1, 7, 100, 1000, 2047, 2048, 5000, 20_000];
+        // 24 and 25: either side of the short frames read word by word.
+        let sizes = [0, 1, 7, 8, 24, 25, 100, 1000, 2047, 2048, 5000, 20_000];
         let mut got = Vec::new();
         for (tag, &len) in sizes.iter().enumerate() {
             let (h, p) = data(3, tag as u32, len);
@@ -266,8 +267,8 @@ fn corrupt_memory_is_an_error_never_a_panic() {
         let mut second = None;
         let (a, b) = pair_with(ShmConfig::small_for_tests(), Some(&mut second));
         let second = second.unwrap();
-        for tag in 0..5 {
-            let (h, p) = data(0, tag, 300 * tag as usize);
+        for (tag, len) in [0, 8, 24, 300, 1200].into_iter().enumerate() {
+            let (h, p) = data(0, tag as u32, len);
             let _ = a.send(&h, p);
         }
         // Scribble over a few words of the ring `b` reads (the region's

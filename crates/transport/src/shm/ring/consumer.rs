@@ -186,6 +186,16 @@ impl Record<'_> {
         record::read(self.ring, self.first, offset, dst);
     }
 
+    /// The record's first `N` words (bytes `0..8 * N`, native order) when
+    /// they lie in its first slot, each read in one load: a short record
+    /// without the general copy's walk. Bytes past the record's end
+    /// ([`len`](Self::len)) are whatever the slot holds; `None` if the
+    /// words reach past the first slot.
+    #[inline]
+    pub fn first_words<const N: usize>(&self) -> Option<[u64; N]> {
+        record::first_words(self.ring, self.first)
+    }
+
     /// Bytes `offset..offset + len` of the record in a new vector, copied
     /// once (not zeroed first).
     ///

@@ -92,6 +92,18 @@ pub(super) fn read(ring: &Ring, first: u64, offset: usize, mut dst: &mut [MaybeU
     }
 }
 
+/// Record words `0..N` (bytes `0..8 * N`) of the record at `first`, if
+/// they lie in its first slot: one load each, for short records. Bytes
+/// past the record's end are whatever the slot holds.
+#[inline]
+pub(super) fn first_words<const N: usize>(ring: &Ring, first: u64) -> Option<[u64; N]> {
+    if FIRST_DATA_AT + 8 * N > ring.geometry.slot_size {
+        return None;
+    }
+    let at = ring.geometry.slot_at(first) + FIRST_DATA_AT;
+    Some(std::array::from_fn(|i| ring.memory.load_data(at + 8 * i)))
+}
+
 /// Copies `dst.len()` bytes from `at` on, all inside one slot.
 fn load_bytes(ring: &Ring, mut at: usize, mut dst: &mut [MaybeUninit<u8>]) {
     let skip = at % 8;
