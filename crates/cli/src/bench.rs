@@ -115,6 +115,7 @@ pub fn run(bench: Bench) -> Result<Outcome> {
                 window: a.window,
                 kinds: a.kinds,
                 peers: a.peers,
+                owned: a.owned,
                 ..rate::Options::default()
             };
             if under_launcher() {

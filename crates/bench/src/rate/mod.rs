@@ -12,7 +12,10 @@
 //!    releases its own.
 //! 3. Sender worker t sends N messages with tag t to receiver worker t, as
 //!    `isend` in windows of W completed together; receiver worker t receives
-//!    them as `irecv` in windows of W and checks that they arrive in order.
+//!    them in windows of W and checks that they arrive in order: as
+//!    msgrate does, into W buffers of its own that it reuses
+//!    (`irecv_into`), or with [`Options::owned`] as a message of its own
+//!    each (`irecv`, a new vector per message).
 //! 4. *Send-side* time ends when the last sender has completed its last
 //!    window (sends are eager: local completion). The receiving thread 0,
 //!    once all its workers hold everything, sends an *ack*; *end-to-end*
@@ -136,6 +139,9 @@ pub struct Options {
     /// Also run msgrate in Open MPI at each thread count (shared memory:
     /// not with emulated hosts).
     pub peers: bool,
+    /// Receive each message as an owned one (`irecv`) instead of into the
+    /// receiver's reused buffers (`irecv_into`, as msgrate's `MPI_Irecv`).
+    pub owned: bool,
 }
 
 impl Default for Options {
@@ -153,6 +159,7 @@ impl Default for Options {
             repetitions: 5,
             kinds: vec![ThreadKind::Os],
             peers: false,
+            owned: false,
         }
     }
 }
@@ -362,6 +369,7 @@ pub fn run(
         messages: options.messages,
         window: options.window,
         repetitions: options.repetitions,
+        owned: options.owned,
         samples,
         peer_samples,
         peer_errors,
@@ -422,11 +430,12 @@ fn measure(
         last_done: AtomicU64::new(0),
     });
     let window = options.window.max(1);
+    let owned = options.owned;
     let workers: Vec<ThreadHandle<Result<(), Error>>> = (0..threads)
         .map(|t| {
             let rounds = rounds.clone();
             kind.spawn(ep, move |ep| {
-                worker(&ep, partner.node, side, t, window, &rounds)
+                worker(&ep, partner.node, side, t, window, owned, &rounds)
             })
         })
         .collect();
@@ -539,6 +548,7 @@ fn worker(
     side: Side,
     t: u32,
     window: usize,
+    owned: bool,
     rounds: &Rounds,
 ) -> Result<(), Error> {
     // Worker t has the same thread number on both nodes (module docs).
@@ -553,7 +563,7 @@ fn worker(
             let messages = rounds.messages.load(Ordering::Relaxed);
             outcome = match side {
                 Side::Sender => send_all(ep, partner, t, window, messages),
-                Side::Receiver => receive_all(ep, partner, t, window, messages),
+                Side::Receiver => receive_all(ep, partner, t, window, messages, owned),
             };
             match outcome {
                 Ok(()) => {
@@ -588,28 +598,49 @@ fn send_all(
 }
 
 /// `messages` receives from `from`, `window` posted before they are
-/// completed; each must carry the next sequence number.
+/// completed; each must carry the next sequence number. Into `window`
+/// buffers of the receiver's, reused from one window to the next
+/// (msgrate's `MPI_Irecv` into its `buf[i]`), or with `owned` as a
+/// message of its own each.
 fn receive_all(
     ep: &Endpoint,
     from: Address,
     tag: Tag,
     window: usize,
     messages: u64,
+    owned: bool,
 ) -> Result<(), Error> {
-    let mut requests = Vec::with_capacity(window);
+    let in_order = |expected: u64, got: Option<u64>| match got == Some(expected) {
+        true => Ok(()),
+        false => Err(Error::OutOfOrder {
+            from,
+            expected,
+            got,
+        }),
+    };
+    let mut buffers: Vec<Vec<u8>> = match owned {
+        true => Vec::new(),
+        false => (0..window).map(|_| vec![0; SIZE]).collect(),
+    };
+    let (mut owned_requests, mut into_requests) = (Vec::new(), Vec::new());
     let mut received = 0;
     while received < messages {
         let end = messages.min(received + window as u64);
-        requests.extend((received..end).map(|_| ep.irecv(from, tag)));
-        for (expected, r) in (received..end).zip(requests.drain(..)) {
-            let message = r.wait().map_err(Error::Recv)?.into_vec();
-            let got = message.try_into().ok().map(u64::from_le_bytes);
-            if got != Some(expected) {
-                return Err(Error::OutOfOrder {
-                    from,
-                    expected,
-                    got,
-                });
+        if owned {
+            owned_requests.extend((received..end).map(|_| ep.irecv(from, tag)));
+            for (expected, r) in (received..end).zip(owned_requests.drain(..)) {
+                let message = r.wait().map_err(Error::Recv)?.into_vec();
+                in_order(expected, message.try_into().ok().map(u64::from_le_bytes))?;
+            }
+        } else {
+            let posted = buffers.drain(..(end - received) as usize);
+            into_requests.extend(posted.map(|buf| ep.irecv_into(from, tag, buf)));
+            for (expected, r) in (received..end).zip(into_requests.drain(..)) {
+                let (buf, status) = r.wait().map_err(|e| Error::Recv(e.error))?;
+                let got = (status.len == SIZE)
+                    .then(|| u64::from_le_bytes(buf[..SIZE].try_into().expect("8 bytes")));
+                in_order(expected, got)?;
+                buffers.push(buf);
             }
         }
         received = end;

@@ -25,6 +25,9 @@ pub struct Report {
     pub window: usize,
     /// Timed repetitions per thread count.
     pub repetitions: u32,
+    /// Whether our receivers took owned messages (`irecv`) rather than
+    /// receiving into reused buffers (`irecv_into`).
+    pub owned: bool,
     /// One per kind and thread count, kind-major.
     pub samples: Vec<Sample>,
     /// The peer's, one per thread count it ran.
@@ -119,6 +122,7 @@ struct Document<'a> {
     message_size: usize,
     window: usize,
     repetitions: u32,
+    owned: bool,
     rows: Vec<JsonRow<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     peers: Vec<JsonPeerError<'a>>,
@@ -206,10 +210,15 @@ impl crate::report::Report for Report {
         writeln!(
             out,
             "8-byte messages, T threads of n0 -> T threads of n1: {} per thread, windows of {}, \
-             median (min–max) of {} repetitions",
+             median (min–max) of {} repetitions; received {}",
             self.messages,
             self.window,
-            self.repetitions.max(1)
+            self.repetitions.max(1),
+            if self.owned {
+                "as owned messages (irecv)"
+            } else {
+                "into reused buffers (irecv_into, as msgrate's MPI_Irecv)"
+            }
         )?;
         if self.with_peers() {
             writeln!(
@@ -273,6 +282,7 @@ impl crate::report::Report for Report {
             message_size: super::SIZE,
             window: self.window,
             repetitions: self.repetitions.max(1),
+            owned: self.owned,
             rows: self
                 .lines()
                 .map(|l| JsonRow {

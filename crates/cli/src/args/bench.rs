@@ -333,6 +333,11 @@ pub struct RateArgs {
     /// only, so not with --link.
     #[arg(long, conflicts_with = "link")]
     pub peers: bool,
+    /// Receive each message as an owned one (irecv: a new vector per
+    /// message) instead of into reused buffers (irecv_into, as msgrate's
+    /// MPI_Irecv).
+    #[arg(long)]
+    pub owned: bool,
     #[command(flatten)]
     pub link: OnLink,
     #[command(flatten)]
