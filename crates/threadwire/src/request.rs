@@ -334,12 +334,7 @@ where
 /// [`RecvError::Truncated`] with `buf` holding the first bytes.
 pub(crate) fn fill(message: Message, buf: &mut [u8]) -> Result<Status, RecvError> {
     let status = message.status();
-    let mut at = 0;
-    for segment in message.payload().segments() {
-        let n = segment.len().min(buf.len() - at);
-        buf[at..at + n].copy_from_slice(&segment[..n]);
-        at += n;
-    }
+    message.payload().copy_to(buf);
     if status.len > buf.len() {
         return Err(RecvError::Truncated {
             status,

@@ -438,6 +438,25 @@ impl Payload {
         self.to_vec()
     }
 
+    /// Copies the payload's first bytes into `buf`, as many as fit: the
+    /// number copied.
+    #[inline]
+    pub fn copy_to(&self, buf: &mut [u8]) -> usize {
+        if let [one] = self.segments.as_slice() {
+            let bytes = one.as_bytes();
+            let n = bytes.len().min(buf.len());
+            buf[..n].copy_from_slice(&bytes[..n]);
+            return n;
+        }
+        let mut at = 0;
+        for segment in self.segments() {
+            let n = segment.len().min(buf.len() - at);
+            buf[at..at + n].copy_from_slice(&segment[..n]);
+            at += n;
+        }
+        at
+    }
+
     /// A copy of the payload's bytes in one vector.
     pub fn to_vec(&self) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(self.len);
@@ -548,6 +567,18 @@ mod tests {
         let pointer = bytes.as_ptr();
         let out = Payload::from_vec(bytes).into_vec();
         assert_eq!(out.as_ptr(), pointer);
+    }
+
+    #[test]
+    fn copy_to_copies_what_fits() {
+        let mut p = Payload::from(&b"abc"[..]);
+        p.push_bytes(b"defgh".to_vec());
+        let mut buf = [0u8; 6];
+        assert_eq!(p.copy_to(&mut buf), 6);
+        assert_eq!(&buf, b"abcdef");
+        let mut big = [0u8; 10];
+        assert_eq!(Payload::from(&b"xy"[..]).copy_to(&mut big), 2);
+        assert_eq!(&big[..3], b"xy\0");
     }
 
     #[test]
