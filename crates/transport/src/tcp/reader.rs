@@ -5,7 +5,7 @@ use mio::net::TcpStream;
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;
-use threadwire_wire::{FrameBytes, FrameHeader, FrameKind, HEADER_LEN};
+use threadwire_wire::{FrameBytes, FrameHeader, FrameKind, HEADER_LEN, INLINE_LEN};
 
 const BUFFER: usize = 64 * 1024;
 /// Bytes read per call before yielding to the engine's other connections.
@@ -251,12 +251,13 @@ impl FrameReader {
                 }
             }
             if available >= len {
-                let payload = self.buf[body..body + len].to_vec();
+                // Short bytes in place, longer ones in a vector of their own.
+                let payload = match &self.buf[body..body + len] {
+                    short if len <= INLINE_LEN => FrameBytes::copy_from(short),
+                    long => long.to_vec().into(),
+                };
                 self.start = body + len;
-                on_frame(Frame {
-                    header,
-                    payload: payload.into(),
-                });
+                on_frame(Frame { header, payload });
             } else if HEADER_LEN + len > BUFFER {
                 // Not zeroed: the kernel writes every byte before it is read.
                 let mut payload = Vec::with_capacity(len);
