@@ -3,7 +3,7 @@
 use crate::error::{InitError, InitErrorKind, LossCause, RecvError, SendError, SpawnError};
 use crate::mailbox::{Mailbox, Posting, MAX_THREADS};
 use crate::progress::Origin;
-use crate::receive::{Dest, Got, Receive};
+use crate::receive::{settle_now, Dest, Got, Receive};
 use crate::request::{RecvRequest, Request, SendRequest, State};
 use crate::send::{Mode, SendBuf};
 use crate::{Address, Message, Node, Source, Status, Tag, TagMatch};
@@ -237,26 +237,28 @@ impl Endpoint {
     #[inline]
     pub(crate) fn irecv_in(&self, context: u32, from: Source, tag: TagMatch) -> RecvRequest {
         match self.receive(context, from, tag, Dest::Owned) {
-            Ok(r) => Request {
+            Ok(Posted::Receiving(r)) => Request {
                 state: State::Receiving(r),
                 _not_send: PhantomData,
             },
+            Ok(Posted::Finished(r, _)) => Request::ready(r.map(Got::into_message)),
             Err(e) => Request::ready(Err(e)),
         }
     }
 
-    /// Posts a receive of `context` whose bytes go to `dest`.
+    /// Posts a receive of `context` whose bytes go to `dest`; one whose
+    /// message was already waiting (and is not announced) finishes at
+    /// once, with no receive under way ([`Posted::Finished`]).
     #[inline]
     fn receive(
         &self,
         context: u32,
         from: Source,
         tag: TagMatch,
-        dest: Dest,
-    ) -> Result<Receive, RecvError> {
+        mut dest: Dest,
+    ) -> Result<Posted, RecvError> {
         self.check_source(from)?;
         let mailbox = self.mailbox();
-        let shared = self.node.shared.clone();
         let thread = self.address.thread;
         let posting = match mailbox.post(context, from, tag) {
             Posting::Pending(ticket) => match self.loss_of(from) {
@@ -271,7 +273,16 @@ impl Endpoint {
             },
             matched => matched,
         };
-        Ok(Receive::new(shared, thread, self.origin(from), posting, dest))
+        let posting = match posting {
+            Posting::Matched(m) => match settle_now(&self.node.shared, thread, m, &mut dest) {
+                Ok(result) => return Ok(Posted::Finished(result, dest)),
+                Err(announced) => Posting::Matched(announced),
+            },
+            pending => pending,
+        };
+        let shared = self.node.shared.clone();
+        let receive = Receive::new(shared, thread, self.origin(from), posting, dest);
+        Ok(Posted::Receiving(receive))
     }
 
     /// Receives the first message matching `from` and `tag`, blocking only
@@ -315,11 +326,11 @@ impl Endpoint {
             len: buf.len(),
         };
         // Held here and finished or dropped before `buf`'s borrow ends.
-        let mut receive = self.receive(0, from.into(), tag.into(), dest)?;
-        match receive.take()? {
-            Got::Status(status) => Ok(status),
-            Got::Message(_) => unreachable!("a receive into a buffer gets a status"),
-        }
+        let got = match self.receive(0, from.into(), tag.into(), dest)? {
+            Posted::Receiving(mut receive) => receive.take(),
+            Posted::Finished(got, _) => got,
+        };
+        got.map(Got::into_status)
     }
 
     /// Starts a receive into `buf` (its length is the most the message may
@@ -333,10 +344,17 @@ impl Endpoint {
         buf: Vec<u8>,
     ) -> crate::RecvIntoRequest {
         match self.receive(0, from.into(), tag.into(), Dest::Buffer(buf)) {
-            Ok(r) => Request {
+            Ok(Posted::Receiving(r)) => Request {
                 state: State::Receiving(r),
                 _not_send: PhantomData,
             },
+            Ok(Posted::Finished(got, dest)) => {
+                let buffer = dest.into_buffer();
+                Request::ready(match got {
+                    Ok(got) => Ok((buffer, got.into_status())),
+                    Err(error) => Err(crate::RecvIntoError { error, buffer }),
+                })
+            }
             Err(error) => Request::ready(Err(crate::RecvIntoError {
                 error,
                 buffer: Vec::new(),
@@ -360,7 +378,10 @@ impl Endpoint {
     /// of the control connection brings it.
     pub(crate) fn recv_driven(&self, context: u32, tag: TagMatch) -> Result<Message, RecvError> {
         let from = Source::Node(self.address.node);
-        let mut receive = self.receive(context, from, tag, Dest::Owned)?;
+        let mut receive = match self.receive(context, from, tag, Dest::Owned)? {
+            Posted::Receiving(receive) => receive,
+            Posted::Finished(got, _) => return got.map(Got::into_message),
+        };
         receive.origin = Origin::Anywhere;
         Request {
             state: State::Receiving(receive),
@@ -500,4 +521,13 @@ impl Drop for Endpoint {
             self.node.finalize();
         }
     }
+}
+
+/// A receive as its posting left it.
+enum Posted {
+    /// Waiting for its message, or for an announced message's bytes.
+    Receiving(Receive),
+    /// Its message was waiting: the result, and the destination to give
+    /// back (an `irecv_into`'s buffer).
+    Finished(Result<Got, RecvError>, Dest),
 }

@@ -43,10 +43,7 @@ impl Matched {
 
     /// Receives the matched message (MPI's `MPI_Mrecv`).
     pub fn mrecv(mut self) -> Result<Message, RecvError> {
-        match self.receive(Dest::Owned).take()? {
-            Got::Message(m) => Ok(m),
-            Got::Status(_) => unreachable!("an owned receive gets a message"),
-        }
+        self.receive(Dest::Owned).take().map(Got::into_message)
     }
 
     /// Receives the matched message into `buf`, as
@@ -57,10 +54,7 @@ impl Matched {
             len: buf.len(),
         };
         // Finished or dropped here, before `buf`'s borrow ends.
-        match self.receive(dest).take()? {
-            Got::Status(s) => Ok(s),
-            Got::Message(_) => unreachable!("a receive into a buffer gets a status"),
-        }
+        self.receive(dest).take().map(Got::into_status)
     }
 
     fn receive(&mut self, dest: Dest) -> Receive {

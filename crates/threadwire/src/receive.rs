@@ -34,6 +34,36 @@ pub(crate) enum Got {
     Status(Status),
 }
 
+impl Got {
+    /// The message of an owned receive.
+    #[inline]
+    pub(crate) fn into_message(self) -> Message {
+        match self {
+            Got::Message(m) => m,
+            Got::Status(_) => unreachable!("an owned receive gets a message"),
+        }
+    }
+
+    /// The status of a receive into a buffer.
+    #[inline]
+    pub(crate) fn into_status(self) -> Status {
+        match self {
+            Got::Status(s) => s,
+            Got::Message(_) => unreachable!("a receive into a buffer gets a status"),
+        }
+    }
+}
+
+impl Dest {
+    /// The caller's buffer of an `irecv_into`, given back.
+    pub(crate) fn into_buffer(self) -> Vec<u8> {
+        match self {
+            Dest::Buffer(b) => b,
+            _ => Vec::new(),
+        }
+    }
+}
+
 enum Phase {
     Posted(Ticket),
     /// An announced message's bytes on their way (pushed).
@@ -88,10 +118,23 @@ impl Receive {
             dest,
         };
         match posting {
-            Posting::Matched(m) => r.settle(m),
+            Posting::Matched(m) => r.settle_matched(m),
             Posting::Pending(ticket) => r.phase = Phase::Posted(ticket),
         }
         r
+    }
+
+    /// What a message just taken from the mailbox must still do
+    /// ([`settle_now`]), or its announced bytes to fetch.
+    #[inline]
+    fn settle_matched(&mut self, m: Message) {
+        match settle_now(&self.shared, self.thread, m, &mut self.dest) {
+            Ok(result) => self.phase = Phase::Finished(result),
+            Err(mut m) => match std::mem::replace(&mut m.tail, Tail::None) {
+                Tail::Announced(a) => self.fetch(m, *a),
+                _ => unreachable!("settle_now gives back announced messages only"),
+            },
+        }
     }
 
     /// Whether what the receive waits for has happened (the next
@@ -121,7 +164,7 @@ impl Receive {
                     }
                     self.phase = Phase::Taken;
                     match self.mailbox().take(ticket).expect("a matched receive has its result") {
-                        Ok(m) => self.settle(m),
+                        Ok(m) => self.settle_matched(m),
                         Err(e) => self.phase = Phase::Finished(Err(e)),
                     }
                 }
@@ -182,7 +225,7 @@ impl Receive {
     }
 
     /// The result, once finished.
-    // Inlined, with `settle`, `land` and the request's `from_receive`: out
+    // Inlined, with `settle_now`, `land` and the request's `from_receive`: out
     // of line, the message (about 100 bytes) was copied through each call's
     // frame, and those copies stalled on store forwarding (a local send and
     // receive: 190–240 against 175–225 ns; PERFORMANCE-STUDIES.md, "The
@@ -193,7 +236,7 @@ impl Receive {
         if let Phase::Posted(ticket) = self.phase {
             self.phase = Phase::Taken;
             match self.mailbox().take(ticket).expect("`wait` saw it done") {
-                Ok(m) => self.settle(m),
+                Ok(m) => self.settle_matched(m),
                 Err(e) => self.phase = Phase::Finished(Err(e)),
             }
             self.wait();
@@ -230,43 +273,7 @@ impl Receive {
 
     /// The caller's buffer of an `irecv_into`, given back.
     pub(crate) fn take_buffer(&mut self) -> Vec<u8> {
-        match std::mem::replace(&mut self.dest, Dest::Owned) {
-            Dest::Buffer(b) => b,
-            _ => Vec::new(),
-        }
-    }
-
-    /// What a matched message's receipt must still do.
-    #[inline]
-    fn settle(&mut self, mut m: Message) {
-        let node = m.source.node;
-        match std::mem::replace(&mut m.tail, Tail::None) {
-            Tail::None => {}
-            Tail::Eager(cost) => {
-                let budget = &self.shared.router.rendezvous.budget;
-                if let Some(returns) = budget.took(node, cost as usize) {
-                    self.answer(m.source, FrameKind::Credit, codec::encode_credit(returns));
-                }
-            }
-            Tail::Sync(done) => done.succeed(),
-            Tail::Announced(a) => return self.fetch(m, *a),
-        }
-        self.phase = Phase::Finished(self.land(m));
-    }
-
-    /// An eager message into its destination.
-    #[inline]
-    fn land(&mut self, m: Message) -> Result<Got, RecvError> {
-        match &mut self.dest {
-            Dest::Owned => Ok(Got::Message(m)),
-            Dest::Buffer(b) => crate::request::fill(m, b).map(Got::Status),
-            Dest::Slice { ptr, len } => {
-                // SAFETY: `recv_into` lends its buffer for the receive's
-                // life and touches it only after the receive is dropped.
-                let buf = unsafe { std::slice::from_raw_parts_mut(*ptr, *len) };
-                crate::request::fill(m, buf).map(Got::Status)
-            }
-        }
+        std::mem::replace(&mut self.dest, Dest::Owned).into_buffer()
     }
 
     /// Rendezvous step 3.
@@ -283,7 +290,7 @@ impl Receive {
                 router.rendezvous.budget.took(node, a.len + OVERHEAD);
                 self.finish_fetch(m.source, a.send_id);
                 let payload = Payload::from_wire(a.format, bytes);
-                self.phase = Phase::Finished(self.land(message(m, payload)));
+                self.phase = Phase::Finished(land(&mut self.dest, message(m, payload)));
                 return;
             }
             other => other,
@@ -401,20 +408,7 @@ impl Receive {
 
     /// Sends a rendezvous frame to the sending thread `to`.
     fn answer(&self, to: Address, kind: FrameKind, payload: Vec<u8>) {
-        let router = &self.shared.router;
-        let header = FrameHeader::addressed(
-            kind,
-            self.thread,
-            to.thread,
-            0,
-            0,
-            Format::OPAQUE,
-            payload.len() as u64,
-        );
-        let peer = &router.peers[to.node as usize];
-        if let Err((e, _)) = peer.send(&header, Payload::from_vec(payload)) {
-            router.lose_peer(to.node, LossCause::Failed(Failure::Channel(e.to_string())));
-        }
+        answer(&self.shared, self.thread, to, kind, payload)
     }
 
     fn loss(&self, node: u32) -> RecvError {
@@ -468,4 +462,69 @@ fn into_status(status: Status, capacity: usize) -> Result<Got, RecvError> {
         return Err(RecvError::Truncated { status, capacity });
     }
     Ok(Got::Status(status))
+}
+
+/// A matched message's receipt without a [`Receive`], for all but an
+/// announced one (given back, to be fetched): its eager bytes returned to
+/// the sender's budget or its synchronous sender released, then its bytes
+/// into `dest`. A receive whose message was waiting when it was posted
+/// ends here, with no receive to build, wait on and take apart.
+#[inline]
+pub(crate) fn settle_now(
+    shared: &NodeShared,
+    thread: u32,
+    mut m: Message,
+    dest: &mut Dest,
+) -> Result<Result<Got, RecvError>, Message> {
+    let node = m.source.node;
+    match std::mem::replace(&mut m.tail, Tail::None) {
+        Tail::None => {}
+        Tail::Eager(cost) => {
+            let budget = &shared.router.rendezvous.budget;
+            if let Some(returns) = budget.took(node, cost as usize) {
+                let credit = codec::encode_credit(returns);
+                answer(shared, thread, m.source, FrameKind::Credit, credit);
+            }
+        }
+        Tail::Sync(done) => done.succeed(),
+        announced @ Tail::Announced(_) => {
+            m.tail = announced;
+            return Err(m);
+        }
+    }
+    Ok(land(dest, m))
+}
+
+/// An eager message into `dest`.
+#[inline]
+fn land(dest: &mut Dest, m: Message) -> Result<Got, RecvError> {
+    match dest {
+        Dest::Owned => Ok(Got::Message(m)),
+        Dest::Buffer(b) => crate::request::fill(m, b).map(Got::Status),
+        Dest::Slice { ptr, len } => {
+            // SAFETY: `recv_into` lends its buffer for the receive's
+            // life and touches it only after the receive is finished.
+            let buf = unsafe { std::slice::from_raw_parts_mut(*ptr, *len) };
+            crate::request::fill(m, buf).map(Got::Status)
+        }
+    }
+}
+
+/// Sends a frame of the receive's protocol (a budget's credit, a
+/// rendezvous answer) from `thread` to the sending thread `to`.
+fn answer(shared: &NodeShared, thread: u32, to: Address, kind: FrameKind, payload: Vec<u8>) {
+    let router = &shared.router;
+    let header = FrameHeader::addressed(
+        kind,
+        thread,
+        to.thread,
+        0,
+        0,
+        Format::OPAQUE,
+        payload.len() as u64,
+    );
+    let peer = &router.peers[to.node as usize];
+    if let Err((e, _)) = peer.send(&header, Payload::from_vec(payload)) {
+        router.lose_peer(to.node, LossCause::Failed(Failure::Channel(e.to_string())));
+    }
 }

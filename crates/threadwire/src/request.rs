@@ -113,10 +113,7 @@ impl Completion for Result<Message, RecvError> {
     #[allow(private_interfaces)]
     #[inline]
     fn from_receive(r: &mut Receive) -> Self {
-        match r.take()? {
-            Got::Message(m) => Ok(m),
-            Got::Status(_) => unreachable!("an owned receive gets a message"),
-        }
+        r.take().map(Got::into_message)
     }
     fn from_send(_: Result<(), SendError>) -> Self {
         unreachable!("a receive is no send")
@@ -139,8 +136,7 @@ impl Completion for Result<(Vec<u8>, Status), RecvIntoError> {
         let got = r.take();
         let buffer = r.take_buffer();
         match got {
-            Ok(Got::Status(status)) => Ok((buffer, status)),
-            Ok(Got::Message(_)) => unreachable!("a receive into a buffer gets a status"),
+            Ok(got) => Ok((buffer, got.into_status())),
             Err(error) => Err(RecvIntoError { error, buffer }),
         }
     }
