@@ -184,12 +184,13 @@ fn flood_shape() {
 }
 
 /// The JSON keys of `bench rate`'s rows, without peers.
-const RATE_KEYS: [&str; 22] = [
+const RATE_KEYS: [&str; 23] = [
     "benchmark",
     "unit",
     "message_size",
     "window",
     "repetitions",
+    "owned",
     "rows",
     "rows[].source",
     "rows[].kind",
