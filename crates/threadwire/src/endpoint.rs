@@ -242,7 +242,7 @@ impl Endpoint {
                 _not_send: PhantomData,
             },
             Ok(Posted::Finished(r, _)) => Request::ready(r.map(Got::into_message)),
-            Err(e) => Request::ready(Err(e)),
+            Err((e, _)) => Request::ready(Err(e)),
         }
     }
 
@@ -256,8 +256,10 @@ impl Endpoint {
         from: Source,
         tag: TagMatch,
         mut dest: Dest,
-    ) -> Result<Posted, RecvError> {
-        self.check_source(from)?;
+    ) -> Result<Posted, (RecvError, Dest)> {
+        if let Err(e) = self.check_source(from) {
+            return Err((e, dest));
+        }
         let mailbox = self.mailbox();
         let thread = self.address.thread;
         let posting = match mailbox.post(context, from, tag) {
@@ -267,7 +269,7 @@ impl Endpoint {
                     mailbox.cancel(ticket);
                     match mailbox.try_take(context, from, tag) {
                         Some(m) => Posting::Matched(m),
-                        None => return Err(e),
+                        None => return Err((e, dest)),
                     }
                 }
             },
@@ -326,7 +328,8 @@ impl Endpoint {
             len: buf.len(),
         };
         // Held here and finished or dropped before `buf`'s borrow ends.
-        let got = match self.receive(0, from.into(), tag.into(), dest)? {
+        let posted = self.receive(0, from.into(), tag.into(), dest);
+        let got = match posted.map_err(|(e, _)| e)? {
             Posted::Receiving(mut receive) => receive.take(),
             Posted::Finished(got, _) => got,
         };
@@ -337,6 +340,19 @@ impl Endpoint {
     /// have); the request gives the buffer back with the status, or with
     /// the error ([`RecvIntoError`](crate::RecvIntoError)), so nothing is
     /// lost.
+    ///
+    /// ```
+    /// use threadwire::{Address, RecvError};
+    ///
+    /// let ep = threadwire::Config::new().standalone(true).init().unwrap();
+    /// ep.send(ep.address(), 7, b"ping".to_vec()).unwrap();
+    /// let (buf, status) = ep.irecv_into(ep.address(), 7, vec![0; 16]).wait().unwrap();
+    /// assert_eq!(&buf[..status.len], b"ping");
+    /// // No node 5 in a job of one: the error, and the buffer back.
+    /// let e = ep.irecv_into(Address::new(5, 0), 7, buf).wait().unwrap_err();
+    /// assert!(matches!(e.error, RecvError::NoSuchNode(5)));
+    /// assert_eq!(e.buffer.len(), 16);
+    /// ```
     pub fn irecv_into(
         &self,
         from: impl Into<Source>,
@@ -355,9 +371,9 @@ impl Endpoint {
                     Err(error) => Err(crate::RecvIntoError { error, buffer }),
                 })
             }
-            Err(error) => Request::ready(Err(crate::RecvIntoError {
+            Err((error, dest)) => Request::ready(Err(crate::RecvIntoError {
                 error,
-                buffer: Vec::new(),
+                buffer: dest.into_buffer(),
             })),
         }
     }
@@ -378,7 +394,8 @@ impl Endpoint {
     /// of the control connection brings it.
     pub(crate) fn recv_driven(&self, context: u32, tag: TagMatch) -> Result<Message, RecvError> {
         let from = Source::Node(self.address.node);
-        let mut receive = match self.receive(context, from, tag, Dest::Owned)? {
+        let posted = self.receive(context, from, tag, Dest::Owned);
+        let mut receive = match posted.map_err(|(e, _)| e)? {
             Posted::Receiving(receive) => receive,
             Posted::Finished(got, _) => return got.map(Got::into_message),
         };
