@@ -5,7 +5,7 @@ use mio::net::TcpStream;
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;
-use threadwire_wire::{FrameBytes, FrameHeader, FrameKind, HEADER_LEN, INLINE_LEN};
+use threadwire_wire::{FrameBytes, FrameHeader, FrameKind, HEADER_LEN};
 
 const BUFFER: usize = 64 * 1024;
 /// Bytes read per call before yielding to the engine's other connections.
@@ -252,10 +252,7 @@ impl FrameReader {
             }
             if available >= len {
                 // Short bytes in place, longer ones in a vector of their own.
-                let payload = match &self.buf[body..body + len] {
-                    short if len <= INLINE_LEN => FrameBytes::copy_from(short),
-                    long => long.to_vec().into(),
-                };
+                let payload = FrameBytes::copy_from(&self.buf[body..body + len]);
                 self.start = body + len;
                 on_frame(Frame { header, payload });
             } else if HEADER_LEN + len > BUFFER {

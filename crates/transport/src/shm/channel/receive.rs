@@ -12,9 +12,8 @@ use threadwire_wire::{FrameBytes, FrameHeader, HEADER_LEN, INLINE_LEN};
 /// The longest record read as a short frame ([`ShmChannel::parse`]): a
 /// header and [`INLINE_LEN`] bytes, whole words.
 const SHORT_FRAME: usize = HEADER_LEN + INLINE_LEN;
-/// Words of a frame header.
-const HEADER_WORDS: usize = HEADER_LEN / 8;
-const _: () = assert!(HEADER_LEN.is_multiple_of(8) && INLINE_LEN == 24);
+// The header's 4 words, then the bytes' 3 (`from_words`).
+const _: () = assert!(HEADER_LEN == 32 && INLINE_LEN == 24);
 
 /// What one record asks of the engine once its slots are released.
 enum Step {
@@ -109,28 +108,6 @@ impl ShmChannel {
         Ok(out)
     }
 
-    /// A frame of one record, its bytes copied into a vector (or in place
-    /// when short).
-    fn parse_frame(
-        &self,
-        record: &Record<'_>,
-        header: impl Fn(&Record<'_>) -> Result<FrameHeader, ShmError>,
-    ) -> Result<Step, ShmError> {
-        let h = header(record)?;
-        let len = h.len as usize;
-        if len != record.len() - HEADER_LEN {
-            return Err(ShmError::Corrupt(
-                "frame length differs from its record's".into(),
-            ));
-        }
-        let payload = if len <= INLINE_LEN {
-            FrameBytes::filled(len, |dst| record.read(HEADER_LEN, dst))
-        } else {
-            record.to_vec(HEADER_LEN, len).into()
-        };
-        Ok(Step::Deliver(Frame { header: h, payload }))
-    }
-
     /// Decodes one record, storing chunks; runs while the record's slots
     /// are held, so it copies and returns.
     fn parse(
@@ -140,6 +117,9 @@ impl ShmChannel {
     ) -> Result<Step, ShmError> {
         let corrupt = |what: &str| Err(ShmError::Corrupt(what.to_string()));
         let max_frame = self.config.max_frame;
+        let decode = |raw: &[u8; HEADER_LEN]| {
+            FrameHeader::decode(raw, max_frame).map_err(|e| ShmError::Corrupt(e.to_string()))
+        };
         let header = |record: &Record<'_>| -> Result<FrameHeader, ShmError> {
             if record.len() < HEADER_LEN {
                 return Err(ShmError::Corrupt(
@@ -148,7 +128,7 @@ impl ShmChannel {
             }
             let mut raw = [0u8; HEADER_LEN];
             record.read(0, &mut raw);
-            FrameHeader::decode(&raw, max_frame).map_err(|e| ShmError::Corrupt(e.to_string()))
+            decode(&raw)
         };
         let word = |record: &Record<'_>, at: usize| {
             let mut b = [0u8; 8];
@@ -156,27 +136,34 @@ impl ShmChannel {
             u64::from_le_bytes(b)
         };
         match record.kind() {
-            FRAME if record.len() >= HEADER_LEN && record.len() <= SHORT_FRAME => {
+            FRAME => {
                 // A short frame (most are): header and bytes in one load
                 // a word, the bytes kept in place.
-                let Some(w) = record.first_words::<{ SHORT_FRAME / 8 }>() else {
-                    return self.parse_frame(record, header);
+                let short = (HEADER_LEN..=SHORT_FRAME)
+                    .contains(&record.len())
+                    .then(|| record.first_words::<{ SHORT_FRAME / 8 }>())
+                    .flatten();
+                let h = match &short {
+                    Some(w) => {
+                        let mut raw = [0u8; HEADER_LEN];
+                        for (chunk, word) in raw.chunks_exact_mut(8).zip(w) {
+                            chunk.copy_from_slice(&word.to_ne_bytes());
+                        }
+                        decode(&raw)?
+                    }
+                    None => header(record)?,
                 };
-                let mut raw = [0u8; HEADER_LEN];
-                for (chunk, word) in raw.chunks_exact_mut(8).zip(w) {
-                    chunk.copy_from_slice(&word.to_ne_bytes());
-                }
-                let h = FrameHeader::decode(&raw, max_frame)
-                    .map_err(|e| ShmError::Corrupt(e.to_string()))?;
-                let len = record.len() - HEADER_LEN;
-                if h.len as usize != len {
+                let len = h.len as usize;
+                if len != record.len() - HEADER_LEN {
                     return corrupt("frame length differs from its record's");
                 }
-                let bytes = [w[HEADER_WORDS], w[HEADER_WORDS + 1], w[HEADER_WORDS + 2]];
-                let payload = FrameBytes::from_words(len, bytes).expect("a short frame");
+                let payload = match short {
+                    Some(w) => FrameBytes::from_words(len, [w[4], w[5], w[6]]),
+                    None => FrameBytes::short(len, |dst| record.read(HEADER_LEN, dst)),
+                }
+                .unwrap_or_else(|| record.to_vec(HEADER_LEN, len).into());
                 Ok(Step::Deliver(Frame { header: h, payload }))
             }
-            FRAME => self.parse_frame(record, header),
             FIRST => {
                 let h = header(record)?;
                 let part = record.len() - HEADER_LEN;
